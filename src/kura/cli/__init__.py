@@ -1,0 +1,1 @@
+"""Kura's command-line interface: thin commands over the library."""

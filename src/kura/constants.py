@@ -1,0 +1,33 @@
+"""Environment variables Kura reads, read in this one place."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "debug_enabled", "lock_timeout_seconds"]
+
+
+def debug_enabled() -> bool:
+    """``KURA_DEBUG=1`` makes the CLI show full tracebacks."""
+    return os.environ.get("KURA_DEBUG", "") not in ("", "0", "false")
+
+
+def cache_dir() -> Path:
+    """Where Kura keeps per-user caches (digests, stat facts): ``KURA_CACHE_DIR`` or the
+    platform's user cache folder."""
+    override = os.environ.get("KURA_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("kura"))
+
+
+def lock_timeout_seconds() -> float:
+    """How long a Kura process waits for the workspace lock (``KURA_LOCK_TIMEOUT``)."""
+    raw = os.environ.get("KURA_LOCK_TIMEOUT", "30")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return 30.0

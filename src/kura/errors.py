@@ -1,0 +1,85 @@
+"""Kura's error tree.
+
+Every error a user can cause carries an exit code and a hint that says what to do next.
+The CLI turns them into a one-line message (or ``{"error": …}`` under ``--json``) and never
+shows a traceback unless ``KURA_DEBUG=1``.
+
+    KuraError                    exit 1
+    ├── CheckFailed              exit 1   a check ran and found problems
+    ├── UsageError               exit 2   the command line itself is wrong
+    ├── WorkspaceNotFound        exit 3   no kura.toml above the current folder
+    ├── LockBusy                 exit 4   another Kura process holds the workspace lock
+    ├── InvalidInput             exit 5   a file or value Kura was given is malformed
+    │   └── SpecError                     run.yaml / dataset.yaml does not match its schema
+    ├── NotFound                 exit 6   a named dataset, run, model or file does not exist
+    └── Unsupported              exit 7   a valid request Kura cannot carry out (yet)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "CheckFailed",
+    "InvalidInput",
+    "KuraError",
+    "LockBusy",
+    "NotFound",
+    "SpecError",
+    "Unsupported",
+    "UsageError",
+    "WorkspaceNotFound",
+]
+
+
+class KuraError(Exception):
+    """Base class: a message for people, a hint with the next step, an exit code."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str = "", path: Path | str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.path = str(path) if path is not None else None
+
+    @property
+    def type_name(self) -> str:
+        """A stable, kebab-case name used as ``error.type`` in JSON output."""
+        name = type(self).__name__
+        return "".join("-" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"type": self.type_name, "message": self.message, "hint": self.hint, "path": self.path}
+
+
+class CheckFailed(KuraError):
+    exit_code = 1
+
+
+class UsageError(KuraError):
+    exit_code = 2
+
+
+class WorkspaceNotFound(KuraError):
+    exit_code = 3
+
+
+class LockBusy(KuraError):
+    exit_code = 4
+
+
+class InvalidInput(KuraError):
+    exit_code = 5
+
+
+class SpecError(InvalidInput):
+    pass
+
+
+class NotFound(KuraError):
+    exit_code = 6
+
+
+class Unsupported(KuraError):
+    exit_code = 7

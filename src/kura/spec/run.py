@@ -1,0 +1,92 @@
+"""The schema of ``runs/<id>/run.yaml``: the recipe, the model, the datasets, and how to run.
+
+The **recipe** (``training``) holds every quality-bearing value. Execution accommodations
+(micro-batch, checkpointing, fp8, block swap …) live under ``backend.config`` in the
+trainer's own names, each with its reason under ``backend.reasons``. The effective batch is
+part of the recipe; the trainer's ``batch_size`` is only the micro-batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kura.spec.base import StrictModel
+
+__all__ = [
+    "BackendSection",
+    "DatasetUse",
+    "ExecutionSection",
+    "ModelSection",
+    "NetworkSection",
+    "RunSpec",
+    "TrainingSection",
+]
+
+
+class DatasetUse(StrictModel):
+    name: str = Field(description="A dataset registered in this workspace.")
+    resolution: list[int] = Field(
+        [1024, 1024], min_length=1, max_length=2, description="[W, H] or [side]."
+    )
+    repeats: int = Field(1, ge=1)
+    frames: list[int] | None = Field(None, description="Video target frame counts (4n+1).")
+
+
+class NetworkSection(StrictModel):
+    module: str | None = Field(None, description="Trainer network module; filled per architecture.")
+    rank: int = Field(16, ge=1, le=1024)
+    alpha: float = Field(16.0, gt=0)
+    args: list[str] = []
+
+
+class TrainingSection(StrictModel):
+    network: NetworkSection = NetworkSection()
+    learning_rate: float = Field(1e-4, gt=0)
+    optimizer: str = "adamw8bit"
+    optimizer_args: list[str] = []
+    scheduler: str = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    effective_batch: int = Field(1, ge=1, description="micro-batch × accumulation × GPUs.")
+    epochs: int | None = Field(16, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    seed: int = 42
+    timestep_sampling: str | None = None
+    discrete_flow_shift: float | None = None
+    save_every_n_epochs: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _length_is_set(self) -> TrainingSection:
+        if self.epochs is None and self.max_steps is None:
+            raise ValueError("set training.epochs or training.max_steps")
+        return self
+
+
+class ModelSection(StrictModel):
+    base: str = Field(description="A bundle id from `kura model bundles`.")
+    paths: dict[str, str] = Field({}, description="role → file, overriding the bundle lookup.")
+    downloads: dict[str, str] = Field({}, description="role → download source override.")
+
+
+class BackendSection(StrictModel):
+    name: Literal["musubi-tuner"] = "musubi-tuner"
+    config: dict[str, Any] = Field({}, description="Accommodations in the trainer's names.")
+    reasons: dict[str, str] = Field({}, description="config key → why it is set.")
+
+
+class ExecutionSection(StrictModel):
+    executor: Literal["docker", "host", "skypilot"] = "docker"
+    gpus: int = Field(1, ge=1, le=16)
+    gpu_class: str | None = None
+
+
+class RunSpec(StrictModel):
+    id: str
+    task: Literal["character", "style", "concept", "paired-edit", "video"] | None = None
+    model: ModelSection
+    datasets: list[DatasetUse] = Field(min_length=1)
+    training: TrainingSection = TrainingSection()
+    backend: BackendSection = BackendSection()
+    execution: ExecutionSection = ExecutionSection()
+    provenance: dict[str, str] = Field({}, description="value path → where it came from.")

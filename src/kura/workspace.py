@@ -1,0 +1,198 @@
+"""The workspace: a folder with ``kura.toml``, found by walking up from the current folder.
+
+Layout::
+
+    kura.toml        settings
+    datasets/<name>/ dataset.yaml (+ copied media, or a pointer to them)
+    models/          model files
+    runs/<id>/       run.yaml, compiled/, plan.md, logs/, output/ …
+    knowledge/       cards, preferences, regrets
+    .kura/           Kura's own state (the workspace lock)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import ValidationError
+
+from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
+from kura.fsutil import atomic_write_text
+from kura.locking import hold_lock
+from kura.spec.base import StrictModel
+
+__all__ = [
+    "CONFIG_NAME",
+    "Workspace",
+    "WorkspaceConfig",
+    "check_name",
+    "find_workspace",
+    "init_workspace",
+    "new_run_id",
+]
+
+CONFIG_NAME = "kura.toml"
+LAYOUT = ("datasets", "models", "runs", "knowledge")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ExecutorDefaults(StrictModel):
+    default: str = "docker"
+    musubi_image: str = "kura/musubi-tuner:0.3.4"
+    musubi_checkout: str | None = None
+    musubi_python: str | None = None
+
+
+class WorkspaceConfig(StrictModel):
+    """The schema of ``kura.toml``."""
+
+    version: int = 1
+    executor: ExecutorDefaults = ExecutorDefaults()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def datasets_dir(self) -> Path:
+        return self.root / "datasets"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def knowledge_dir(self) -> Path:
+        return self.root / "knowledge"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".kura"
+
+    def dataset_dir(self, name: str) -> Path:
+        return self.datasets_dir / check_name(name, "dataset")
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / check_name(run_id, "run")
+
+    def config(self) -> WorkspaceConfig:
+        try:
+            data = tomllib.loads(self.config_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise InvalidInput(
+                f"{self.config_path} cannot be read: {exc}",
+                hint="fix the TOML syntax, or move it aside and run `kura init` again",
+                path=self.config_path,
+            ) from None
+        try:
+            return WorkspaceConfig.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            raise InvalidInput(
+                f"{self.config_path}: `{key}`: {first['msg']}",
+                hint="remove or correct that key",
+                path=self.config_path,
+            ) from None
+
+    @contextmanager
+    def lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the workspace write lock."""
+        with hold_lock(self.state_dir / "lock", timeout=timeout):
+            yield
+
+    def relative(self, path: Path) -> str:
+        """A path relative to the root where possible, for messages and JSON."""
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+def find_workspace(start: Path | None = None, explicit: Path | None = None) -> Workspace:
+    """The workspace named by ``explicit`` (or ``KURA_WORKSPACE``), or the nearest folder at
+    or above ``start`` that holds ``kura.toml``."""
+    explicit = explicit or (Path(os.environ["KURA_WORKSPACE"]) if os.environ.get("KURA_WORKSPACE") else None)
+    if explicit is not None:
+        root = explicit.expanduser().resolve()
+        if not (root / CONFIG_NAME).is_file():
+            raise WorkspaceNotFound(
+                f"{root} is not a Kura workspace (no {CONFIG_NAME})",
+                hint=f"run `kura init {explicit}` to create one",
+                path=root,
+            )
+        return Workspace(root)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return Workspace(folder)
+    raise WorkspaceNotFound(
+        f"no Kura workspace at or above {here}",
+        hint="run `kura init` here, or pass --workspace DIR",
+        path=here,
+    )
+
+
+def init_workspace(root: Path) -> tuple[Workspace, list[str]]:
+    """Create the layout and ``kura.toml`` (kept if present). Returns what was created."""
+    root = root.expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise InvalidInput(f"{root} exists and is not a folder", path=root)
+    created: list[str] = []
+    root.mkdir(parents=True, exist_ok=True)
+    workspace = Workspace(root)
+    with workspace.lock():
+        for name in LAYOUT:
+            folder = root / name
+            if not folder.is_dir():
+                folder.mkdir()
+                created.append(f"{name}/")
+        if not workspace.config_path.exists():
+            atomic_write_text(workspace.config_path, _default_config_text())
+            created.append(CONFIG_NAME)
+    workspace.config()
+    return workspace, created
+
+
+def _default_config_text() -> str:
+    data: dict[str, Any] = WorkspaceConfig().model_dump(exclude_none=True)
+    header = "# Kura workspace settings. `kura schema workspace` lists every key.\n"
+    return header + tomli_w.dumps(data)
+
+
+def check_name(name: str, what: str) -> str:
+    """Names of datasets and runs become folder names: refuse anything that could escape."""
+    if not _NAME_RE.fullmatch(name):
+        raise UsageError(
+            f"{what} name {name!r} is not allowed",
+            hint="use 1-64 letters, digits, '_', '.', '-', starting with a letter or digit",
+        )
+    return name
+
+
+def new_run_id(runs_dir: Path, now: datetime | None = None) -> str:
+    """A run id that sorts by time: ``YYYYMMDD-HHMM``, plus ``-2``, ``-3`` … when taken."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M")
+    candidate, n = stamp, 1
+    while (runs_dir / candidate).exists():
+        n += 1
+        candidate = f"{stamp}-{n}"
+    return candidate

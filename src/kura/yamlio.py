@@ -1,0 +1,100 @@
+"""YAML that people edit: read and written round-trip (comments and key order kept).
+
+Kura's own files never need anchors or aliases, so any alias is refused before the
+document is composed: an "alias bomb" (billion laughs) costs nothing to reject. Size is
+capped for the same reason. Duplicate keys are errors, not silent overwrites.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import AliasEvent
+
+from kura.errors import InvalidInput
+from kura.fsutil import atomic_write_text
+
+__all__ = ["MAX_YAML_BYTES", "dump_yaml", "load_yaml", "parse_yaml", "write_yaml"]
+
+MAX_YAML_BYTES = 4 * 1024 * 1024
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 100
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def parse_yaml(text: str, *, source: str = "<text>") -> Any:
+    """Parse YAML text round-trip; refuse aliases, duplicate keys and non-mapping roots."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
+        raise InvalidInput(
+            f"{source} is larger than {MAX_YAML_BYTES // (1024 * 1024)} MiB",
+            hint="Kura's YAML files are small; check that the right file is named",
+            path=source,
+        )
+    yaml = _yaml()
+    try:
+        for event in yaml.parse(io.StringIO(text)):
+            if isinstance(event, AliasEvent):
+                mark = event.start_mark
+                where = f" (line {mark.line + 1})" if mark is not None else ""
+                raise InvalidInput(
+                    f"{source} uses a YAML alias{where}; Kura files do not allow anchors or aliases",
+                    hint="write the value out in full where the alias (*name) stands",
+                    path=source,
+                )
+        data = yaml.load(text)
+    except YAMLError as exc:
+        raise InvalidInput(
+            f"{source} is not valid YAML: {_one_line(exc)}",
+            hint="fix the syntax at the line shown, or restore the file from its last good copy",
+            path=source,
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"{source} must hold a mapping at the top level, found {type(data).__name__}",
+            hint="the file should start with `key: value` lines",
+            path=source,
+        )
+    return data
+
+
+def load_yaml(path: Path) -> Any:
+    """Read a YAML file (round-trip); errors name the file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist", path=path) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", path=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(
+            f"{path} is not UTF-8 text", hint="save it as UTF-8", path=path
+        ) from None
+    return parse_yaml(text, source=str(path))
+
+
+def dump_yaml(data: Any) -> str:
+    buffer = io.StringIO()
+    _yaml().dump(data, buffer)
+    return buffer.getvalue()
+
+
+def write_yaml(path: Path, data: Any) -> None:
+    """Write YAML atomically, keeping comments and order of a round-trip document."""
+    atomic_write_text(path, dump_yaml(data))
+
+
+def _one_line(exc: YAMLError) -> str:
+    return " ".join(str(exc).split())[:300]
