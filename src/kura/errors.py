@@ -47,10 +47,17 @@ class KuraError(Exception):
     def type_name(self) -> str:
         """A stable, kebab-case name used as ``error.type`` in JSON output."""
         name = type(self).__name__
-        return "".join("-" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+        return "".join(
+            "-" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name)
+        )
 
     def to_dict(self) -> dict[str, str | None]:
-        return {"type": self.type_name, "message": self.message, "hint": self.hint, "path": self.path}
+        return {
+            "type": self.type_name,
+            "message": self.message,
+            "hint": self.hint,
+            "path": self.path,
+        }
 
 
 class CheckFailed(KuraError):

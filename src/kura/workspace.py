@@ -130,7 +130,9 @@ class Workspace:
 def find_workspace(start: Path | None = None, explicit: Path | None = None) -> Workspace:
     """The workspace named by ``explicit`` (or ``KURA_WORKSPACE``), or the nearest folder at
     or above ``start`` that holds ``kura.toml``."""
-    explicit = explicit or (Path(os.environ["KURA_WORKSPACE"]) if os.environ.get("KURA_WORKSPACE") else None)
+    explicit = explicit or (
+        Path(os.environ["KURA_WORKSPACE"]) if os.environ.get("KURA_WORKSPACE") else None
+    )
     if explicit is not None:
         root = explicit.expanduser().resolve()
         if not (root / CONFIG_NAME).is_file():
@@ -169,6 +171,9 @@ def init_workspace(root: Path) -> tuple[Workspace, list[str]]:
             atomic_write_text(workspace.config_path, _default_config_text())
             created.append(CONFIG_NAME)
     workspace.config()
+    from kura.knowledge.baselines import sync_baselines
+
+    created += [f"knowledge/{r.architecture}.md" for r in sync_baselines(workspace) if r.created]
     return workspace, created
 
 

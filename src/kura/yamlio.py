@@ -14,6 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
@@ -46,7 +47,7 @@ def parse_yaml(text: str, *, source: str = "<text>") -> Any:
                 mark = event.start_mark
                 where = f" (line {mark.line + 1})" if mark is not None else ""
                 raise InvalidInput(
-                    f"{source} uses a YAML alias{where}; Kura files do not allow anchors or aliases",
+                    f"{source} uses a YAML alias{where}; Kura files allow no anchors or aliases",
                     hint="write the value out in full where the alias (*name) stands",
                     path=source,
                 )
@@ -87,8 +88,36 @@ def load_yaml(path: Path) -> Any:
 
 def dump_yaml(data: Any) -> str:
     buffer = io.StringIO()
-    _yaml().dump(data, buffer)
+    _yaml().dump(_quote_unusual_breaks(data), buffer)
     return buffer.getvalue()
+
+
+_UNUSUAL_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _quote_unusual_breaks(data: Any) -> Any:
+    """Strings holding NEL/LS/PS must be double-quoted: ruamel writes them raw in single
+    quotes, where a reader folds them into spaces and the value silently changes."""
+    if isinstance(data, str):
+        if any(c in data for c in _UNUSUAL_BREAKS):
+            return DoubleQuotedScalarString(data)
+        return data
+    if isinstance(data, dict):
+        for position, key in enumerate(list(data.keys())):
+            value = _quote_unusual_breaks(data[key])
+            quoted_key = _quote_unusual_breaks(key) if isinstance(key, str) else key
+            if quoted_key is not key and hasattr(data, "insert"):
+                del data[key]
+                data.insert(position, quoted_key, value)
+            elif quoted_key is not key:
+                del data[key]
+                data[quoted_key] = value
+            else:
+                data[key] = value
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            data[index] = _quote_unusual_breaks(item)
+    return data
 
 
 def write_yaml(path: Path, data: Any) -> None:

@@ -1,11 +1,228 @@
-"""Placeholder registration, replaced as the dataset commands land."""
+"""`kura dataset add|inspect|set|validate|list`."""
 
 from __future__ import annotations
 
-import click
+from pathlib import Path
+from typing import Any
 
-__all__ = ["register"]
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kura.cli.main import AppState
+from kura.errors import UsageError
+
+__all__ = ["parse_resolution", "register", "render_inspection"]
+
+
+def parse_resolution(value: str | None) -> tuple[int, int] | None:
+    """``1024`` → (1024, 1024); ``960x544`` → (960, 544)."""
+    if value is None:
+        return None
+    width, sep, height = value.lower().partition("x")
+    try:
+        w = int(width)
+        h = int(height) if sep else w
+    except ValueError:
+        raise UsageError(
+            f"--resolution {value!r} is not W or WxH", hint="e.g. --resolution 1024 or 960x544"
+        ) from None
+    if not (64 <= w <= 8192 and 64 <= h <= 8192):
+        raise UsageError(f"--resolution {value} is outside 64..8192", hint="e.g. 1024x1024")
+    return w, h
+
+
+@click.group("dataset")
+def dataset_group() -> None:
+    """Register, inspect and validate datasets."""
+
+
+@dataset_group.command("add")
+@click.argument("name")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--link", is_flag=True, help="Record a pointer to PATH instead of copying it.")
+@click.option("--caption-ext", default=".txt", show_default=True, help="Caption file extension.")
+@click.option("--control", type=click.Path(path_type=Path), help="Control images (paired edits).")
+@click.option("--resolution", help="Training resolution for the bucket preview: W or WxH.")
+@click.pass_obj
+def add_command(
+    state: AppState,
+    name: str,
+    path: Path,
+    link: bool,
+    caption_ext: str,
+    control: Path | None,
+    resolution: str | None,
+) -> None:
+    """Register the folder PATH (media + same-stem captions) as dataset NAME and inspect it."""
+    from kura.dataset.registry import add_dataset
+
+    workspace = state.workspace()
+    with state.out.progress("inspecting") as progress:
+        added = add_dataset(
+            workspace,
+            name,
+            path,
+            link=link,
+            caption_ext=caption_ext,
+            control=control,
+            resolution=parse_resolution(resolution) or (1024, 1024),
+            progress=progress,
+        )
+    state.out.result(added.to_dict(), _render_add)
+
+
+def _render_add(console: Console, doc: dict[str, Any]) -> None:
+    how = "linked" if doc["linked"] else f"copied {doc['copied_files']} files"
+    console.print(f"Dataset [bold]{doc['name']}[/] registered at {doc['folder']} ({how})")
+    render_inspection(console, doc["inspection"])
+
+
+@dataset_group.command("inspect")
+@click.argument("target")
+@click.option("--resolution", help="Training resolution for the bucket preview: W or WxH.")
+@click.pass_obj
+def inspect_command(state: AppState, target: str, resolution: str | None) -> None:
+    """Gather the facts of dataset NAME (or any folder PATH) before GPU time is spent."""
+    from kura.dataset.registry import inspect_target
+
+    with state.out.progress("inspecting") as progress:
+        report = inspect_target(
+            state.workspace, target, resolution=parse_resolution(resolution), progress=progress
+        )
+    state.out.result(report, render_inspection)
+
+
+@dataset_group.command("set")
+@click.argument("name")
+@click.argument("assignments", nargs=-1, required=True)
+@click.pass_obj
+def set_command(state: AppState, name: str, assignments: tuple[str, ...]) -> None:
+    """Record intent, e.g. `kura dataset set myaku intent.task=character intent.trigger=myaku`."""
+    from kura.dataset.registry import set_dataset_values
+
+    doc = set_dataset_values(state.workspace(), name, list(assignments))
+    state.out.result(doc, _render_set)
+
+
+def _render_set(console: Console, doc: dict[str, Any]) -> None:
+    for key, value in doc["changed"].items():
+        console.print(f"{doc['name']}: {key} = {value}")
+
+
+@dataset_group.command("validate")
+@click.argument("name")
+@click.pass_context
+def validate_command(ctx: click.Context, name: str) -> None:
+    """Exit 1 when a problem would break or silently damage training; list the fixes."""
+    from kura.dataset.registry import validate_dataset
+
+    state: AppState = ctx.obj
+    with state.out.progress("validating") as progress:
+        checked = validate_dataset(state.workspace(), name, progress=progress)
+    state.out.result(checked.to_dict(), _render_validation)
+    if not checked.ok:
+        ctx.exit(1)
+
+
+def _render_validation(console: Console, doc: dict[str, Any]) -> None:
+    if doc["ok"]:
+        console.print(
+            f"[green]ok[/] dataset [bold]{doc['name']}[/] is ready "
+            f"({len(doc['warnings'])} warnings)"
+        )
+    else:
+        console.print(
+            f"[red]not ready[/]: {len(doc['blocking'])} problems in [bold]{doc['name']}[/] "
+            "would break or damage training"
+        )
+    _problem_table(console, doc["blocking"] + doc["warnings"])
+
+
+@dataset_group.command("list")
+@click.pass_obj
+def list_command(state: AppState) -> None:
+    """List the datasets registered in this workspace."""
+    from kura.dataset.registry import list_datasets
+
+    state.out.result(list_datasets(state.workspace()), _render_list)
+
+
+def _render_list(console: Console, doc: dict[str, Any]) -> None:
+    if not doc["datasets"]:
+        console.print("no datasets yet; add one with `kura dataset add NAME PATH`")
+        return
+    table = Table("name", "images", "videos", "task", "trigger", "blocking", box=None)
+    for item in doc["datasets"]:
+        counts = item.get("counts") or {}
+        table.add_row(
+            item["name"],
+            str(counts.get("images", "?")),
+            str(counts.get("videos", "?")),
+            str(item["intent"].get("task") or "-"),
+            str(item["intent"].get("trigger") or "-"),
+            str(item.get("blocking_problems", "?")),
+        )
+    console.print(table)
+
+
+def render_inspection(console: Console, doc: dict[str, Any]) -> None:
+    """The human view of a `dataset-inspection` document."""
+    counts = doc["counts"]
+    console.print(
+        f"[bold]{doc.get('name') or doc['root']}[/]: {counts.get('images', 0)} images, "
+        f"{counts.get('videos', 0)} videos, {counts.get('captions', 0)} captions, "
+        f"{counts.get('controls', 0)} controls  [dim]{doc['digest'][:19]}…[/]"
+    )
+    trigger = doc.get("trigger")
+    if trigger:
+        console.print(
+            f"trigger: [bold]{trigger['word']}[/] appears in {trigger['count']} of "
+            f"{trigger['total']} captions"
+        )
+    else:
+        console.print("trigger: none found")
+    suggestion = doc.get("task_suggestion") or {}
+    console.print(f"task: {suggestion.get('task') or 'unknown'} — {suggestion.get('evidence', '')}")
+    if doc.get("buckets"):
+        width, height = doc["resolution"]
+        table = Table(
+            f"bucket @ {width}x{height}",
+            "items",
+            "upscaled",
+            "cropped",
+            box=None,
+            title_justify="left",
+        )
+        for bucket in doc["buckets"]:
+            table.add_row(
+                f"{bucket['width']}x{bucket['height']}",
+                str(bucket["count"]),
+                str(bucket.get("upscaled", "")),
+                str(bucket.get("cropped", "")),
+            )
+        console.print(table)
+    for group in doc.get("duplicates", []):
+        console.print(f"[yellow]duplicates[/]: {', '.join(group)}")
+    _problem_table(console, doc.get("problems", []))
+    questions = doc.get("questions", [])
+    if questions:
+        console.print("[bold]Questions only you can answer[/] (record with `kura dataset set`):")
+        for question in questions:
+            options = " | ".join(str(o) for o in question.get("options", []))
+            console.print(f"  {question['key']}: {question['question']} [{options}]")
+
+
+def _problem_table(console: Console, problems: list[dict[str, Any]]) -> None:
+    if not problems:
+        return
+    table = Table("code", "path", "problem", "fix", box=None)
+    for problem in problems[:50]:
+        table.add_row(problem["code"], problem["path"], problem["message"], problem["fix"])
+    console.print(table)
+    if len(problems) > 50:
+        console.print(f"… and {len(problems) - 50} more (use --json for all)")
 
 
 def register(group: click.Group) -> None:
-    return None
+    group.add_command(dataset_group)

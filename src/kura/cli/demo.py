@@ -1,11 +1,58 @@
-"""Placeholder registration, replaced as the demo commands land."""
+"""`kura demo [DIR]`: a real end-to-end walk through a generated workspace."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from kura.cli.main import AppState
 
 __all__ = ["register"]
 
 
+@click.command("demo")
+@click.argument("directory", required=False, type=click.Path(path_type=Path), default=None)
+@click.pass_obj
+def demo_command(state: AppState, directory: Path | None) -> None:
+    """Build a demo workspace in DIRECTORY (default ./kura-demo) and walk the path in it."""
+    from kura.cli.main import main
+    from kura.demo import run_demo
+
+    out = state.out
+
+    def run_command(argv: list[str], note: str) -> int:
+        if not out.json_mode:
+            out.console.rule(f"[bold]$ kura {' '.join(_short(a) for a in argv[2:])}")
+            out.console.print(f"[dim]{note}[/]")
+        code = main(
+            argv if not out.json_mode else [*argv, "--json"],
+            stdout=out.err.file if out.json_mode else None,
+        )
+        if not out.json_mode:
+            out.console.print(f"[dim]exit code {code}[/]")
+        return code
+
+    log = run_demo(directory or Path("kura-demo"), run_command)
+    doc = {
+        "kind": "demo",
+        "root": str(log.root),
+        "workspace": str(log.root / "workspace"),
+        "steps": [s.to_dict() for s in log.steps],
+    }
+    out.result(
+        doc,
+        lambda console, d: console.print(
+            f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
+            f"`kura --workspace {d['workspace']} dataset list`"
+        ),
+    )
+
+
+def _short(arg: str) -> str:
+    cwd = str(Path.cwd())
+    return arg.replace(cwd + "/", "") if arg.startswith(cwd) else arg
+
+
 def register(group: click.Group) -> None:
-    return None
+    group.add_command(demo_command)

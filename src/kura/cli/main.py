@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -50,9 +51,9 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
 
 def _register() -> None:
-    from kura.cli import dataset, demo, model, workspace
+    from kura.cli import dataset, demo, knowledge, model, workspace
 
-    for module in (workspace, dataset, model, demo):
+    for module in (workspace, dataset, model, knowledge, demo):
         module.register(cli)
 
 
@@ -71,12 +72,15 @@ def split_global_flags(argv: list[str]) -> tuple[list[str], bool]:
     return out, json_mode
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
+    """Run one command; return its exit code. ``stdout`` redirects results (used by demo)."""
     args, json_mode = split_global_flags(list(sys.argv[1:] if argv is None else argv))
-    out = Output(json_mode=json_mode)
+    out = Output(json_mode=json_mode, stdout=stdout)
     _register()
     try:
-        cli.main(args=args, prog_name="kura", standalone_mode=False, obj=AppState(out, None))
+        returned = cli.main(
+            args=args, prog_name="kura", standalone_mode=False, obj=AppState(out, None)
+        )
     except KuraError as error:
         if debug_enabled():
             raise
@@ -96,4 +100,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 141
-    return 0
+    # With standalone_mode=False, click returns ctx.exit(N)'s code instead of raising.
+    return returned if isinstance(returned, int) else 0

@@ -28,7 +28,9 @@ def init_command(state: AppState, directory: Path) -> None:
 
 def _render_init(console: Console, doc: dict[str, Any]) -> None:
     if doc["created"]:
-        console.print(f"Workspace ready at [bold]{doc['root']}[/] (created {', '.join(doc['created'])})")
+        console.print(
+            f"Workspace ready at [bold]{doc['root']}[/] (created {', '.join(doc['created'])})"
+        )
     else:
         console.print(f"Workspace at [bold]{doc['root']}[/] already complete; nothing changed")
 

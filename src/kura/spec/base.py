@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kura.errors import SpecError, UsageError
 from kura.yamlio import load_yaml, parse_yaml
 
-__all__ = ["StrictModel", "load_spec", "parse_value", "set_dotted", "validate_spec"]
+__all__ = ["StrictModel", "load_spec", "parse_value", "plain", "set_dotted", "validate_spec"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -29,7 +29,7 @@ class StrictModel(BaseModel):
 def validate_spec(model: type[M], data: Any, *, source: Path | str) -> M:
     """Validate plain data against ``model``; a failure names each bad key and the file."""
     try:
-        return model.model_validate(_plain(data))
+        return model.model_validate(plain(data))
     except ValidationError as exc:
         raise SpecError(
             f"{source} does not match the {model.__name__} schema: {_describe(exc)}",
@@ -69,15 +69,20 @@ def parse_value(raw: str) -> Any:
     if raw == "":
         return None
     parsed = parse_yaml(f"v: {raw}", source="--set value").get("v")
-    return _plain(parsed)
+    return plain(parsed)
 
 
-def _plain(data: Any) -> Any:
-    """Round-trip containers to plain dicts/lists (pydantic sees ordinary types)."""
+def plain(data: Any) -> Any:
+    """Round-trip containers and scalars to plain Python types (dict, list, int, float, str)."""
     if isinstance(data, dict):
-        return {str(k): _plain(v) for k, v in data.items()}
+        return {str(k): plain(v) for k, v in data.items()}
     if isinstance(data, list):
-        return [_plain(v) for v in data]
+        return [plain(v) for v in data]
+    if isinstance(data, bool) or data is None:
+        return data
+    for kind in (int, float, str):
+        if isinstance(data, kind):
+            return kind(data)
     return data
 
 

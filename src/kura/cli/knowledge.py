@@ -1,0 +1,69 @@
+"""`kura knowledge sync|show`: the cards Kura drafts runs from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kura.cli.main import AppState
+
+__all__ = ["register"]
+
+
+@click.group("knowledge")
+def knowledge_group() -> None:
+    """Knowledge cards (per architecture × task), preferences and regrets."""
+
+
+@knowledge_group.command("sync")
+@click.argument("architectures", nargs=-1)
+@click.pass_obj
+def sync_command(state: AppState, architectures: tuple[str, ...]) -> None:
+    """Write or refresh the upstream baseline lines of the cards (never owner or run lines)."""
+    from kura.knowledge.baselines import sync_baselines
+
+    results = sync_baselines(state.workspace(), list(architectures) or None)
+    doc = {"kind": "knowledge-sync", "cards": [r.to_dict() for r in results]}
+    state.out.result(doc, _render_sync)
+
+
+def _render_sync(console: Console, doc: dict[str, Any]) -> None:
+    for card in doc["cards"]:
+        state = "created" if card["created"] else f"+{card['added']} ~{card['updated']}"
+        console.print(f"knowledge/{card['architecture']}.md: {state}")
+
+
+@knowledge_group.command("show")
+@click.argument("architecture")
+@click.pass_obj
+def show_command(state: AppState, architecture: str) -> None:
+    """Show a card's values with their sources, and lines that lack one."""
+    from kura.knowledge.baselines import card_path
+    from kura.knowledge.cards import parse_card, read_card
+
+    path = card_path(state.workspace(), architecture)
+    entries, problems = parse_card(read_card(path))
+    doc = {
+        "kind": "knowledge-card",
+        "architecture": architecture,
+        "path": str(path),
+        "entries": [e.to_dict() for e in entries],
+        "problems": problems,
+    }
+    state.out.result(doc, _render_card)
+
+
+def _render_card(console: Console, doc: dict[str, Any]) -> None:
+    table = Table("section", "key", "value", "source", box=None, title=doc["architecture"])
+    for entry in doc["entries"]:
+        table.add_row(entry["section"], entry["key"], str(entry["value"]), entry["source"])
+    console.print(table)
+    for problem in doc["problems"]:
+        console.print(f"[yellow]{problem}[/]")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(knowledge_group)

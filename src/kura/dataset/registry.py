@@ -1,0 +1,388 @@
+"""Datasets registered in a workspace: ``datasets/<name>/dataset.yaml``.
+
+``add`` copies a folder of media and captions into the workspace (or, with ``link``, records
+a pointer to it), inspects it and stores the facts. ``set`` records intent. ``validate``
+re-inspects and says whether training would break. Inspection itself lives in
+:mod:`kura.dataset.inspect`; this module only connects it to the workspace files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kura.errors import InvalidInput, NotFound, UsageError
+from kura.fsutil import atomic_write_text
+from kura.spec.base import load_spec, parse_value, set_dotted, validate_spec
+from kura.spec.dataset import BucketFact, DatasetFacts, DatasetSpec, TriggerFact
+from kura.workspace import Workspace, check_name
+from kura.yamlio import dump_yaml, write_yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kura.dataset.inspect import Inspection
+
+__all__ = [
+    "DatasetAdded",
+    "DatasetChecked",
+    "add_dataset",
+    "inspect_target",
+    "list_datasets",
+    "load_dataset",
+    "set_dataset_values",
+    "validate_dataset",
+]
+
+SPEC_NAME = "dataset.yaml"
+INSPECTION_NAME = "inspection.json"
+SETTABLE_ROOTS = ("intent", "caption_ext", "control")
+
+
+@dataclass(frozen=True)
+class DatasetAdded:
+    name: str
+    folder: str
+    linked: bool
+    copied_files: int
+    inspection: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "dataset-add",
+            "name": self.name,
+            "folder": self.folder,
+            "linked": self.linked,
+            "copied_files": self.copied_files,
+            "inspection": self.inspection,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetChecked:
+    name: str
+    ok: bool
+    blocking: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+    digest: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "dataset-validation",
+            "name": self.name,
+            "ok": self.ok,
+            "digest": self.digest,
+            "counts": self.counts,
+            "blocking": self.blocking,
+            "warnings": self.warnings,
+        }
+
+
+def spec_path(workspace: Workspace, name: str) -> Path:
+    return workspace.dataset_dir(name) / SPEC_NAME
+
+
+def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
+    """The validated spec and its round-trip document; NotFound names the known datasets."""
+    path = spec_path(workspace, name)
+    if not path.is_file():
+        known = sorted(p.parent.name for p in workspace.datasets_dir.glob(f"*/{SPEC_NAME}"))
+        raise NotFound(
+            f"no dataset named {name!r} in {workspace.root}",
+            hint=(f"known datasets: {', '.join(known)}" if known else "none registered yet")
+            + "; add one with `kura dataset add NAME PATH`",
+        )
+    spec, document = load_spec(DatasetSpec, path)
+    if spec.name != name:
+        raise InvalidInput(
+            f"{path} says name: {spec.name!r} but lives in the folder for {name!r}",
+            hint=f"set `name: {name}` in that file",
+            path=path,
+        )
+    return spec, document
+
+
+def media_dir(workspace: Workspace, spec: DatasetSpec) -> Path:
+    return _resolve_in(workspace.dataset_dir(spec.name), spec.media)
+
+
+def control_dir(workspace: Workspace, spec: DatasetSpec) -> Path | None:
+    if spec.control is None:
+        return None
+    return _resolve_in(workspace.dataset_dir(spec.name), spec.control)
+
+
+def _resolve_in(base: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def add_dataset(
+    workspace: Workspace,
+    name: str,
+    source: Path,
+    *,
+    link: bool = False,
+    caption_ext: str = ".txt",
+    control: Path | None = None,
+    resolution: tuple[int, int] = (1024, 1024),
+    progress: Callable[[int, int], None] | None = None,
+) -> DatasetAdded:
+    """Register ``source`` as dataset ``name``: copy (or link), inspect, write dataset.yaml."""
+    check_name(name, "dataset")
+    source = _existing_folder(source, "dataset")
+    control = _existing_folder(control, "control") if control is not None else None
+    folder = workspace.dataset_dir(name)
+    if folder.exists():
+        raise UsageError(
+            f"a dataset named {name!r} already exists ({folder})",
+            hint=f"choose another name, or remove {folder} first",
+        )
+    spec = validate_spec(
+        DatasetSpec,
+        {
+            "name": name,
+            "media": str(source) if link else "media",
+            "linked": link,
+            "caption_ext": caption_ext,
+            "control": (str(control) if link else "control") if control is not None else None,
+        },
+        source="the new dataset's settings",
+    )
+    with workspace.lock():
+        copied = 0
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=workspace.datasets_dir))
+        try:
+            if not link:
+                copied += copy_media_tree(source, staging / "media")
+                if control is not None:
+                    copied += copy_media_tree(control, staging / "control")
+            document = _new_document(spec)
+            write_yaml(staging / SPEC_NAME, document)
+            os.rename(staging, folder)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    inspection = inspect_registered(workspace, name, resolution=resolution, progress=progress)
+    return DatasetAdded(name, workspace.relative(folder), link, copied, inspection.to_dict())
+
+
+def _new_document(spec: DatasetSpec) -> Any:
+    from kura.yamlio import parse_yaml
+
+    data = spec.model_dump(exclude_none=True, exclude={"facts"})
+    text = "# Kura dataset. `intent` is yours to edit (kura dataset set); `facts` is rewritten\n"
+    text += "# by every `kura dataset inspect`.\n" + dump_yaml(data)
+    return parse_yaml(text, source="dataset.yaml")
+
+
+def copy_media_tree(source: Path, target: Path) -> int:
+    """Copy regular files (not hidden, symlinked files resolved) without following symlinked
+    folders, so a symlink loop cannot recurse. Returns the number of files copied."""
+    count = 0
+    for folder, dirs, files in os.walk(source, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        relative = Path(folder).relative_to(source)
+        for file_name in sorted(files):
+            if file_name.startswith("."):
+                continue
+            origin = Path(folder) / file_name
+            if not origin.is_file():
+                continue
+            destination = target / relative / file_name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, destination)
+            count += 1
+    return count
+
+
+def _existing_folder(path: Path, what: str) -> Path:
+    path = path.expanduser()
+    if not path.exists():
+        raise NotFound(f"{what} folder {path} does not exist", hint="check the path", path=path)
+    if not path.is_dir():
+        raise InvalidInput(f"{path} is not a folder", hint=f"name the {what} folder", path=path)
+    return path.resolve()
+
+
+def _open_cache() -> Any:
+    from kura.dataset.statcache import StatCache
+
+    return StatCache.open()
+
+
+def inspect_registered(
+    workspace: Workspace,
+    name: str,
+    *,
+    resolution: tuple[int, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Inspection:
+    """Inspect a registered dataset and store its facts (and the full report) beside it."""
+    from kura.dataset.inspect import inspect_dataset
+
+    spec, document = load_dataset(workspace, name)
+    if resolution is None:
+        resolution = tuple(spec.facts.resolution) if spec.facts else (1024, 1024)  # type: ignore[assignment]
+    with _open_cache() as cache:
+        inspection = inspect_dataset(
+            media_dir(workspace, spec),
+            caption_ext=spec.caption_ext,
+            control_dir=control_dir(workspace, spec),
+            resolution=resolution,
+            cache=cache,
+            progress=progress,
+        )
+    report = inspection.to_dict()
+    facts = facts_from_report(report)
+    with workspace.lock():
+        spec, document = load_dataset(workspace, name)
+        document["facts"] = facts.model_dump(exclude_none=True)
+        validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
+        write_yaml(spec_path(workspace, name), document)
+        atomic_write_text(
+            workspace.dataset_dir(name) / INSPECTION_NAME,
+            json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+        )
+    return inspection
+
+
+def facts_from_report(report: dict[str, Any]) -> DatasetFacts:
+    from kura.dataset.inspect import BLOCKING_CODES
+
+    problems: dict[str, int] = {}
+    for problem in report["problems"]:
+        problems[problem["code"]] = problems.get(problem["code"], 0) + 1
+    suggestion = report.get("task_suggestion") or {}
+    return DatasetFacts(
+        digest=report["digest"],
+        inspected_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        resolution=list(report["resolution"]),
+        counts=dict(report["counts"]),
+        buckets=[
+            BucketFact(width=b["width"], height=b["height"], count=b["count"])
+            for b in report["buckets"]
+        ],
+        trigger=_trigger_fact(report.get("trigger")),
+        task_suggestion=suggestion.get("task"),
+        problems=dict(sorted(problems.items())),
+        blocking_problems=sum(n for code, n in problems.items() if code in BLOCKING_CODES),
+    )
+
+
+def _trigger_fact(trigger: dict[str, Any] | None) -> TriggerFact | None:
+    if not trigger:
+        return None
+    return TriggerFact(word=trigger["word"], count=trigger["count"], total=trigger["total"])
+
+
+def open_questions(spec: DatasetSpec, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The inspection's questions, less those the intent already answers (never asked twice)."""
+    answered = {f"intent.{k}" for k, v in spec.intent.model_dump().items() if v is not None}
+    return [q for q in report.get("questions", []) if q.get("key") not in answered]
+
+
+def inspect_target(
+    workspace_finder: Callable[[], Workspace],
+    target: str,
+    *,
+    resolution: tuple[int, int] | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Inspect a registered dataset by name, or any folder by path (which writes nothing)."""
+    path = Path(target).expanduser()
+    looks_like_path = os.sep in target or target in (".", "..") or path.is_dir()
+    if looks_like_path:
+        from kura.dataset.inspect import inspect_dataset
+
+        folder = _existing_folder(path, "dataset")
+        with _open_cache() as cache:
+            inspection = inspect_dataset(
+                folder, resolution=resolution or (1024, 1024), cache=cache, progress=progress
+            )
+        return inspection.to_dict()
+    workspace = workspace_finder()
+    inspection = inspect_registered(workspace, target, resolution=resolution, progress=progress)
+    spec, _ = load_dataset(workspace, target)
+    report = inspection.to_dict()
+    report["name"] = target
+    report["intent"] = spec.intent.model_dump()
+    report["questions"] = open_questions(spec, report)
+    return report
+
+
+def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) -> dict[str, Any]:
+    """Apply ``key=value`` assignments to dataset.yaml (round-trip), validated before writing."""
+    if not assignments:
+        raise UsageError("nothing to set", hint="e.g. kura dataset set NAME intent.task=style")
+    with workspace.lock():
+        _, document = load_dataset(workspace, name)
+        changed: dict[str, Any] = {}
+        for assignment in assignments:
+            key, sep, raw = assignment.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise UsageError(f"{assignment!r} is not key=value", hint="e.g. intent.task=style")
+            if key.split(".")[0] not in SETTABLE_ROOTS:
+                raise UsageError(
+                    f"{key} cannot be set here",
+                    hint=f"settable: {', '.join(SETTABLE_ROOTS)} (facts are written by inspect)",
+                )
+            value = parse_value(raw)
+            set_dotted(document, key, value)
+            changed[key] = value
+        spec = validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
+        write_yaml(spec_path(workspace, name), document)
+    return {
+        "kind": "dataset-set",
+        "name": name,
+        "changed": changed,
+        "intent": spec.intent.model_dump(),
+    }
+
+
+def validate_dataset(
+    workspace: Workspace, name: str, *, progress: Callable[[int, int], None] | None = None
+) -> DatasetChecked:
+    """Re-inspect (cheap when unchanged) and sort problems into blocking and warnings."""
+    from kura.dataset.inspect import BLOCKING_CODES
+
+    inspection = inspect_registered(workspace, name, progress=progress)
+    report = inspection.to_dict()
+    blocking = [p for p in report["problems"] if p["code"] in BLOCKING_CODES]
+    warnings = [p for p in report["problems"] if p["code"] not in BLOCKING_CODES]
+    return DatasetChecked(
+        name=name,
+        ok=not blocking,
+        blocking=blocking,
+        warnings=warnings,
+        digest=report["digest"],
+        counts=dict(report["counts"]),
+    )
+
+
+def list_datasets(workspace: Workspace) -> dict[str, Any]:
+    """Every registered dataset with its stored facts (no re-inspection)."""
+    items = []
+    for path in sorted(workspace.datasets_dir.glob(f"*/{SPEC_NAME}")):
+        spec, _ = load_dataset(workspace, path.parent.name)
+        facts = spec.facts
+        items.append(
+            {
+                "name": spec.name,
+                "media": spec.media,
+                "linked": spec.linked,
+                "intent": spec.intent.model_dump(),
+                "counts": facts.counts if facts else None,
+                "digest": facts.digest if facts else None,
+                "blocking_problems": facts.blocking_problems if facts else None,
+            }
+        )
+    return {"kind": "dataset-list", "datasets": items}

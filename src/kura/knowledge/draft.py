@@ -1,0 +1,124 @@
+"""Drafting recipe values: each from the first source that covers it, with that source.
+
+Order: an explicit instruction (``--set``) → the owner's preferences
+(``knowledge/user-preferences.md``) → the card's owner lines → its run lines → its agent
+lines → its upstream baseline → Kura's own default. Within one card, the task's section
+outranks ``all``. A key that two sources at the same rank disagree on keeps both: the first
+wins and the other is reported as a contradiction, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kura.knowledge.baselines import card_path
+from kura.knowledge.cards import CardEntry, parse_card, read_card
+from kura.workspace import Workspace
+
+__all__ = ["Decision", "draft_values", "provenance_line"]
+
+_CARD_ORDER = ("owner", "run", "agent", "upstream")
+_ORIGIN_LABEL = {
+    "explicit": "your instruction",
+    "preference": "your preference",
+    "owner": "card, owner",
+    "run": "card, from run",
+    "agent": "card, agent",
+    "upstream": "card baseline",
+    "default": "Kura default",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    key: str
+    value: Any
+    origin: str
+    source: str
+    section: str = ""
+    contradictions: list[dict[str, Any]] = field(default_factory=list)
+
+    def label(self, architecture: str) -> str:
+        base = _ORIGIN_LABEL[self.origin]
+        if self.origin in _CARD_ORDER:
+            where = f"{architecture} × {self.section}"
+            detail = self.source if self.origin == "run" else where
+            return f"{base} ({detail})"
+        return base
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "value": self.value,
+            "origin": self.origin,
+            "source": self.source,
+            "section": self.section,
+            "contradictions": self.contradictions,
+        }
+
+
+def preferences_path(workspace: Workspace) -> Any:
+    return workspace.knowledge_dir / "user-preferences.md"
+
+
+def _preferences(workspace: Workspace, architecture: str, task: str | None) -> list[CardEntry]:
+    entries, _ = parse_card(read_card(preferences_path(workspace)), default_kind="owner")
+    wanted = [f"{architecture} × {task}" if task else None, architecture, "all"]
+    ranked: list[CardEntry] = []
+    for section in wanted:
+        ranked += [e for e in entries if section is not None and e.section == section]
+    return ranked
+
+
+def _card_entries(workspace: Workspace, architecture: str, task: str | None) -> list[CardEntry]:
+    entries, _ = parse_card(read_card(card_path(workspace, architecture)))
+    sections = [s for s in (task, "all") if s]
+    ranked: list[CardEntry] = []
+    for kind in _CARD_ORDER:
+        for section in sections:
+            ranked += [e for e in entries if e.kind == kind and e.section == section]
+    return ranked
+
+
+def draft_values(
+    workspace: Workspace,
+    architecture: str,
+    task: str | None,
+    *,
+    keys: list[str],
+    explicit: dict[str, Any],
+    defaults: dict[str, Any],
+) -> dict[str, Decision]:
+    """Decide each of ``keys`` (run.yaml paths), recording where each value came from."""
+    preferences = _preferences(workspace, architecture, task)
+    card = _card_entries(workspace, architecture, task)
+    decisions: dict[str, Decision] = {}
+    for key in keys:
+        if key in explicit:
+            decisions[key] = Decision(key, explicit[key], "explicit", "--set")
+            continue
+        candidates = [("preference", e) for e in preferences if e.key == key]
+        candidates += [(e.kind, e) for e in card if e.key == key]
+        if candidates:
+            origin, chosen = candidates[0]
+            others = [
+                {"value": e.value, "source": e.source, "section": e.section}
+                for o, e in candidates[1:]
+                if o == origin and e.value != chosen.value
+            ]
+            decisions[key] = Decision(
+                key, chosen.value, origin, chosen.source, chosen.section, others
+            )
+        elif key in defaults:
+            decisions[key] = Decision(key, defaults[key], "default", "kura")
+    return decisions
+
+
+def provenance_line(decisions: dict[str, Decision], architecture: str) -> str:
+    """``learning_rate: your preference · network.rank: card baseline (flux2 × all) · …``"""
+    parts = []
+    for key, decision in decisions.items():
+        short = key.removeprefix("training.")
+        parts.append(f"{short}: {decision.label(architecture)}")
+    return " · ".join(parts)

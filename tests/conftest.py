@@ -1,0 +1,66 @@
+"""Shared fixtures: an isolated cache dir for every test, and a CLI runner."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kura.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KURA_CACHE_DIR", str(tmp_path_factory.mktemp("kura-cache")))
+    monkeypatch.delenv("KURA_WORKSPACE", raising=False)
+    monkeypatch.delenv("KURA_DEBUG", raising=False)
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def kura(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run `kura ARGS…` in-process and capture exit code, stdout and stderr."""
+
+    def run(*args: str | Path) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, kura: Callable[..., CliResult]) -> Path:
+    root = tmp_path / "ws"
+    assert kura("init", root).exit_code == 0
+    return root
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def text_writer() -> Callable[[Path, str], Path]:
+    return write_text
+
+
+def capture_stdout() -> io.StringIO:
+    return io.StringIO()

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+
+from kura.errors import SpecError, UsageError
+from kura.spec import DatasetSpec, validate_spec
+from kura.spec.base import parse_value, set_dotted
+from kura.yamlio import parse_yaml
+
+
+def test_unknown_key_is_named_with_its_path_and_file() -> None:
+    with pytest.raises(SpecError) as info:
+        validate_spec(
+            DatasetSpec,
+            {"name": "a", "media": "m", "intent": {"taks": "style"}},
+            source="datasets/a/dataset.yaml",
+        )
+    assert "unknown key `intent.taks`" in info.value.message
+    assert "datasets/a/dataset.yaml" in info.value.message
+
+
+def test_bad_value_is_named() -> None:
+    with pytest.raises(SpecError, match=r"`intent\.task`"):
+        validate_spec(DatasetSpec, {"name": "a", "media": "m", "intent": {"task": "x"}}, source="f")
+
+
+def test_set_dotted_creates_sections_and_keeps_comments() -> None:
+    document = parse_yaml("name: a  # keep me\n", source="t")
+    set_dotted(document, "intent.task", "style")
+    from kura.yamlio import dump_yaml
+
+    assert dump_yaml(document) == "name: a  # keep me\nintent:\n  task: style\n"
+
+
+def test_set_dotted_refuses_to_descend_into_a_value() -> None:
+    document = parse_yaml("name: a\n", source="t")
+    with pytest.raises(UsageError, match="holds a value"):
+        set_dotted(document, "name.first", "x")
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [("32", 32), ("1e-4", 1e-4), ("true", True), ("style", "style"), ("[1, 2]", [1, 2]), ("", None)],
+)
+def test_values_parse_as_yaml_scalars(raw: str, value: object) -> None:
+    assert parse_value(raw) == value

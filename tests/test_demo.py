@@ -1,0 +1,36 @@
+"""`kura demo` walks the real commands; each step's exit code is what a user would see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kura.demo import MARKER
+
+
+def test_demo_walks_the_path_and_reports_every_step(kura, tmp_path: Path) -> None:
+    result = kura("demo", tmp_path / "demo", "--json")
+    assert result.exit_code == 0, result.stderr[-2000:]
+    document = result.json()
+    assert document["kind"] == "demo"
+    steps = [(s["argv"][0:2], s["exit_code"]) for s in document["steps"]]
+    assert (["dataset", "validate"], 1) in steps, "the deliberate problems must fail validation"
+    assert steps[-1][1] == 0
+    validations = [s for s in document["steps"] if s["argv"][:2] == ["dataset", "validate"]]
+    assert [s["exit_code"] for s in validations] == [1, 0]
+    workspace = Path(document["workspace"])
+    assert (workspace / "datasets" / "myaku" / "dataset.yaml").is_file()
+    assert (workspace / "datasets" / "bw-edit" / "control").is_dir()
+
+
+def test_demo_refuses_a_folder_that_is_not_an_earlier_demo(kura, tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "precious.txt").write_text("keep")
+    result = kura("demo", tmp_path / "mine", "--json")
+    assert result.exit_code == 2
+    assert (tmp_path / "mine" / "precious.txt").read_text() == "keep"
+
+
+def test_demo_rebuilds_an_earlier_demo(kura, tmp_path: Path) -> None:
+    assert kura("demo", tmp_path / "d", "--json").exit_code == 0
+    assert (tmp_path / "d" / MARKER).exists()
+    assert kura("demo", tmp_path / "d", "--json").exit_code == 0
