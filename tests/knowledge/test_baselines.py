@@ -26,10 +26,13 @@ def test_every_architecture_has_a_baseline() -> None:
     assert set(baseline_architectures()) == ARCHITECTURES
 
 
-def test_sync_writes_upstream_lines_once(tmp_path: Path) -> None:
+def test_init_ships_cards_and_sync_writes_upstream_lines_once(tmp_path: Path) -> None:
     workspace, _ = init_workspace(tmp_path)
+    assert card_path(workspace, "flux2").is_file()
+    card_path(workspace, "flux2").unlink()
     first = {r.architecture: r for r in sync_baselines(workspace)}
     assert first["flux2"].created and first["flux2"].added > 0
+    assert not first["wan"].created
     again = sync_baselines(workspace)
     assert all(not r.created and r.added == 0 and r.updated == 0 for r in again)
     entries, problems = parse_card(card_path(workspace, "qwen_image").read_text())

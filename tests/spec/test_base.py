@@ -40,7 +40,14 @@ def test_set_dotted_refuses_to_descend_into_a_value() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "value"),
-    [("32", 32), ("1e-4", 1e-4), ("true", True), ("style", "style"), ("[1, 2]", [1, 2]), ("", None)],
+    [
+        ("32", 32),
+        ("1e-4", 1e-4),
+        ("true", True),
+        ("style", "style"),
+        ("[1, 2]", [1, 2]),
+        ("", None),
+    ],
 )
 def test_values_parse_as_yaml_scalars(raw: str, value: object) -> None:
     assert parse_value(raw) == value

@@ -32,6 +32,18 @@ class DatasetUse(StrictModel):
     )
     repeats: int = Field(1, ge=1)
     frames: list[int] | None = Field(None, description="Video target frame counts (4n+1).")
+    frame_extraction: Literal["head", "chunk", "slide", "uniform", "full"] | None = Field(
+        None, description="How clips are cut from each video; the adapter default when unset."
+    )
+    frame_stride: int | None = Field(None, ge=1, description="Frame step for `slide`.")
+    frame_sample: int | None = Field(None, ge=1, description="Clips per video for `uniform`.")
+    max_frames: int | None = Field(None, ge=1, description="Frame cap for `full`.")
+    control_resolution: list[int] | None = Field(
+        None, min_length=1, max_length=2, description="Control images resized to this area."
+    )
+    no_resize_control: bool | None = Field(
+        None, description="Keep control images at their own size (cropped to the grid)."
+    )
 
 
 class NetworkSection(StrictModel):
@@ -54,12 +66,38 @@ class TrainingSection(StrictModel):
     seed: int = 42
     timestep_sampling: str | None = None
     discrete_flow_shift: float | None = None
+    weighting_scheme: str | None = Field(None, description="Loss weighting over timesteps.")
+    min_timestep: int | None = Field(None, ge=0, le=1000)
+    max_timestep: int | None = Field(None, ge=0, le=1000)
+    preserve_distribution_shape: bool = False
+    timestep_boundary: int | None = Field(
+        None, ge=0, le=1000, description="Wan 2.2 dual-DiT switch point, an integer 0–1000."
+    )
+    max_grad_norm: float | None = Field(None, ge=0)
     save_every_n_epochs: int = Field(1, ge=1)
+    save_precision: Literal["fp32", "fp16", "bf16"] = Field(
+        "fp32", description="Precision of the saved LoRA file."
+    )
+    sample_prompts: list[str] = Field(
+        [], description="Prompt lines (trainer prompt syntax) sampled during training."
+    )
+    sample_every_n_epochs: int | None = Field(None, ge=1)
+    sample_at_first: bool = False
 
     @model_validator(mode="after")
     def _length_is_set(self) -> TrainingSection:
         if self.epochs is None and self.max_steps is None:
             raise ValueError("set training.epochs or training.max_steps")
+        if (
+            self.min_timestep is not None
+            and self.max_timestep is not None
+            and self.min_timestep >= self.max_timestep
+        ):
+            raise ValueError("training.min_timestep must be below training.max_timestep")
+        if self.sample_prompts and self.sample_every_n_epochs is None and not self.sample_at_first:
+            raise ValueError(
+                "training.sample_prompts needs training.sample_every_n_epochs or sample_at_first"
+            )
         return self
 
 
@@ -71,8 +109,23 @@ class ModelSection(StrictModel):
 
 class BackendSection(StrictModel):
     name: Literal["musubi-tuner"] = "musubi-tuner"
-    config: dict[str, Any] = Field({}, description="Accommodations in the trainer's names.")
+    config: dict[str, Any] = Field(
+        {},
+        description=(
+            "Accommodations in the trainer's names; the adapter checks each key. "
+            "`command` (an argv list) replaces the generated train command."
+        ),
+    )
     reasons: dict[str, str] = Field({}, description="config key → why it is set.")
+
+    @model_validator(mode="after")
+    def _reasons_name_config_keys(self) -> BackendSection:
+        stray = sorted(set(self.reasons) - set(self.config))
+        if stray:
+            raise ValueError(
+                f"backend.reasons names key(s) not set in backend.config: {', '.join(stray)}"
+            )
+        return self
 
 
 class ExecutionSection(StrictModel):

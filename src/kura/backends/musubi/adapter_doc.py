@@ -1,0 +1,169 @@
+"""Render ``docs/musubi-adapters.md`` from the adapter table.
+
+Regenerate with ``python -m kura.backends.musubi.adapter_doc > docs/musubi-adapters.md``;
+a test fails when the committed file differs from this rendering.
+"""
+
+from __future__ import annotations
+
+from kura.backends.musubi.adapter_model import Adapter, RoleFlag, StepName, Variant
+from kura.backends.musubi.adapters import ADAPTERS, MUSUBI_RELEASE, MUSUBI_TAG
+from kura.backends.musubi.config import known_keys
+
+__all__ = ["REGENERATE_COMMAND", "render_adapter_doc"]
+
+REGENERATE_COMMAND = "python -m kura.backends.musubi.adapter_doc > docs/musubi-adapters.md"
+_STEPS: tuple[StepName, ...] = ("cache_latents", "cache_text_encoder", "train")
+
+
+def render_adapter_doc() -> str:
+    """The whole Markdown document, deterministic."""
+    lines = [
+        "# Musubi Tuner adapters",
+        "",
+        f"<!-- Generated from kura.backends.musubi.adapters; do not edit. "
+        f"Regenerate: {REGENERATE_COMMAND} -->",
+        "",
+        f"Kura drives [Musubi Tuner](https://github.com/kohya-ss/musubi-tuner) release "
+        f"**{MUSUBI_RELEASE}** (tag `{MUSUBI_TAG}`). Each architecture below is one record of "
+        "the adapter table. A model missing here is a configuration task (add a record, or "
+        "use `backend.config.command`), not a statement that Musubi lacks it.",
+        "",
+        "## Summary",
+        "",
+        "| Kura id | Musubi family | train script | network module | version flag | "
+        "data | controls | fp8 | status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for adapter in ADAPTERS.values():
+        lines.append(_summary_row(adapter))
+    lines += ["", "## backend.config keys every adapter knows", ""]
+    common = known_keys(None)
+    shared = {
+        k: v
+        for k, v in known_keys(ADAPTERS["krea2"]).items()
+        if all(k in known_keys(a) for a in ADAPTERS.values())
+    }
+    for name, (kind, help_text) in sorted({**shared, **common}.items()):
+        lines.append(f"- `{name}` ({kind}): {help_text}")
+    for adapter in ADAPTERS.values():
+        lines += ["", *_section(adapter)]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_row(adapter: Adapter) -> str:
+    data = "/".join(
+        k for k, ok in (("image", adapter.accepts_image), ("video", adapter.accepts_video)) if ok
+    )
+    controls = sorted({_controls(v) for v in adapter.variants.values()})
+    fp8 = "—" if not adapter.fp8_base else f"base, scaled {adapter.fp8_scaled}"
+    return (
+        f"| `{adapter.id}` | {adapter.title} | `{adapter.scripts['train']}.py` | "
+        f"`{adapter.network_module}` | {_code(adapter.version_flag)} | {data} | "
+        f"{'; '.join(controls)} | {fp8} | {adapter.smoke} |"
+    )
+
+
+def _code(value: str | None) -> str:
+    return "—" if value is None else f"`{value}`"
+
+
+def _controls(variant: Variant) -> str:
+    if variant.controls is None:
+        return "none"
+    low, high = variant.controls
+    if high is None:
+        return f"{low}+"
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def _roles(roles: tuple[RoleFlag, ...]) -> str:
+    if not roles:
+        return "—"
+    return ", ".join(
+        f"{r.role} → `{r.flag}`" + ("" if r.required else " (optional)") for r in roles
+    )
+
+
+def _section(adapter: Adapter) -> list[str]:
+    lines = [
+        f"## `{adapter.id}` — {adapter.title}",
+        "",
+        f"Upstream doc: `{adapter.doc}`. Status: {adapter.smoke}.",
+        "",
+        "| step | script | model roles |",
+        "|---|---|---|",
+    ]
+    for step in _STEPS:
+        lines.append(
+            f"| {step} | `src/musubi_tuner/{adapter.scripts[step]}.py` | "
+            f"{_roles(adapter.roles[step])} |"
+        )
+    lines.append(f"| train, when sampling | | {_roles(adapter.sample_roles)} |")
+    also = ", ".join(f"`{m}`" for m in adapter.network_modules_also) or "none"
+    lines += [
+        "",
+        f"- Network module: `{adapter.network_module}` (also: {also})",
+        f"- Data: images {'yes' if adapter.accepts_image else 'no'}, video "
+        f"{'yes' if adapter.accepts_video else 'no'}"
+        + (f", model fps {adapter.model_fps}" if adapter.model_fps else ""),
+        f"- fp8: `fp8_base` {'accepted' if adapter.fp8_base else 'refused'}; "
+        f"`fp8_scaled` {adapter.fp8_scaled} ({adapter.fp8_source})",
+        "- Text-encoder reduction key: "
+        + (
+            f"`{adapter.text_encoder_fp8.name}` → `{adapter.text_encoder_fp8.flag}` on "
+            f"{', '.join(adapter.text_encoder_fp8.steps)}"
+            if adapter.text_encoder_fp8
+            else "none"
+        ),
+        f"- Attention: {', '.join(f'`{a}`' for a in adapter.attention)} (`sage_attn` cannot train)",
+        f"- Width/height multiple: {adapter.resolution_multiple}"
+        + (" (enforced)" if adapter.resolution_multiple > 16 else " (bucketing rounds)"),
+        f"- Weight dtype rule: {adapter.weight_dtype_rule}",
+    ]
+    if adapter.version_flag:
+        lines.append(
+            f"- Version flag: `{adapter.version_flag}` on {', '.join(adapter.version_steps)}"
+        )
+    lines += [
+        "",
+        "| variant | cache suffix | max blocks_to_swap | controls per item | extra | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, variant in adapter.variants.items():
+        lines.append(_variant_row(name, variant))
+    if adapter.extra_config:
+        lines += ["", "Architecture keys in `backend.config`:", ""]
+        for key in adapter.extra_config:
+            lines.append(
+                f"- `{key.name}` ({key.kind}) → `{key.flag}` on {', '.join(key.steps)}: {key.help}"
+            )
+    lines += ["", "| default | value | source |", "|---|---|---|"]
+    for name, default in sorted(adapter.defaults.items()):
+        lines.append(f"| `{name}` | `{default.value!r}` | {default.source} |")
+    if adapter.notes:
+        lines += ["", *(f"- {note}" for note in adapter.notes)]
+    return lines
+
+
+def _variant_row(name: str | None, variant: Variant) -> str:
+    extra = []
+    for step, flags in variant.step_flags.items():
+        extra.append(f"{step}: {' '.join(flags)}")
+    for step, roles in variant.step_roles.items():
+        extra.append(f"{step}: {_roles(roles)}")
+    if variant.dual_dit_boundary is not None:
+        extra.append(f"dual DiT boundary {variant.dual_dit_boundary.value}")
+    if not variant.text_encoder_fp8:
+        extra.append("no text-encoder fp8")
+    if variant.note:
+        extra.append(variant.note)
+    limit = "unknown" if variant.swap_limit is None else str(variant.swap_limit)
+    return (
+        f"| {_code(name) if name else '(default)'} | `{variant.cache_suffix}` | {limit} | "
+        f"{_controls(variant)} | {'; '.join(extra) or '—'} | {variant.swap_limit_source} |"
+    )
+
+
+if __name__ == "__main__":
+    print(render_adapter_doc(), end="")

@@ -1,0 +1,62 @@
+"""The container a Musubi run needs: image, GPUs, mounts, environment.
+
+The image (``docker/musubi/Dockerfile``) holds Musubi at the pinned release under
+``IMAGE_MUSUBI_DIR`` and a Hugging Face cache with the tokenizers Musubi fetches at run
+time under ``IMAGE_HF_HOME``; runs set ``HF_HUB_OFFLINE=1`` so nothing is downloaded.
+Mounts name the container side only; the executor supplies the host side.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from kura.backends.musubi.adapters import MUSUBI_RELEASE
+from kura.backends.musubi.contract import CompileInputs, ContainerSpec, Mount
+from kura.spec.run import RunSpec
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "IMAGE_HF_HOME",
+    "IMAGE_MUSUBI_DIR",
+    "RUN_ENV",
+    "container_spec",
+]
+
+DEFAULT_IMAGE = f"kura/musubi-tuner:{MUSUBI_RELEASE}"
+IMAGE_MUSUBI_DIR = "/opt/musubi-tuner"
+IMAGE_HF_HOME = "/opt/hf-home"
+RUN_ENV = {"HF_HUB_OFFLINE": "1"}
+"""Environment of every step: no network look-ups at run time."""
+
+
+def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
+    """Image, GPU count, mounts (data and models read-only) and environment."""
+    mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (dataset.toml, prompts)")]
+    for sub in ("cache", "output", "logs"):
+        mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
+    for source in inputs.datasets:
+        mounts.append(Mount(source.media_dir, True, f"dataset {source.name}"))
+        if source.control_dir is not None:
+            mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
+    for role, path in sorted(inputs.model_paths.items()):
+        mounts.append(Mount(path, True, f"model {role}"))
+    mounts.append(Mount(IMAGE_HF_HOME, True, "Hugging Face tokenizer cache", baked=True))
+    return ContainerSpec(
+        image=inputs.container_image or DEFAULT_IMAGE,
+        gpus=spec.execution.gpus,
+        workdir=inputs.musubi_dir,
+        mounts=tuple(_unique(mounts)),
+        env={**RUN_ENV, "HF_HOME": IMAGE_HF_HOME},
+    )
+
+
+def _unique(mounts: list[Mount]) -> list[Mount]:
+    """Drop repeated targets, keeping the first (and so the most restrictive order)."""
+    seen: set[str] = set()
+    out: list[Mount] = []
+    for mount in mounts:
+        if mount.target in seen:
+            continue
+        seen.add(mount.target)
+        out.append(mount)
+    return out
