@@ -153,7 +153,7 @@ def test_escape_hatch_replaces_the_train_argv() -> None:
         "launch",
         "x.py",
         "--dataset_config",
-        f"{RUN_DIR}/dataset.toml",
+        f"{RUN_DIR}/compiled/dataset.toml",
         "--dit",
         "/models/zimage/dit.safetensors",
     ]

@@ -91,7 +91,7 @@ def test_hostile_values_cannot_inject(
     train = result.steps[-1].argv
     assert train[train.index("--dit") + 1] == dit
     assert train.count("--dit") == 1
-    dataset_config = posixpath.join(run_dir, "dataset.toml")
+    dataset_config = posixpath.join(run_dir, "compiled", "dataset.toml")
     output_dir = posixpath.join(run_dir, "output")
     assert train[train.index("--dataset_config") + 1] == dataset_config
     assert train[train.index("--output_dir") + 1] == output_dir

@@ -1,7 +1,7 @@
 """``compile_run``: a run spec plus resolved inputs → files, steps and container.
 
 Pure: no I/O. The result is deterministic (same inputs, byte-identical files and argv).
-Files are meant to be written under ``inputs.run_dir``; the steps refer to them there.
+Files are meant to be written under ``<run_dir>/compiled/``; the steps refer to them there.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from kura.spec.run import RunSpec
 __all__ = ["KNOWN_ROLES", "compile_run"]
 
 KNOWN_ROLES = ("dit", "dit_high_noise", "vae", "text_encoder", "text_encoder_2", "image_encoder")
+COMPILED_DIR = "compiled"
+"""Sub-folder of the run that holds the compiled files (``files`` keys are relative to it)."""
 DATASET_TOML = "dataset.toml"
 _ESCAPE_STEPS: tuple[tuple[StepName, str], ...] = (
     ("cache_latents", "cache_latents_command"),
@@ -81,7 +83,7 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
     warnings += dataset_warnings
     hidream_task = _hidream_task(adapter, planned, cfg)
     files = _files(spec, planned, cfg)
-    dataset_config = run_path(inputs.run_dir, DATASET_TOML)
+    dataset_config = run_path(inputs.run_dir, COMPILED_DIR, DATASET_TOML)
     plan = TrainPlan(
         dataset_config=dataset_config,
         network_module=network_module,
@@ -91,7 +93,7 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         timestep_boundary=boundary,
         hidream_task=hidream_task,
         sample_prompts_file=(
-            run_path(inputs.run_dir, SAMPLE_PROMPTS) if SAMPLE_PROMPTS in files else None
+            run_path(inputs.run_dir, COMPILED_DIR, SAMPLE_PROMPTS) if SAMPLE_PROMPTS in files else None
         ),
         output_dir=run_path(inputs.run_dir, "output"),
         logging_dir=run_path(inputs.run_dir, "logs"),
@@ -224,7 +226,7 @@ def _substitutions(spec: RunSpec, inputs: CompileInputs, dataset_config: str) ->
         "{output_name}": spec.id,
     }
     if spec.training.sample_prompts:
-        values["{sample_prompts}"] = run_path(inputs.run_dir, SAMPLE_PROMPTS)
+        values["{sample_prompts}"] = run_path(inputs.run_dir, COMPILED_DIR, SAMPLE_PROMPTS)
     for role, path in inputs.model_paths.items():
         values[f"{{model.{role}}}"] = path
     return values
@@ -271,7 +273,7 @@ def _compile_without_adapter(spec: RunSpec, inputs: CompileInputs) -> CompiledRu
         )
     planned, warnings = plan_datasets(spec, inputs, None, None)
     files = {DATASET_TOML: render_dataset_toml(planned, batch)}
-    dataset_config = run_path(inputs.run_dir, DATASET_TOML)
+    dataset_config = run_path(inputs.run_dir, COMPILED_DIR, DATASET_TOML)
     substitutions = _substitutions(spec, inputs, dataset_config)
     steps = [
         Step(

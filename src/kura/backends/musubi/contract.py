@@ -1,8 +1,8 @@
 """The compiler's inputs (resolved by the caller) and its output, ``CompiledRun``.
 
 All paths are as the trainer sees them (inside the container for the docker executor).
-The compiled files are meant to be written under ``CompileInputs.run_dir``: the steps
-refer to ``<run_dir>/dataset.toml`` and ``<run_dir>/sample_prompts.txt``.
+The compiled files are meant to be written under ``<CompileInputs.run_dir>/compiled/``: the
+steps refer to ``<run_dir>/compiled/dataset.toml`` and ``…/compiled/sample_prompts.txt``.
 """
 
 from __future__ import annotations
