@@ -51,9 +51,9 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
 
 def _register() -> None:
-    from kura.cli import dataset, demo, knowledge, model, workspace
+    from kura.cli import dataset, demo, knowledge, model, run, workspace
 
-    for module in (workspace, dataset, model, knowledge, demo):
+    for module in (workspace, dataset, model, run, knowledge, demo):
         module.register(cli)
 
 

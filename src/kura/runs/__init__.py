@@ -1,0 +1,1 @@
+"""Runs: ``runs/<id>/`` — drafting run.yaml, compiling it, planning, approval."""

@@ -1,0 +1,284 @@
+"""`kura run compile`: run.yaml → ``runs/<id>/compiled/`` (dataset TOML, steps, container,
+lock, checks).
+
+The backend compiler is pure; this module gathers its inputs from the workspace (bundle,
+model files by header, datasets and their facts), writes what it returns, and records the
+lock: model files (``pending`` with the expected digest when not downloaded yet) and
+dataset digests. Compiling twice gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kura.errors import InvalidInput, SpecError
+from kura.fsutil import atomic_write_text
+from kura.runs.layout import PathMap
+from kura.runs.store import load_run
+from kura.spec.run import RunSpec
+from kura.workspace import Workspace
+
+__all__ = ["COMPILED_DIR", "CompileReport", "compile_in_workspace", "lock_path"]
+
+COMPILED_DIR = "compiled"
+LOCK_NAME = "run.lock"
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    run_id: str
+    files: list[str]
+    steps: list[dict[str, Any]]
+    container: dict[str, Any] | None
+    lock: dict[str, Any]
+    checks: list[dict[str, Any]]
+    warnings: list[str]
+    escape_hatch: bool
+    changed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "run-compile",
+            "run": self.run_id,
+            "files": self.files,
+            "steps": self.steps,
+            "container": self.container,
+            "lock": self.lock,
+            "validate": self.checks,
+            "warnings": self.warnings,
+            "escape_hatch": self.escape_hatch,
+            "changed": self.changed,
+        }
+
+
+def lock_path(workspace: Workspace, run_id: str) -> Path:
+    return workspace.run_dir(run_id) / COMPILED_DIR / LOCK_NAME
+
+
+def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
+    """Compile one run and write its ``compiled/`` folder (only files whose bytes change)."""
+    from kura.backends.musubi import compile_run
+
+    spec, _ = load_run(workspace, run_id)
+    inputs, paths, resolution = _inputs(workspace, spec)
+    compiled = compile_run(spec, inputs)
+    lock = _lock(workspace, spec, resolution)
+    container = (
+        _container_with_hosts(compiled.container.to_dict(), paths) if paths.in_container else None
+    )
+    steps = [s.to_dict() for s in compiled.steps]
+    outputs = dict(compiled.files.items())
+    outputs["steps.json"] = _canonical({"steps": steps, "musubi_release": compiled.musubi_release})
+    if container is not None:
+        outputs["container.json"] = _canonical(container)
+    outputs[LOCK_NAME] = _canonical(lock)
+    folder = workspace.run_dir(run_id) / COMPILED_DIR
+    changed = False
+    with workspace.lock():
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in sorted(outputs.items()):
+            changed |= _write_if_changed(folder / name, text)
+        for stale in sorted({p.name for p in folder.iterdir() if p.is_file()} - set(outputs)):
+            (folder / stale).unlink()
+            changed = True
+    return CompileReport(
+        run_id=run_id,
+        files=[f"{COMPILED_DIR}/{name}" for name in sorted(outputs)],
+        steps=steps,
+        container=container,
+        lock=lock,
+        checks=_checks(workspace, spec, resolution),
+        warnings=list(compiled.warnings),
+        escape_hatch=compiled.escape_hatch,
+        changed=changed,
+    )
+
+
+def _inputs(workspace: Workspace, spec: RunSpec) -> tuple[Any, PathMap, Any]:
+    from kura.backends.musubi import CompileInputs
+    from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
+    from kura.models.bundles import get_bundle
+    from kura.models.resolve import resolve_bundle
+
+    bundle = get_bundle(spec.model.base)
+    paths = PathMap(in_container=spec.execution.executor != "host")
+    resolution = resolve_bundle(
+        bundle,
+        models_dir=workspace.models_dir,
+        paths={slot: Path(p).expanduser() for slot, p in spec.model.paths.items()},
+    )
+    model_paths: dict[str, str] = {}
+    dtypes: dict[str, str] = {}
+    for role in resolution.roles:
+        host = role.path or workspace.models_dir / Path(role.spec.filename or role.spec.slot).name
+        model_paths[role.spec.slot] = paths.model(role.spec.slot, host)
+        for shard in role.shards[1:]:
+            paths.model(role.spec.slot, shard)
+        if role.report is not None:
+            dtypes[role.spec.slot] = _weight_dtype(role.report.dtype, role.report.quantization)
+    musubi_dir = IMAGE_MUSUBI_DIR if paths.in_container else _host_musubi(workspace)
+    inputs = CompileInputs(
+        architecture=bundle.architecture,
+        model_version=_model_version(bundle.trainer),
+        model_paths=model_paths,
+        datasets=[_dataset_input(workspace, use.name, paths) for use in spec.datasets],
+        run_dir=paths.run_dir(workspace.run_dir(spec.id)),
+        musubi_dir=musubi_dir,
+        weight_dtypes=dtypes,
+        container_image=workspace.config().executor.musubi_image,
+    )
+    return inputs, paths, resolution
+
+
+def _model_version(trainer: Any) -> str | None:
+    for key in ("model_version", "task", "model_type"):
+        if key in trainer:
+            return str(trainer[key])
+    return None
+
+
+def _weight_dtype(dtype: str, quantization: str) -> str:
+    if quantization.startswith("fp8"):
+        return "fp8"
+    return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype.upper(), dtype.lower())
+
+
+def _host_musubi(workspace: Workspace) -> str:
+    checkout = workspace.config().executor.musubi_checkout
+    if not checkout:
+        raise SpecError(
+            "execution.executor is `host` but kura.toml names no Musubi checkout",
+            hint='set `musubi_checkout = "/path/to/musubi-tuner"` under [executor] in '
+            "kura.toml, or use execution.executor: docker",
+            path=workspace.config_path,
+        )
+    return checkout
+
+
+def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
+    from kura.backends.musubi import DatasetInput
+    from kura.dataset.registry import control_dir, load_dataset, media_dir
+
+    spec, _ = load_dataset(workspace, name)
+    if spec.facts is None:
+        raise InvalidInput(
+            f"dataset {name} has never been inspected",
+            hint=f"run `kura dataset inspect {name}`",
+        )
+    control = control_dir(workspace, spec)
+    counts = spec.facts.counts
+    return DatasetInput(
+        name=name,
+        media_dir=paths.dataset(name, media_dir(workspace, spec)),
+        caption_ext=spec.caption_ext,
+        control_dir=paths.dataset(name, control, control=True) if control else None,
+        kind="video" if counts.get("videos", 0) > 0 else "image",
+        control_count=_control_count(workspace, name) if control else None,
+    )
+
+
+def _control_count(workspace: Workspace, name: str) -> int | None:
+    """Controls per item from the stored inspection, when every item has the same number."""
+    from kura.dataset.registry import INSPECTION_NAME
+
+    try:
+        report = json.loads((workspace.dataset_dir(name) / INSPECTION_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    counts = (report.get("pairs") or {}).get("control_counts") or {}
+    return int(next(iter(counts))) if len(counts) == 1 else None
+
+
+def _lock(workspace: Workspace, spec: RunSpec, resolution: Any) -> dict[str, Any]:
+    from kura.backends.musubi import MUSUBI_RELEASE
+    from kura.dataset.registry import load_dataset
+    from kura.models.lockdoc import build_lock
+
+    datasets = []
+    for use in sorted(spec.datasets, key=lambda d: d.name):
+        dataset, _ = load_dataset(workspace, use.name)
+        assert dataset.facts is not None
+        datasets.append({"name": use.name, "digest": dataset.facts.digest})
+    return {
+        "version": 1,
+        "run": spec.id,
+        "trainer": {"name": spec.backend.name, "release": MUSUBI_RELEASE},
+        "models": build_lock(resolution),
+        "datasets": datasets,
+    }
+
+
+def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:
+    """What must hold before launch, as far as compile can tell now."""
+    from kura.dataset.registry import load_dataset
+
+    checks = []
+    for role in resolution.roles:
+        status = {"missing": "pending"}.get(role.status, "ok" if role.accepted else "failed")
+        detail = "; ".join(role.problems or role.warnings) or role.status
+        checks.append({"check": f"model {role.spec.slot}", "status": status, "detail": detail})
+    for use in spec.datasets:
+        dataset, _ = load_dataset(workspace, use.name)
+        blocking = dataset.facts.blocking_problems if dataset.facts else 0
+        checks.append(
+            {
+                "check": f"dataset {use.name}",
+                "status": "ok" if blocking == 0 else "failed",
+                "detail": f"{blocking} blocking problems (kura dataset validate {use.name})",
+            }
+        )
+    checks.append(
+        {
+            "check": "trainer release in the image",
+            "status": "pending",
+            "detail": "checked at launch (`kura doctor musubi`)",
+        }
+    )
+    return checks
+
+
+def _container_with_hosts(container: dict[str, Any], paths: PathMap) -> dict[str, Any]:
+    """The backend's mounts with their host sides, plus the sibling shards of a model."""
+    mounts = []
+    for mount in container["mounts"]:
+        source = None if mount["baked"] else paths.host_side(mount["target"])
+        if source is None and not mount["baked"]:
+            source = _run_subfolder(mount["target"], paths)
+        mounts.append({**mount, "source": source})
+    known = {m["target"] for m in mounts}
+    for host, target in sorted(paths.pairs.items()):
+        if target not in known and "/models/" in target:
+            mounts.append(
+                {
+                    "target": target,
+                    "read_only": True,
+                    "purpose": "model shard",
+                    "baked": False,
+                    "source": host,
+                }
+            )
+    return {**container, "mounts": mounts}
+
+
+def _run_subfolder(target: str, paths: PathMap) -> str | None:
+    for host, mapped in paths.pairs.items():
+        if target.startswith(mapped + "/"):
+            return host + target[len(mapped) :]
+    return None
+
+
+def _canonical(document: Any) -> str:
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _write_if_changed(path: Path, text: str) -> bool:
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write_text(path, text)
+    return True

@@ -1,0 +1,202 @@
+"""`kura run new`: draft run.yaml from the datasets, the bundle and the knowledge cards.
+
+Every value Kura fills in is written into run.yaml with where it came from (``provenance``),
+and every execution setting under ``backend.config`` with its reason: nothing is a hidden
+default. Intent the datasets do not record (task) is inferred from the inspection and stated
+with its evidence, never asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from kura.errors import UsageError
+from kura.fsutil import atomic_write_text
+from kura.knowledge.draft import Decision, draft_values, provenance_line
+from kura.spec.base import parse_value, plain, set_dotted, validate_spec
+from kura.spec.run import RunSpec, TrainingSection
+from kura.workspace import Workspace, new_run_id
+from kura.yamlio import dump_yaml
+
+__all__ = ["RunCreated", "create_run", "recipe_keys"]
+
+
+@dataclass(frozen=True)
+class RunCreated:
+    run_id: str
+    path: str
+    architecture: str
+    task: str | None
+    task_evidence: str
+    provenance: str
+    decisions: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "run",
+            "id": self.run_id,
+            "path": self.path,
+            "architecture": self.architecture,
+            "task": self.task,
+            "task_evidence": self.task_evidence,
+            "provenance": self.provenance,
+            "decisions": self.decisions,
+        }
+
+
+def recipe_keys(
+    model: type[BaseModel] = TrainingSection, prefix: str = "training"
+) -> dict[str, Any]:
+    """Every recipe path (``training.network.rank`` …) with the schema's default."""
+    keys: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        path = f"{prefix}.{name}"
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys.update(recipe_keys(annotation, path))
+        else:
+            keys[path] = field.get_default(call_default_factory=True)
+    return keys
+
+
+def _parse_sets(assignments: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--set {assignment!r} is not key=value",
+                hint="e.g. --set training.network.rank=32 --set backend.config.blocks_to_swap=16",
+            )
+        values[key.strip()] = parse_value(raw)
+    return values
+
+
+def _task(workspace: Workspace, datasets: list[str], task: str | None) -> tuple[str | None, str]:
+    from kura.dataset.registry import load_dataset
+
+    if task:
+        return task, "your instruction (--task)"
+    for name in datasets:
+        spec, _ = load_dataset(workspace, name)
+        if spec.intent.task:
+            return spec.intent.task, f"dataset {name}: intent.task"
+    for name in datasets:
+        spec, _ = load_dataset(workspace, name)
+        if spec.facts and spec.facts.task_suggestion:
+            return spec.facts.task_suggestion, f"dataset {name}: inspection suggests it"
+    return None, "no dataset records a task; the card's `all` section applies (set --task)"
+
+
+def _dataset_entry(workspace: Workspace, name: str) -> dict[str, Any]:
+    from kura.dataset.registry import load_dataset
+
+    spec, _ = load_dataset(workspace, name)
+    resolution = spec.facts.resolution if spec.facts else [1024, 1024]
+    return {"name": name, "resolution": list(resolution), "repeats": 1}
+
+
+def _backend_config(
+    architecture: str, explicit: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The adapter's execution settings, written out with their sources as reasons."""
+    from kura.backends.musubi import adapter_for
+    from kura.backends.musubi.config import known_keys
+
+    adapter = adapter_for(architecture)
+    if adapter is None:
+        return {}, {}
+    known = known_keys(adapter)
+    config: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for name, default in sorted(adapter.defaults.items()):
+        if name not in known or f"backend.config.{name}" in explicit:
+            continue
+        config[name] = default.value
+        reasons[name] = f"adapter default ({default.source})"
+    return config, reasons
+
+
+def create_run(
+    workspace: Workspace,
+    *,
+    datasets: list[str],
+    base: str,
+    task: str | None = None,
+    sets: list[str] | None = None,
+    now: datetime | None = None,
+) -> RunCreated:
+    """Draft ``runs/<id>/run.yaml`` and return what was decided and why."""
+    from kura.models.bundles import get_bundle
+
+    if not datasets:
+        raise UsageError("a run needs at least one dataset", hint="pass --dataset NAME")
+    bundle = get_bundle(base)
+    architecture = bundle.architecture
+    explicit = _parse_sets(sets or [])
+    chosen_task, task_evidence = _task(workspace, datasets, task)
+    defaults = recipe_keys()
+    decisions = draft_values(
+        workspace,
+        architecture,
+        chosen_task,
+        keys=list(defaults),
+        explicit={k: v for k, v in explicit.items() if k in defaults},
+        defaults=defaults,
+    )
+    config, reasons = _backend_config(architecture, explicit)
+    document: dict[str, Any] = {
+        "id": "",
+        "task": chosen_task,
+        "model": {"base": bundle.id},
+        "datasets": [_dataset_entry(workspace, name) for name in datasets],
+        "training": _nest(decisions),
+        "backend": {"name": bundle.backend, "config": config, "reasons": reasons},
+        "execution": {"executor": workspace.config().executor.default, "gpus": 1},
+        "provenance": {
+            k: d.label(architecture) for k, d in decisions.items() if d.origin != "default"
+        },
+    }
+    document["provenance"]["task"] = task_evidence
+    for key, value in explicit.items():
+        if key not in defaults:
+            set_dotted(document, key, value)
+            document["provenance"][key] = "your instruction"
+    with workspace.lock():
+        run_id = new_run_id(workspace.runs_dir, now)
+        document["id"] = run_id
+        path = workspace.run_dir(run_id) / "run.yaml"
+        validate_spec(RunSpec, document, source=f"runs/{run_id}/run.yaml (from kura run new)")
+        text = _HEADER + dump_yaml(plain(document))
+        path.parent.mkdir(parents=True)
+        atomic_write_text(path, text)
+    return RunCreated(
+        run_id=run_id,
+        path=workspace.relative(path),
+        architecture=architecture,
+        task=chosen_task,
+        task_evidence=task_evidence,
+        provenance=provenance_line(
+            {k: d for k, d in decisions.items() if d.origin != "default"}, architecture
+        ),
+        decisions=[d.to_dict() for d in decisions.values()],
+    )
+
+
+_HEADER = (
+    "# Kura run. `training` and `datasets` are the recipe; `backend.config` holds execution\n"
+    "# accommodations in the trainer's own names, each with its reason in `backend.reasons`.\n"
+    "# `provenance` says where each drafted value came from. Editing this file is drafting:\n"
+    "# `kura run plan` then `kura run approve` make it launchable.\n"
+)
+
+
+def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for key, decision in decisions.items():
+        set_dotted(tree, key.removeprefix("training."), decision.value)
+    return tree

@@ -1,0 +1,48 @@
+"""Where a run's files live and how run.yaml is read back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kura.errors import NotFound
+from kura.spec.base import load_spec
+from kura.spec.run import RunSpec
+from kura.workspace import Workspace
+
+__all__ = ["RUN_FILE", "list_run_ids", "load_run", "run_file"]
+
+RUN_FILE = "run.yaml"
+
+
+def run_file(workspace: Workspace, run_id: str) -> Path:
+    return workspace.run_dir(run_id) / RUN_FILE
+
+
+def list_run_ids(workspace: Workspace) -> list[str]:
+    """Run ids, oldest first (ids sort by time)."""
+    if not workspace.runs_dir.is_dir():
+        return []
+    return sorted(p.parent.name for p in workspace.runs_dir.glob(f"*/{RUN_FILE}"))
+
+
+def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
+    """The validated run spec and its round-trip document."""
+    path = run_file(workspace, run_id)
+    if not path.is_file():
+        known = list_run_ids(workspace)
+        raise NotFound(
+            f"no run {run_id!r} in {workspace.root}",
+            hint=(f"latest runs: {', '.join(known[-5:])}" if known else "no runs yet")
+            + "; create one with `kura run new`",
+        )
+    spec, document = load_spec(RunSpec, path)
+    if spec.id != run_id:
+        from kura.errors import InvalidInput
+
+        raise InvalidInput(
+            f"{path} says id: {spec.id!r} but lives in the folder of run {run_id!r}",
+            hint=f"set `id: {run_id}` in that file",
+            path=path,
+        )
+    return spec, document

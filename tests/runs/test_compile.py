@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+import tomllib
+from datetime import datetime
+
+import pytest
+
+from kura.errors import SpecError
+from kura.runs.compile import compile_in_workspace
+from kura.runs.new import create_run
+from kura.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 10, 42)
+
+
+@pytest.fixture
+def run_id(ws: Workspace) -> str:
+    return create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", now=NOW).run_id
+
+
+def test_compile_writes_toml_steps_container_and_lock(ws: Workspace, run_id: str) -> None:
+    report = compile_in_workspace(ws, run_id).to_dict()
+    assert report["kind"] == "run-compile"
+    folder = ws.run_dir(run_id) / "compiled"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "container.json",
+        "dataset.toml",
+        "run.lock",
+        "steps.json",
+    ]
+    toml = tomllib.loads((folder / "dataset.toml").read_text())
+    assert toml["datasets"][0]["image_directory"] == "/kura/data/myaku"
+    assert [s["name"] for s in report["steps"]] == ["cache_latents", "cache_text_encoder", "train"]
+    train = report["steps"][-1]["argv"]
+    assert train[:2] == ["accelerate", "launch"]
+    assert train[train.index("--model_version") + 1] == "klein-base-9b"
+    assert "--gradient_checkpointing" not in train
+
+
+def test_container_mounts_have_host_sides(ws: Workspace, run_id: str) -> None:
+    container = compile_in_workspace(ws, run_id).container
+    assert container is not None
+    by_target = {m["target"]: m for m in container["mounts"]}
+    dataset = by_target["/kura/data/myaku"]
+    assert dataset["read_only"] and dataset["source"] == str(ws.dataset_dir("myaku") / "media")
+    assert by_target["/kura/run/output"]["source"] == str(ws.run_dir(run_id) / "output")
+    assert not by_target["/kura/run/output"]["read_only"]
+
+
+def test_missing_models_are_pending_in_the_lock(ws: Workspace, run_id: str) -> None:
+    report = compile_in_workspace(ws, run_id)
+    roles = report.lock["models"]["roles"]
+    assert {slot: r["sha256"] for slot, r in roles.items()} == {
+        "dit": "pending",
+        "text_encoder": "pending",
+        "vae": "pending",
+    }
+    assert {c["check"]: c["status"] for c in report.checks}["dataset myaku"] == "ok"
+
+
+def test_compiling_twice_is_byte_identical_and_reports_no_change(
+    ws: Workspace, run_id: str
+) -> None:
+    compile_in_workspace(ws, run_id)
+    folder = ws.run_dir(run_id) / "compiled"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    again = compile_in_workspace(ws, run_id)
+    assert not again.changed
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert json.loads(before["steps.json"])["musubi_release"] == "0.3.4"
+
+
+def test_host_executor_needs_a_musubi_checkout(ws: Workspace) -> None:
+    run = create_run(
+        ws,
+        datasets=["myaku"],
+        base="flux2-klein-base-9b",
+        sets=["execution.executor=host"],
+        now=NOW,
+    ).run_id
+    with pytest.raises(SpecError, match="names no Musubi checkout"):
+        compile_in_workspace(ws, run)
+    ws.config_path.write_text(
+        ws.config_path.read_text().replace(
+            "[executor]", '[executor]\nmusubi_checkout = "/opt/musubi"'
+        )
+    )
+    report = compile_in_workspace(ws, run)
+    assert report.container is None
+    assert report.steps[0]["cwd"] == "/opt/musubi"
+    media = str(ws.dataset_dir("myaku") / "media")
+    toml = tomllib.loads((ws.run_dir(run) / "compiled" / "dataset.toml").read_text())
+    assert toml["datasets"][0]["image_directory"] == media
+
+
+def test_edited_run_with_impossible_combination_is_refused(ws: Workspace, run_id: str) -> None:
+    path = ws.run_dir(run_id) / "run.yaml"
+    path.write_text(
+        path.read_text().replace(
+            "    gradient_checkpointing: false\n",
+            "    gradient_checkpointing: false\n"
+            "    block_swap_h2d_only: true\n"
+            "    blocks_to_swap: 4\n",
+        )
+    )
+    with pytest.raises(SpecError, match="gradient_checkpointing"):
+        compile_in_workspace(ws, run_id)

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from kura.errors import NotFound, SpecError, UsageError
+from kura.runs.new import create_run, recipe_keys
+from kura.runs.store import load_run
+from kura.workspace import Workspace
+
+NOW = datetime(2026, 11, 30, 10, 42)
+
+
+def test_recipe_keys_cover_the_training_schema() -> None:
+    keys = recipe_keys()
+    assert keys["training.network.rank"] == 16
+    assert "training.learning_rate" in keys and "training.network" not in keys
+
+
+def test_new_run_takes_card_values_and_says_where_from(ws: Workspace) -> None:
+    created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", now=NOW)
+    assert created.run_id == "20261130-1042"
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.task == "character"
+    assert spec.training.learning_rate == 1e-4
+    assert spec.training.network.rank == 32
+    assert spec.provenance["training.learning_rate"] == "card baseline (flux2 × all)"
+    assert spec.provenance["task"] == "dataset myaku: intent.task"
+    assert spec.datasets[0].resolution == [1024, 1024]
+
+
+def test_every_execution_setting_is_written_with_a_reason(ws: Workspace) -> None:
+    created = create_run(ws, datasets=["myaku"], base="qwen-image", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.backend.config["gradient_checkpointing"] is False
+    assert set(spec.backend.reasons) == set(spec.backend.config)
+
+
+def test_set_overrides_any_path_and_is_recorded(ws: Workspace) -> None:
+    created = create_run(
+        ws,
+        datasets=["myaku"],
+        base="flux2-klein-base-9b",
+        sets=["training.network.rank=8", "backend.config.blocks_to_swap=4", "execution.gpus=2"],
+        now=NOW,
+    )
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.training.network.rank == 8
+    assert spec.provenance["training.network.rank"] == "your instruction"
+    assert spec.backend.config["blocks_to_swap"] == 4
+    assert spec.execution.gpus == 2
+
+
+def test_bad_set_value_writes_no_run(ws: Workspace) -> None:
+    with pytest.raises(SpecError, match=r"execution\.gpus"):
+        create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", sets=["execution.gpus=0"])
+    with pytest.raises(UsageError):
+        create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", sets=["noequals"])
+    assert list(ws.runs_dir.iterdir()) == []
+
+
+def test_unknown_bundle_and_dataset_are_named(ws: Workspace) -> None:
+    with pytest.raises(NotFound, match="flux9"):
+        create_run(ws, datasets=["myaku"], base="flux9")
+    with pytest.raises(NotFound, match="nope"):
+        create_run(ws, datasets=["nope"], base="flux2-klein-base-9b")
+
+
+def test_owner_preference_outranks_the_card(ws: Workspace) -> None:
+    (ws.knowledge_dir / "user-preferences.md").write_text(
+        "## all\n- training.learning_rate: 3.0e-5\n"
+    )
+    created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.training.learning_rate == 3e-5
+    assert spec.provenance["training.learning_rate"] == "your preference"
