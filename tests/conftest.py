@@ -15,7 +15,9 @@ from kura.cli.main import main
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KURA_CACHE_DIR", str(tmp_path_factory.mktemp("kura-cache")))
     monkeypatch.delenv("KURA_WORKSPACE", raising=False)
     monkeypatch.delenv("KURA_DEBUG", raising=False)

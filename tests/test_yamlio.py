@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -52,22 +53,24 @@ def test_non_utf8_file_is_named(tmp_path: Path) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400))
 def test_any_text_gives_data_or_invalid_input(text: str) -> None:
-    try:
+    with contextlib.suppress(InvalidInput):
         parse_yaml(text, source="fuzz.yaml")
-    except InvalidInput:
-        pass
 
 
 @settings(max_examples=100, deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-        lambda children: st.lists(children, max_size=4)
-        | st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=4)
+        ),
         max_leaves=20,
     )
 )
-def test_written_values_read_back_equal(tmp_path_factory: pytest.TempPathFactory, value: object) -> None:
+def test_written_values_read_back_equal(
+    tmp_path_factory: pytest.TempPathFactory, value: object
+) -> None:
     path = tmp_path_factory.mktemp("rt") / "v.yaml"
     write_yaml(path, {"value": value})
     assert _plain(load_yaml(path)) == {"value": value}

@@ -18,7 +18,7 @@ Some free notes the owner wrote.
 
 
 def test_entries_carry_section_source_and_typed_value() -> None:
-    entries, problems = parse_card(CARD)
+    entries, _ = parse_card(CARD)
     assert [(e.section, e.key, e.value, e.kind) for e in entries] == [
         ("all", "training.learning_rate", 1e-4, "upstream"),
         ("all", "training.network.rank", 32, "upstream"),

@@ -1,11 +1,263 @@
-"""Placeholder registration, replaced as the model commands land."""
+"""`kura model …`: check, bundles, resolve, fetch, verify, lock.
+
+Each command parses its arguments, calls one library function in :mod:`kura.models`, and
+prints the result document (or its Rich rendering). Heavy imports stay inside functions.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
+from rich.console import Console
+from rich.table import Table
+
+from kura.cli.main import AppState
+from kura.errors import WorkspaceNotFound
 
 __all__ = ["register"]
 
+_ROLE_CHOICES = ("dit", "vae", "text_encoder", "image_encoder", "lora")
+_STATUS_STYLE = {
+    "ok": "green",
+    "warning": "yellow",
+    "unverified": "yellow",
+    "skipped": "dim",
+    "refused": "bold red",
+    "invalid": "bold red",
+    "missing": "red",
+    "mismatch": "bold red",
+}
+
+
+@click.group("model")
+def model_group() -> None:
+    """Check, list, find, download, verify and lock model files."""
+
+
+@model_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--arch",
+    "architecture",
+    default=None,
+    help="Kura architecture id the files are for (see `kura model bundles`).",
+)
+@click.option(
+    "--role", type=click.Choice(_ROLE_CHOICES), default=None, help="Role the files must play."
+)
+@click.pass_context
+def check_command(
+    ctx: click.Context, files: tuple[Path, ...], architecture: str | None, role: str | None
+) -> None:
+    """Identify FILES by their safetensors header and say whether they can serve."""
+    from kura.models.inspect import check_files
+    from kura.models.signatures import ARCHITECTURES
+
+    if architecture is not None and architecture not in ARCHITECTURES:
+        raise click.BadParameter(
+            f"{architecture!r}; choose one of {', '.join(ARCHITECTURES)}", param_hint="--arch"
+        )
+    state: AppState = ctx.obj
+    doc = check_files(list(files), architecture=architecture, role=role)
+    state.out.result(doc, _render_check)
+    if not doc["ok"]:
+        ctx.exit(1)
+
+
+def _render_check(console: Console, doc: dict[str, Any]) -> None:
+    for entry in doc["files"]:
+        verdict = entry["verdict"]
+        style = _STATUS_STYLE.get(verdict["status"], "")
+        console.print(f"[bold]{entry['path']}[/]  [{style}]{verdict['status']}[/]")
+        if "error" in entry:
+            console.print(f"  {entry['error']['message']}")
+            continue
+        arch = ", ".join(entry["architectures"]) or "no Kura architecture"
+        console.print(
+            f"  {entry['title']} — component [cyan]{entry['component']}[/], role "
+            f"{entry['role']}, serves: {arch}"
+        )
+        detail = (
+            f"  {entry['params']:,} parameters, {entry['dtype']}, quantization "
+            f"{entry['quantization']}, {entry['size']:,} bytes"
+        )
+        if entry["key_prefix"]:
+            detail += f", key prefix {entry['key_prefix']!r}"
+        if entry.get("lora_format"):
+            detail += f", LoRA format {entry['lora_format']}, rank {entry['rank']}"
+        console.print(detail)
+        for line in verdict["refusals"]:
+            console.print(f"  [red]refused:[/] {line}")
+        for line in verdict["warnings"]:
+            console.print(f"  [yellow]warning:[/] {line}")
+    for check in doc["cross_checks"]:
+        style = _STATUS_STYLE.get(check["status"], "green")
+        console.print(f"[{style}]{check['status']}[/] {check['check']}: {check['message']}")
+
+
+@model_group.command("bundles")
+@click.option("--arch", "architecture", default=None, help="Only bundles of this architecture.")
+@click.pass_obj
+def bundles_command(state: AppState, architecture: str | None) -> None:
+    """List the known bundles: architecture, trainer setting and the file for each role."""
+    from kura.models.bundles import list_bundles
+
+    bundles = [b.to_dict() for b in list_bundles() if architecture in (None, b.architecture)]
+    state.out.result({"kind": "model-bundles", "bundles": bundles}, _render_bundles)
+
+
+def _render_bundles(console: Console, doc: dict[str, Any]) -> None:
+    table = Table("bundle", "architecture", "trainer", "roles", box=None)
+    for bundle in doc["bundles"]:
+        trainer = " ".join(f"{k}={v}" for k, v in bundle["trainer"].items())
+        name = bundle["id"] if bundle["supported"] else f"{bundle['id']} (unsupported)"
+        table.add_row(name, bundle["architecture"], trainer, ", ".join(bundle["roles"]))
+    console.print(table)
+
+
+def _models_dir(state: AppState) -> Path | None:
+    try:
+        return state.workspace().models_dir
+    except WorkspaceNotFound:
+        return None
+
+
+@model_group.command("resolve")
+@click.argument("bundle_id", metavar="BUNDLE")
+@click.option(
+    "--path", "paths", multiple=True, metavar="ROLE=FILE", help="Use FILE for ROLE (repeatable)."
+)
+@click.pass_context
+def resolve_command(ctx: click.Context, bundle_id: str, paths: tuple[str, ...]) -> None:
+    """Find each role's file (given paths, workspace models/, Hugging Face cache) and check it."""
+    from kura.models.bundles import get_bundle
+    from kura.models.resolve import parse_path_overrides, resolve_bundle
+
+    state: AppState = ctx.obj
+    bundle = get_bundle(bundle_id)
+    resolution = resolve_bundle(
+        bundle, models_dir=_models_dir(state), paths=parse_path_overrides(paths, bundle)
+    )
+    doc = resolution.to_dict()
+    state.out.result(doc, _render_resolve)
+    if any(r["status"] in ("refused", "invalid") for r in doc["roles"]) or any(
+        c["status"] == "mismatch" for c in doc["cross_checks"]
+    ):
+        ctx.exit(1)
+
+
+def _render_resolve(console: Console, doc: dict[str, Any]) -> None:
+    console.print(f"[bold]{doc['bundle']}[/] ({doc['architecture']}, {doc['backend']})")
+    for role in doc["roles"]:
+        style = _STATUS_STYLE.get(role["status"], "")
+        where = role["path"] or f"{role['expected']['repo']}/{role['expected']['filename'] or ''}"
+        console.print(f"  {role['slot']:<16} [{style}]{role['status']:<10}[/] {where}")
+        for line in role["problems"]:
+            console.print(f"      [red]{line}[/]")
+        for line in role["warnings"]:
+            console.print(f"      [yellow]{line}[/]")
+    for check in doc["cross_checks"]:
+        if check["status"] == "mismatch":
+            console.print(f"  [red]mismatch[/] {check['message']}")
+    download = doc["download"]
+    if download["files"]:
+        size = f"{download['bytes_known']:,} bytes known" + (
+            f", {download['sizes_unknown']} of unknown size" if download["sizes_unknown"] else ""
+        )
+        console.print(
+            f"missing: {', '.join(doc['missing'])} ({size}); `kura model fetch {doc['bundle']}` "
+            "downloads them"
+        )
+
+
+@model_group.command("fetch")
+@click.argument("bundle_id", metavar="BUNDLE")
+@click.option("--role", "slots", multiple=True, help="Only this role (repeatable).")
+@click.option(
+    "--dest",
+    type=click.Choice(["cache", "models"]),
+    default="cache",
+    show_default=True,
+    help="Hugging Face cache or the workspace models/ folder.",
+)
+@click.pass_context
+def fetch_command(ctx: click.Context, bundle_id: str, slots: tuple[str, ...], dest: str) -> None:
+    """Download a bundle's files from the Hugging Face hub (token from HF_TOKEN only)."""
+    from kura.models.fetch import fetch_bundle
+
+    state: AppState = ctx.obj
+    models_dir = state.workspace().models_dir if dest == "models" else _models_dir(state)
+    doc = fetch_bundle(bundle_id, slots=slots, dest=dest, models_dir=models_dir)
+    state.out.result(doc, _render_fetch)
+    if not doc["ok"]:
+        ctx.exit(1)
+
+
+def _render_fetch(console: Console, doc: dict[str, Any]) -> None:
+    for entry in doc["files"]:
+        style = _STATUS_STYLE.get(entry["status"], "")
+        console.print(
+            f"{entry['slot']:<16} [{style}]{entry['status']:<10}[/] "
+            f"{entry.get('path') or entry['repo']}"
+        )
+        for line in entry["problems"]:
+            console.print(f"    [red]{line}[/]")
+
+
+@model_group.command("verify")
+@click.argument("target", metavar="FILE|BUNDLE")
+@click.pass_context
+def verify_command(ctx: click.Context, target: str) -> None:
+    """Re-hash a file (or every found file of a bundle) and compare with known digests."""
+    from kura.models.verify import verify_target
+
+    state: AppState = ctx.obj
+    doc = verify_target(target, models_dir=_models_dir(state))
+    state.out.result(doc, _render_verify)
+    if not doc["ok"]:
+        ctx.exit(1)
+
+
+def _render_verify(console: Console, doc: dict[str, Any]) -> None:
+    for entry in doc["files"]:
+        style = _STATUS_STYLE.get(entry["status"], "")
+        console.print(f"[{style}]{entry['status']:<8}[/] {entry['sha256'] or '-'}  {entry['path']}")
+        for line in entry.get("problems", []):
+            console.print(f"    [red]{line}[/]")
+
+
+@model_group.command("lock")
+@click.argument("bundle_id", metavar="BUNDLE")
+@click.option(
+    "--path", "paths", multiple=True, metavar="ROLE=FILE", help="Use FILE for ROLE (repeatable)."
+)
+@click.pass_obj
+def lock_command(state: AppState, bundle_id: str, paths: tuple[str, ...]) -> None:
+    """Write models/<BUNDLE>.lock.json: each role's path, size, sha256 and header digest."""
+    from kura.models.bundles import get_bundle
+    from kura.models.lockdoc import build_lock, write_lock
+    from kura.models.resolve import parse_path_overrides, resolve_bundle
+
+    workspace = state.workspace()
+    bundle = get_bundle(bundle_id)
+    resolution = resolve_bundle(
+        bundle, models_dir=workspace.models_dir, paths=parse_path_overrides(paths, bundle)
+    )
+    document = build_lock(resolution)
+    target = workspace.models_dir / f"{bundle.id}.lock.json"
+    with workspace.lock():
+        written = write_lock(target, document)
+    state.out.result({**document, "lock_path": str(target), "written": written}, _render_lock)
+
+
+def _render_lock(console: Console, doc: dict[str, Any]) -> None:
+    verb = "wrote" if doc["written"] else "unchanged:"
+    console.print(f"{verb} {doc['lock_path']}")
+    for slot, entry in doc["roles"].items():
+        console.print(f"  {slot:<16} {entry['sha256']}  {entry['path'] or '(not downloaded)'}")
+
 
 def register(group: click.Group) -> None:
-    return None
+    group.add_command(model_group)

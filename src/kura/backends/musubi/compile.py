@@ -93,7 +93,9 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         timestep_boundary=boundary,
         hidream_task=hidream_task,
         sample_prompts_file=(
-            run_path(inputs.run_dir, COMPILED_DIR, SAMPLE_PROMPTS) if SAMPLE_PROMPTS in files else None
+            run_path(inputs.run_dir, COMPILED_DIR, SAMPLE_PROMPTS)
+            if SAMPLE_PROMPTS in files
+            else None
         ),
         output_dir=run_path(inputs.run_dir, "output"),
         logging_dir=run_path(inputs.run_dir, "logs"),
