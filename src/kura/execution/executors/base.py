@@ -1,0 +1,39 @@
+"""The executor protocol: submit a spec, poll its state, find its log, cancel it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from kura.execution.launch_spec import LaunchSpec
+from kura.execution.state import RunState
+
+__all__ = ["Executor", "Handle"]
+
+
+@dataclass(frozen=True)
+class Handle:
+    """Enough to find a run again from any process: everything else is in state.json."""
+
+    run_id: str
+    run_dir: Path
+    executor: str
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(
+        self,
+        spec: LaunchSpec,
+        *,
+        foreground: bool = False,
+        backend_config: dict[str, Any] | None = None,
+    ) -> Handle: ...
+
+    def poll(self, handle: Handle) -> RunState: ...
+
+    def logs(self, handle: Handle) -> Path: ...
+
+    def cancel(self, handle: Handle, *, grace: float = ...) -> RunState: ...

@@ -1,0 +1,139 @@
+"""What the Musubi backend hands the execution layer: the steps of one run, ready to run.
+
+Every command is an argv list, never a shell string. Secret values never travel in a
+spec: ``pass_env`` holds only the names of variables read from Kura's environment at the
+moment a step starts. The spec is saved as ``runs/<id>/launch.json`` so a detached
+supervisor (and a later relaunch) can read it back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kura.errors import InvalidInput
+from kura.fsutil import atomic_write_text
+
+__all__ = [
+    "CACHE_STEPS",
+    "ContainerSpec",
+    "ExecutorName",
+    "LaunchSpec",
+    "Mount",
+    "Step",
+    "load_launch_record",
+    "save_launch_record",
+]
+
+ExecutorName = Literal["host", "docker", "skypilot"]
+CACHE_STEPS = ("cache_latents", "cache_text_encoder")
+LAUNCH_RECORD = "launch.json"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One process of a run: ``cache_latents``, ``cache_text_encoder`` or ``train``."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str
+    target: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    image: str
+    gpus: str
+    mounts: list[Mount]
+    env: dict[str, str]
+    workdir: str
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    run_id: str
+    run_dir: Path
+    steps: list[Step]
+    executor: ExecutorName
+    container: ContainerSpec | None
+    gpus: int
+    pass_env: list[str]
+    skip_steps: list[str]
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """A spec plus what the executor needs to carry it out later (written to launch.json)."""
+
+    spec: LaunchSpec
+    backend_config: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def save_launch_record(record: LaunchRecord) -> Path:
+    """Write ``runs/<id>/launch.json`` atomically and return its path."""
+    spec = record.spec
+    data = {
+        "spec": {**asdict(spec), "run_dir": str(spec.run_dir)},
+        "backend_config": record.backend_config,
+        "options": record.options,
+    }
+    path = Path(spec.run_dir) / LAUNCH_RECORD
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def load_launch_record(run_dir: Path) -> LaunchRecord:
+    """Read ``runs/<id>/launch.json`` back; a damaged file is :class:`InvalidInput`."""
+    path = Path(run_dir) / LAUNCH_RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = data["spec"]
+        container = raw["container"]
+        spec = LaunchSpec(
+            run_id=str(raw["run_id"]),
+            run_dir=Path(raw["run_dir"]),
+            steps=[
+                Step(s["name"], list(s["argv"]), dict(s["env"]), s["cwd"]) for s in raw["steps"]
+            ],
+            executor=raw["executor"],
+            container=None
+            if container is None
+            else ContainerSpec(
+                image=container["image"],
+                gpus=str(container["gpus"]),
+                mounts=[
+                    Mount(m["source"], m["target"], bool(m["read_only"]))
+                    for m in container["mounts"]
+                ],
+                env=dict(container["env"]),
+                workdir=container["workdir"],
+            ),
+            gpus=int(raw["gpus"]),
+            pass_env=list(raw["pass_env"]),
+            skip_steps=list(raw["skip_steps"]),
+        )
+        return LaunchRecord(
+            spec, dict(data.get("backend_config", {})), dict(data.get("options", {}))
+        )
+    except FileNotFoundError:
+        raise InvalidInput(
+            f"{path} does not exist",
+            hint="the run was never launched from this folder; launch it with `kura run launch`",
+            path=path,
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInput(
+            f"{path} is damaged ({type(exc).__name__}: {exc})",
+            hint="relaunch the run with `kura run relaunch`, which writes it afresh",
+            path=path,
+        ) from None

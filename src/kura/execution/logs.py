@@ -1,0 +1,63 @@
+"""Show a step's log: its last lines, or what was appended since the last look.
+
+Reads are bounded, so a multi-gigabyte log costs the same as a small one. Progress bars
+redrawn with carriage returns are collapsed to their last redraw, as a terminal shows them.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+__all__ = ["collapse_redraws", "read_log_since", "read_log_tail"]
+
+DEFAULT_MAX_BYTES = 1024 * 1024
+
+
+def collapse_redraws(text: str) -> str:
+    """Keep, for each line, only the text after its last carriage return."""
+    lines = []
+    for line in text.split("\n"):
+        redraws = [part for part in line.split("\r") if part]
+        lines.append(redraws[-1] if redraws else "")
+    return "\n".join(lines)
+
+
+def read_log_tail(path: Path, *, lines: int = 50, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The last ``lines`` lines of a log (from at most its last ``max_bytes``)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            start = max(0, size - max_bytes)
+            handle.seek(start)
+            data = handle.read()
+    except FileNotFoundError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if start > 0:
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    kept = collapse_redraws(text).rstrip("\n").split("\n")
+    return "\n".join(kept[-lines:]) if lines > 0 else ""
+
+
+def read_log_since(
+    path: Path, offset: int, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[str, int]:
+    """Text appended after byte ``offset`` and the offset to pass next time.
+
+    Reads at most ``max_bytes``; a UTF-8 character cut by the end of the read is left for
+    the next call. An offset past the end (the log was replaced) restarts from 0.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            if offset > size:
+                offset = 0
+            handle.seek(offset)
+            data = handle.read(max_bytes)
+    except FileNotFoundError:
+        return "", offset
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text = decoder.decode(data, final=False)
+    pending, _ = decoder.getstate()
+    return text, offset + len(data) - len(pending)

@@ -1,0 +1,230 @@
+"""The supervisor: the small process that carries out one run, step by step.
+
+``python -m kura.execution.supervisor <run_dir> --lock-fd N`` is started in its own session
+by :func:`kura.execution.executors.host.start_supervisor`, so it outlives the Kura command
+that launched it. It inherits the flock on ``runs/<id>/.launch.lock`` (fd N) and holds it
+until it exits: while it runs, no second launch of the run can start.
+
+For each step it opens ``logs/<step>.log`` for appending and hands that file to the step as
+stdout and stderr (never a pipe: a full pipe would block the trainer), starts the step in a
+new session so the whole process group can be signalled, records pid and exit status, and
+stops at the first failure. SIGTERM (sent by ``cancel``) is forwarded to the step's group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kura.execution.commands import StepCommand, step_command
+from kura.execution.diagnose import diagnose_log_file
+from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
+from kura.execution.procutil import process_start_ticks, signal_group
+from kura.execution.state import RunState, exit_file, now_iso, read_state, update_state
+from kura.fsutil import atomic_write_text
+
+__all__ = ["cancel_marker", "main", "run_steps"]
+
+
+def cancel_marker(run_dir: Path) -> Path:
+    """A file whose presence means "cancel was asked for"; written before any signal."""
+    return Path(run_dir) / ".cancel"
+
+
+@dataclass
+class _Current:
+    pgid: int | None = None
+    terminated: bool = False
+
+
+def run_steps(run_dir: Path, record: LaunchRecord) -> int:
+    """Run every step of ``record`` in order; returns the process exit code for the supervisor."""
+    spec = record.spec
+    current = _Current()
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        current.terminated = True
+        signal_group(current.pgid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, on_sigterm)
+
+    me, my_start = os.getpid(), process_start_ticks(os.getpid())
+
+    def attach(state: RunState) -> None:
+        state.supervisor_pid, state.supervisor_start = me, my_start
+
+    update_state(run_dir, attach)
+
+    for step in spec.steps:
+        if _cancel_requested(run_dir, current):
+            _finish_cancelled(run_dir, None)
+            return 0
+        if step.name in spec.skip_steps:
+            update_state(run_dir, lambda s, n=step.name: _mark_skipped(s, n))
+            continue
+        code = _run_one(run_dir, record, step, current)
+        if _cancel_requested(run_dir, current):
+            _finish_cancelled(run_dir, code)
+            return 0
+        if code != 0:
+            _finish_failed(run_dir, record, step.name, code)
+            return 0
+
+    def succeed(state: RunState) -> None:
+        state.exit_code = 0
+        state.pid = state.pgid = None
+        state.move_to("succeeded")
+
+    update_state(run_dir, succeed)
+    return 0
+
+
+def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current) -> int:
+    command: StepCommand = step_command(record, step)
+    log_path = Path(run_dir) / "logs" / f"{step.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log, open(os.devnull, "rb") as devnull:
+        offset = log.tell()
+        log.write(f"[kura] {now_iso()} step {step.name} starting\n".encode())
+        log.flush()
+        try:
+            process = subprocess.Popen(
+                command.argv,
+                cwd=command.cwd,
+                env=command.env,
+                stdin=devnull,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            log.write(
+                f"[kura] cannot start step {step.name}: {type(exc).__name__}: {exc}\n".encode()
+            )
+            return _not_started(run_dir, step, log_path, offset)
+    current.pgid = process.pid
+    if current.terminated:
+        signal_group(process.pid, signal.SIGTERM)
+
+    def started(state: RunState) -> None:
+        state.move_to("caching" if step.name in CACHE_STEPS else "training")
+        state.current_step = step.name
+        state.pid = state.pgid = process.pid
+        state.container = command.container
+        state.log_path = str(log_path)
+        record_ = state.step(step.name)
+        record_.status = "running"
+        record_.pid = record_.pgid = process.pid
+        record_.container = command.container
+        record_.log_offset = offset
+        record_.started_at = now_iso()
+
+    update_state(run_dir, started)
+    code = process.wait()
+    current.pgid = None
+    atomic_write_text(exit_file(run_dir, step.name), f"{code}\n")
+
+    def ended(state: RunState) -> None:
+        record_ = state.step(step.name)
+        record_.exit_code = code
+        record_.finished_at = now_iso()
+        record_.status = "succeeded" if code == 0 else "failed"
+
+    update_state(run_dir, ended)
+    return code
+
+
+def _finish_failed(run_dir: Path, record: LaunchRecord, name: str, code: int) -> None:
+    diagnosis = diagnose_log_file(
+        Path(run_dir) / "logs" / f"{name}.log",
+        step=name,
+        exit_code=code,
+        config=record.backend_config,
+        offset=_log_offset(run_dir, name),
+    ).to_dict()
+
+    def fail(state: RunState) -> None:
+        state.exit_code = code
+        state.pid = state.pgid = None
+        state.message = f"step {name} exited with status {code}"
+        state.diagnosis = diagnosis
+        state.move_to("failed")
+
+    update_state(run_dir, fail)
+
+
+def _not_started(run_dir: Path, step: Step, log_path: Path, offset: int) -> int:
+    """A step whose program or folder does not exist: exit status 127, as a shell reports."""
+    code = 127
+    atomic_write_text(exit_file(run_dir, step.name), f"{code}\n")
+
+    def record(state: RunState) -> None:
+        state.current_step = step.name
+        state.log_path = str(log_path)
+        record_ = state.step(step.name)
+        record_.status = "failed"
+        record_.exit_code = code
+        record_.log_offset = offset
+        record_.started_at = record_.finished_at = now_iso()
+
+    update_state(run_dir, record)
+    return code
+
+
+def _log_offset(run_dir: Path, name: str) -> int:
+    return read_state(run_dir).step(name).log_offset
+
+
+def _mark_skipped(state: RunState, name: str) -> None:
+    state.step(name).status = "skipped"
+
+
+def _cancel_requested(run_dir: Path, current: _Current) -> bool:
+    return current.terminated or cancel_marker(run_dir).exists()
+
+
+def _finish_cancelled(run_dir: Path, code: int | None) -> None:
+    def cancel(state: RunState) -> None:
+        if state.is_terminal:
+            return
+        if state.current_step is not None:
+            record_ = state.step(state.current_step)
+            if record_.status in ("running", "failed"):
+                record_.status = "cancelled"
+        state.exit_code = code
+        state.message = "cancelled on request"
+        state.move_to("cancelled")
+
+    update_state(run_dir, cancel)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kura.execution.supervisor")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--lock-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    # Keep the inherited lock descriptor open (and out of children) for our whole life.
+    os.set_inheritable(args.lock_fd, False)
+    record = load_launch_record(args.run_dir)
+    try:
+        return run_steps(args.run_dir, record)
+    except Exception as exc:
+        reason = f"the supervisor failed: {type(exc).__name__}: {exc}"
+
+        def crash(state: RunState) -> None:
+            if not state.is_terminal:
+                state.message = reason
+                state.move_to("failed")
+
+        update_state(args.run_dir, crash)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
