@@ -1,0 +1,131 @@
+"""Collect per-file facts for many files: from the stat cache when unchanged, else by reading.
+
+Cold reads run on a thread pool: Pillow, hashlib and FFmpeg release the GIL while decoding
+and hashing, so threads use every core without the start-up cost of processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from kura.dataset.captions import read_caption_facts
+from kura.dataset.images import read_image_facts, read_pixel_facts
+from kura.dataset.statcache import FileKey, StatCache
+from kura.dataset.videos import read_video_facts
+
+__all__ = ["add_pixel_facts", "gather_facts"]
+
+Facts = dict[str, Any]
+Reader = Callable[[Path], Facts]
+ProgressFn = Callable[[int, int], None]
+
+
+def reader_for(kind: str) -> Reader:
+    """The function that reads facts for files of ``kind`` (image, video or caption)."""
+    readers: dict[str, Reader] = {
+        "image": read_image_facts,
+        "video": read_video_facts,
+        "caption": read_caption_facts,
+        "pixels": read_pixel_facts,
+    }
+    return readers[kind]
+
+
+def worker_count() -> int:
+    """One thread per core: decoding is CPU-bound C code that releases the GIL."""
+    return max(2, min(8, os.cpu_count() or 1))
+
+
+def gather_facts(
+    jobs: Sequence[tuple[str, str]],
+    *,
+    cache: StatCache | None,
+    progress: ProgressFn | None,
+) -> dict[str, Facts]:
+    """Facts for every ``(path, kind)`` job, keyed by path; new facts go into ``cache``.
+
+    A file that could not be opened at all is not cached, so it is retried next time."""
+    total = len(jobs)
+    results: dict[str, Facts] = {}
+    keys: dict[str, FileKey] = {}
+    for path, kind in jobs:
+        try:
+            keys[path] = FileKey.of(path)
+        except OSError as exc:
+            results[path] = _unreadable(kind, exc)
+    cached = cache.get_many(keys.values()) if cache is not None else {}
+    pending: list[tuple[str, str]] = []
+    for path, kind in jobs:
+        key = keys.get(path)
+        if key is None:
+            continue
+        hit = cached.get(key)
+        if hit is not None and hit.get("kind") == kind:
+            results[path] = hit
+        else:
+            pending.append((path, kind))
+    done = total - len(pending)
+    if progress is not None:
+        progress(done, total)
+    fresh = _read_all(pending, done, total, progress)
+    results.update(fresh)
+    _store(cache, keys, fresh)
+    return results
+
+
+def add_pixel_facts(
+    paths: Sequence[str], facts: dict[str, Facts], *, cache: StatCache | None
+) -> None:
+    """Decode the pixels of images whose first read skipped it (see ``images``), merge the
+    result into ``facts`` and the cache."""
+    if not paths:
+        return
+    keys: dict[str, FileKey] = {}
+    for path in paths:
+        try:
+            keys[path] = FileKey.of(path)
+        except OSError as exc:
+            facts[path] = _unreadable("image", exc)
+    extra = _read_all([(path, "pixels") for path in keys], 0, 0, None)
+    merged = {path: {**facts[path], **update} for path, update in extra.items()}
+    facts.update(merged)
+    _store(cache, keys, merged)
+
+
+def _unreadable(kind: str, exc: OSError) -> Facts:
+    return {"kind": kind, "bytes": 0, "sha256": None, "error": f"cannot read: {exc.strerror}"}
+
+
+def _store(cache: StatCache | None, keys: dict[str, FileKey], fresh: dict[str, Facts]) -> None:
+    if cache is None or not fresh:
+        return
+    cache.put_many(
+        {
+            keys[path]: facts
+            for path, facts in fresh.items()
+            if path in keys and not str(facts.get("error", "")).startswith("cannot read")
+        }
+    )
+
+
+def _read_all(
+    pending: Sequence[tuple[str, str]],
+    done: int,
+    total: int,
+    progress: ProgressFn | None,
+) -> dict[str, Facts]:
+    fresh: dict[str, Facts] = {}
+    if not pending:
+        return fresh
+    with ThreadPoolExecutor(max_workers=worker_count()) as pool:
+        futures = {pool.submit(reader_for(kind), Path(path)): path for path, kind in pending}
+        for future in as_completed(futures):
+            fresh[futures[future]] = future.result()
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return fresh

@@ -1,0 +1,234 @@
+"""Inspect a dataset folder: what Musubi Tuner will see, what will go wrong, what to ask.
+
+``inspect_dataset`` scans the folder (``scan``), reads per-file facts through the stat cache
+(``facts``), and derives the report: problems (``findings``, ``checks``), report sections
+such as buckets, captions, videos and control pairs (``sections``), duplicates
+(``similarity``), and the task suggestion and questions only a person can answer
+(``intent``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kura.dataset import findings, intent, sections
+from kura.dataset.buckets import BucketRule
+from kura.dataset.captions import find_trigger
+from kura.dataset.context import Context
+from kura.dataset.facts import add_pixel_facts, gather_facts
+from kura.dataset.pairs import pair_controls
+from kura.dataset.problems import BLOCKING_CODES, Problem
+from kura.dataset.scan import (
+    IMAGE_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+    Scan,
+    check_folder,
+    scan_controls,
+    scan_dataset,
+)
+from kura.dataset.similarity import exact_groups, near_groups, resize_candidates
+from kura.dataset.statcache import StatCache
+from kura.errors import InvalidInput
+
+__all__ = ["BLOCKING_CODES", "Inspection", "Problem", "inspect_dataset"]
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The result of one inspection; ``to_dict`` gives the JSON document."""
+
+    root: str
+    resolution: tuple[int, int]
+    settings: dict[str, Any]
+    counts: dict[str, int]
+    formats: dict[str, int]
+    sizes: dict[str, Any]
+    problems: tuple[Problem, ...]
+    buckets: tuple[dict[str, Any], ...]
+    captions: dict[str, Any]
+    trigger: dict[str, Any] | None
+    duplicates: tuple[tuple[str, ...], ...]
+    near_duplicates: tuple[tuple[str, ...], ...]
+    videos: tuple[dict[str, Any], ...]
+    pairs: dict[str, Any] | None
+    task_suggestion: dict[str, Any]
+    questions: tuple[dict[str, Any], ...]
+    digest: str
+
+    def blocking_problems(self) -> list[Problem]:
+        """Problems that break a training run or silently damage what it learns."""
+        return [p for p in self.problems if p.code in BLOCKING_CODES]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "dataset-inspection",
+            "root": self.root,
+            "resolution": list(self.resolution),
+            "settings": self.settings,
+            "counts": self.counts,
+            "formats": self.formats,
+            "sizes": self.sizes,
+            "problems": [p.to_dict() for p in self.problems],
+            "problem_counts": dict(sorted(Counter(p.code for p in self.problems).items())),
+            "blocking_problems": len(self.blocking_problems()),
+            "buckets": list(self.buckets),
+            "captions": self.captions,
+            "trigger": self.trigger,
+            "duplicates": [list(g) for g in self.duplicates],
+            "near_duplicates": [list(g) for g in self.near_duplicates],
+            "videos": list(self.videos),
+            "pairs": self.pairs,
+            "task_suggestion": self.task_suggestion,
+            "questions": list(self.questions),
+            "digest": self.digest,
+        }
+
+
+def inspect_dataset(
+    media_dir: Path,
+    *,
+    caption_ext: str = ".txt",
+    control_dir: Path | None = None,
+    resolution: tuple[int, int] = (1024, 1024),
+    bucket_step: int = 16,
+    enable_bucket: bool = True,
+    bucket_no_upscale: bool = False,
+    cache: StatCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Inspection:
+    """Inspect ``media_dir`` (and ``control_dir`` for paired-edit data).
+
+    Raises ``NotFound`` for a missing folder and ``InvalidInput`` for a path that is not a
+    folder or a bad setting; every problem with the files themselves is a ``Problem``."""
+    _check_caption_ext(caption_ext)
+    rule = BucketRule(_resolution(resolution), bucket_step, enable_bucket, bucket_no_upscale)
+    root = check_folder(media_dir, "dataset")
+    control_root = check_folder(control_dir, "control") if control_dir is not None else None
+    if control_root is not None and os.path.samefile(root, control_root):
+        raise InvalidInput(
+            "the control folder is the dataset folder itself",
+            hint="Keep control images in their own folder, with the same stems as the targets.",
+            path=control_root,
+        )
+    scan = scan_dataset(root, caption_ext, skip=control_root)
+    controls = scan_controls(control_root) if control_root is not None else None
+    facts = gather_facts(_jobs(scan, controls), cache=cache, progress=progress)
+    add_pixel_facts(resize_candidates(scan, facts), facts, cache=cache)
+    return _build(root, control_root, scan, controls, facts, rule, caption_ext)
+
+
+def _check_caption_ext(caption_ext: str) -> None:
+    low = caption_ext.lower() if isinstance(caption_ext, str) else ""
+    if (
+        not low.startswith(".")
+        or len(low) < 2
+        or os.sep in low
+        or low in IMAGE_EXTENSIONS
+        or low in VIDEO_EXTENSIONS
+    ):
+        raise InvalidInput(
+            f"caption extension {caption_ext!r} is not usable",
+            hint="Give the caption files' extension with its dot, e.g. '.txt' or '.caption'.",
+        )
+
+
+def _resolution(value: tuple[int, int]) -> tuple[int, int]:
+    try:
+        width, height = value
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"resolution must be (width, height), got {value!r}",
+            hint="Give the training resolution as two numbers, e.g. (1024, 1024).",
+        ) from exc
+    return width, height
+
+
+def _jobs(scan: Scan, controls: Scan | None) -> list[tuple[str, str]]:
+    jobs = [(e.path, "image") for e in scan.images]
+    jobs += [(e.path, "video") for e in scan.videos]
+    jobs += [(e.path, "caption") for e in scan.captions.values()]
+    if controls is not None:
+        jobs += [(e.path, "image") for e in controls.images]
+    return jobs
+
+
+def _build(
+    root: Path,
+    control_root: Path | None,
+    scan: Scan,
+    controls: Scan | None,
+    facts: dict[str, dict[str, Any]],
+    rule: BucketRule,
+    caption_ext: str,
+) -> Inspection:
+    ctx = Context(root, control_root, scan, controls, facts, rule, caption_ext)
+    texts = sections.caption_texts(ctx)
+    trigger = find_trigger(texts)
+    duplicates, near = _similar_media(ctx)
+    pairing = pair_controls(scan.images, controls.images) if controls is not None else None
+    problems = findings.problems(ctx, duplicates, near, pairing)
+    task = intent.task_suggestion(ctx, pairing)
+    return Inspection(
+        root=str(root),
+        resolution=rule.resolution,
+        settings={
+            "caption_ext": caption_ext,
+            "control_dir": str(control_root) if control_root is not None else None,
+            "bucket_step": rule.step,
+            "enable_bucket": rule.enable_bucket,
+            "bucket_no_upscale": rule.no_upscale,
+        },
+        counts=sections.counts(ctx),
+        formats=sections.formats(ctx),
+        sizes=sections.sizes(ctx),
+        problems=tuple(sorted(problems, key=lambda p: (p.path, p.code, p.message))),
+        buckets=tuple(sections.buckets(ctx)),
+        captions=sections.captions_section(ctx, texts),
+        trigger=trigger.to_dict() if trigger is not None else None,
+        duplicates=tuple(tuple(g) for g in duplicates),
+        near_duplicates=tuple(tuple(g) for g in near),
+        videos=tuple(sections.video_rows(ctx)),
+        pairs=sections.pairs_section(ctx, pairing) if pairing is not None else None,
+        task_suggestion=task,
+        questions=tuple(intent.questions(ctx, texts, trigger, pairing, task)),
+        digest=_digest(ctx),
+    )
+
+
+def _similar_media(ctx: Context) -> tuple[list[list[str]], list[list[str]]]:
+    media = [e for e in (*ctx.scan.images, *ctx.scan.videos) if ctx.of(e).get("sha256")]
+    media = [e for e in media if not ctx.of(e).get("error")]
+    digests = {e.rel: ctx.of(e)["sha256"] for e in media}
+    hashes = {e.rel: ctx.of(e)["dhash"] for e in media if ctx.of(e).get("dhash")}
+    return exact_groups(digests), near_groups(hashes, same_content=digests)
+
+
+def _digest(ctx: Context) -> str:
+    """sha256 over sorted (label, content sha256, size) of every media, caption and control
+    file; labels are paths relative to the dataset (``control/…`` for control files), so the
+    digest does not depend on where the folders live."""
+    rows: list[tuple[str, str, int]] = []
+    for entry in (*ctx.scan.images, *ctx.scan.videos, *ctx.scan.captions.values()):
+        facts = ctx.of(entry)
+        rows.append((entry.rel, facts.get("sha256") or "unreadable", int(facts.get("bytes", 0))))
+    if ctx.controls is not None:
+        for entry in ctx.controls.images:
+            facts = ctx.of(entry)
+            rows.append(
+                (
+                    "control/" + entry.rel,
+                    facts.get("sha256") or "unreadable",
+                    int(facts.get("bytes", 0)),
+                )
+            )
+    lines = b"".join(
+        b"%s\0%s\0%d\n" % (os.fsencode(label), sha.encode(), size)
+        for label, sha, size in sorted(rows)
+    )
+    return "sha256:" + hashlib.sha256(lines).hexdigest()

@@ -1,0 +1,135 @@
+"""A SQLite cache of per-file facts, so an unchanged dataset is re-inspected without reading.
+
+A row is keyed by the file's absolute path (as bytes, so any file name fits) and is valid
+only while its size, ``mtime_ns`` and inode are unchanged and the row was written by the
+current ``SCHEMA_VERSION`` of the facts; anything else is a miss and the file is read
+again. Writes are batched into one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kura.constants import cache_dir
+from kura.errors import InvalidInput
+
+__all__ = ["SCHEMA_VERSION", "FileKey", "StatCache"]
+
+SCHEMA_VERSION = 1
+DEFAULT_NAME = "dataset-facts.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class FileKey:
+    """What identifies one version of a file without reading it."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path | str) -> FileKey:
+        """Stat ``path`` (following symlinks); raises ``OSError`` when it cannot."""
+        path = os.fspath(path)
+        info = os.stat(path)
+        absolute = path if os.path.isabs(path) else os.path.abspath(path)
+        return cls(absolute, info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+class StatCache:
+    """Per-file facts keyed by :class:`FileKey`. Use :meth:`open` and a ``with`` block."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | None = None) -> StatCache:
+        """Open (creating if needed) the cache at ``path``.
+
+        The default is ``dataset-facts.sqlite3`` in ``kura.constants.cache_dir()``."""
+        target = Path(path) if path is not None else cache_dir() / DEFAULT_NAME
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(target, timeout=30.0)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS facts (path BLOB PRIMARY KEY, size INTEGER NOT NULL,"
+                " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, schema INTEGER NOT NULL,"
+                " facts TEXT NOT NULL)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise InvalidInput(
+                f"cannot open the stat cache {str(target)!r}: {exc}",
+                hint="Set KURA_CACHE_DIR to a writable folder, or delete the damaged cache file.",
+                path=target,
+            ) from exc
+        return cls(connection, target)
+
+    def __enter__(self) -> StatCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, keys: Iterable[FileKey]) -> dict[FileKey, dict[str, Any]]:
+        """Facts for every key whose cached row still matches the file; misses are left out.
+
+        Rows are fetched per folder with one range scan over the path index, which is much
+        cheaper than one lookup per file."""
+        by_folder: dict[bytes, dict[bytes, FileKey]] = {}
+        for key in keys:
+            raw = os.fsencode(key.path)
+            by_folder.setdefault(os.path.dirname(raw), {})[raw] = key
+        found: dict[FileKey, dict[str, Any]] = {}
+        for folder, wanted in by_folder.items():
+            prefix = folder.rstrip(b"/") + b"/"
+            upper = prefix[:-1] + bytes([prefix[-1] + 1])
+            rows = self._db.execute(
+                "SELECT path, size, mtime_ns, inode, schema, facts FROM facts"
+                " WHERE path >= ? AND path < ?",
+                (prefix, upper),
+            )
+            for path, size, mtime_ns, inode, schema, facts in rows:
+                key = wanted.get(path)
+                if key is not None and (size, mtime_ns, inode, schema) == (
+                    key.size,
+                    key.mtime_ns,
+                    key.inode,
+                    SCHEMA_VERSION,
+                ):
+                    found[key] = json.loads(facts)
+        return found
+
+    def put_many(self, entries: Mapping[FileKey, dict[str, Any]]) -> None:
+        """Store facts for many files in one transaction."""
+        rows = [
+            (
+                os.fsencode(k.path),
+                k.size,
+                k.mtime_ns,
+                k.inode,
+                SCHEMA_VERSION,
+                json.dumps(v, ensure_ascii=False, separators=(",", ":")),
+            )
+            for k, v in entries.items()
+        ]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?)", rows)

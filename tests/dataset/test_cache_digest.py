@@ -1,0 +1,107 @@
+"""Digest stability and the stat cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kura.dataset import facts as facts_module
+from kura.dataset import inspect_dataset
+from kura.dataset.statcache import StatCache
+
+
+def make(build) -> None:
+    for i in range(4):
+        build.image(f"i{i}.png", (64, 64), seed=i, caption=f"caption {i}")
+
+
+def test_digest_stable_and_content_sensitive(build) -> None:
+    make(build)
+    first = inspect_dataset(build.root).digest
+    assert first.startswith("sha256:")
+    assert inspect_dataset(build.root).digest == first
+    (build.root / "i2.txt").write_text("caption changed")
+    changed = inspect_dataset(build.root).digest
+    assert changed != first
+    (build.root / "i2.txt").write_text("caption 2")
+    assert inspect_dataset(build.root).digest == first
+
+
+def test_digest_does_not_depend_on_location(build, tmp_path: Path) -> None:
+    make(build)
+    moved = tmp_path / "moved"
+    os.rename(build.root, moved)
+    before = inspect_dataset(moved).digest
+    os.rename(moved, build.root)
+    assert inspect_dataset(build.root).digest == before
+
+
+def test_cache_hit_reads_no_file_and_touched_file_is_reread(
+    build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make(build)
+    real_reader = facts_module.read_image_facts
+    reads: list[str] = []
+
+    def spy(path: Path) -> dict:
+        reads.append(Path(path).name)
+        return real_reader(path)
+
+    monkeypatch.setattr(facts_module, "read_image_facts", spy)
+    with StatCache.open(tmp_path / "stats.sqlite3") as cache:
+        cold = inspect_dataset(build.root, cache=cache)
+        assert sorted(reads) == ["i0.png", "i1.png", "i2.png", "i3.png"]
+        reads.clear()
+        warm = inspect_dataset(build.root, cache=cache)
+        assert reads == []
+        assert warm.to_dict() == cold.to_dict()
+        target = build.root / "i1.png"
+        info = target.stat()
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+        inspect_dataset(build.root, cache=cache)
+        assert reads == ["i1.png"]
+
+
+def test_cache_default_location_and_progress(build, tmp_path: Path) -> None:
+    make(build)
+    calls: list[tuple[int, int]] = []
+    with StatCache.open() as cache:
+        assert cache.path.parent == Path(os.environ["KURA_CACHE_DIR"])
+        inspect_dataset(build.root, cache=cache, progress=lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 8)
+    assert calls[-1] == (8, 8)
+
+
+def test_png_pixels_decoded_only_for_resize_candidates(
+    build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build.image("wide.png", (120, 40), seed=1)
+    build.image("tall.png", (40, 120), seed=2)
+    build.image("pair_a.png", (90, 60), seed=3)
+    build.image("pair_b.png", (45, 30), seed=4)
+    real_reader = facts_module.read_pixel_facts
+    decoded: list[str] = []
+
+    def spy(path: Path) -> dict:
+        decoded.append(Path(path).name)
+        return real_reader(path)
+
+    monkeypatch.setattr(facts_module, "read_pixel_facts", spy)
+    result = inspect_dataset(build.root)
+    assert sorted(decoded) == ["pair_a.png", "pair_b.png"]
+    assert result.to_dict()["near_duplicates"] == []
+
+
+def test_stat_cache_row_is_stale_after_change(tmp_path: Path) -> None:
+    from kura.dataset.statcache import FileKey
+
+    target = tmp_path / "f.txt"
+    target.write_text("one")
+    with StatCache.open(tmp_path / "c.sqlite3") as cache:
+        key = FileKey.of(target)
+        cache.put_many({key: {"kind": "caption", "text": "one"}})
+        assert cache.get_many([key]) == {key: {"kind": "caption", "text": "one"}}
+        target.write_text("two!")
+        assert cache.get_many([FileKey.of(target)]) == {}
