@@ -65,5 +65,36 @@ def _render_card(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"[yellow]{problem}[/]")
 
 
+@knowledge_group.command("promote")
+@click.argument("run_id")
+@click.option("--arch", "architecture", required=True, help="Card (architecture id).")
+@click.option("--task", required=True, help="Card section: character, style, concept, …")
+@click.pass_obj
+def promote_command(state: AppState, run_id: str, architecture: str, task: str) -> None:
+    """Add the run's recipe to a card as `source: run <id>` lines (never overwriting)."""
+    from kura.runs.evidence import promote_run
+
+    doc = promote_run(state.workspace(), run_id, architecture=architecture, task=task)
+    state.out.result(
+        doc, lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values")
+    )
+
+
+@knowledge_group.command("regret")
+@click.argument("run_id")
+@click.argument("line")
+@click.pass_obj
+def regret_command(state: AppState, run_id: str, line: str) -> None:
+    """Append `trigger -> reminder` to knowledge/regrets.md, citing the run."""
+    from kura.knowledge.regrets import append_regret
+    from kura.runs.store import load_run
+
+    workspace = state.workspace()
+    load_run(workspace, run_id)
+    regret = append_regret(workspace, line, source=f"run {run_id}")
+    doc = {"kind": "knowledge-regret", "run": run_id, **regret.to_dict()}
+    state.out.result(doc, lambda console, d: console.print(f"regret recorded: {d['trigger']}"))
+
+
 def register(group: click.Group) -> None:
     group.add_command(knowledge_group)

@@ -51,9 +51,9 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
 
 def _register() -> None:
-    from kura.cli import dataset, demo, knowledge, model, run, workspace
+    from kura.cli import dataset, demo, doctor, knowledge, model, planning, run, workspace
 
-    for module in (workspace, dataset, model, run, knowledge, demo):
+    for module in (workspace, dataset, model, run, planning, knowledge, doctor, demo):
         module.register(cli)
 
 

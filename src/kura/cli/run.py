@@ -73,5 +73,226 @@ def render_compile(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"[yellow]warning:[/] {warning}")
 
 
+@run_group.command("estimate")
+@click.argument("run_id")
+@click.option("--gpu", "gpu_id", help="GPU class to judge the fit against (`kura gpus`).")
+@click.pass_obj
+def estimate_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
+    """Peak memory, step time and fit for the run exactly as written."""
+    from kura.cli.planning import render_estimate
+    from kura.runs.estimate import estimate_run
+
+    doc = estimate_run(state.workspace(), run_id, gpu=gpu_id)
+    state.out.result(doc, render_estimate)
+
+
+@run_group.command("plan")
+@click.argument("run_id")
+@click.option("--gpu", "gpu_id", help="GPU class to plan for (default: run.yaml, then local).")
+@click.pass_obj
+def plan_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
+    """Compile, estimate, fit and write plan.md: the one review before approval."""
+    from kura.runs.plan import plan_run
+
+    report = plan_run(state.workspace(), run_id, gpu=gpu_id)
+    state.out.result(report.to_dict(), _render_plan)
+
+
+def _render_plan(console: Console, doc: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    from rich.markdown import Markdown
+
+    plan = Path(doc["plan"])
+    text = plan.read_text(encoding="utf-8") if plan.is_file() else ""
+    console.print(Markdown(text) if text else f"plan written to {doc['plan']}")
+
+
+@run_group.command("approve")
+@click.argument("run_id")
+@click.pass_obj
+def approve_command(state: AppState, run_id: str) -> None:
+    """Approve the current plan: launch will run exactly this, and refuse anything else."""
+    from kura.runs.approval import approve_run
+
+    approval = approve_run(state.workspace(), run_id)
+    state.out.result(
+        approval.to_dict(),
+        lambda console, d: console.print(f"Run [bold]{d['run']}[/] approved ({d['digest'][:19]}…)"),
+    )
+
+
+@run_group.command("launch")
+@click.argument("run_id")
+@click.option("--detach/--foreground", default=True, help="Return at once (default) or wait.")
+@click.pass_obj
+def launch_command(state: AppState, run_id: str, detach: bool) -> None:
+    """Run exactly what was approved (refuses anything changed since)."""
+    from kura.runs.launching import launch_run
+
+    state.out.result(launch_run(state.workspace(), run_id, detach=detach), _render_state)
+
+
+@run_group.command("relaunch")
+@click.argument("run_id")
+@click.option("--detach/--foreground", default=True)
+@click.pass_obj
+def relaunch_command(state: AppState, run_id: str, detach: bool) -> None:
+    """After an out-of-memory: apply the approved contingency and launch again."""
+    from kura.runs.launching import relaunch_run
+
+    state.out.result(relaunch_run(state.workspace(), run_id, detach=detach), _render_state)
+
+
+@run_group.command("resume")
+@click.argument("run_id")
+@click.option("--detach/--foreground", default=True)
+@click.pass_obj
+def resume_command(state: AppState, run_id: str, detach: bool) -> None:
+    """Continue training from the last saved trainer state."""
+    from kura.runs.launching import resume_run
+
+    state.out.result(resume_run(state.workspace(), run_id, detach=detach), _render_state)
+
+
+def _render_state(console: Console, doc: dict[str, Any]) -> None:
+    run_state = doc["state"]
+    console.print(
+        f"Run [bold]{doc['run']}[/]: {run_state['status']} (attempt {run_state['attempt']}, "
+        f"{run_state['executor']}) — follow with `kura run watch {doc['run']}`"
+    )
+
+
+@run_group.command("status")
+@click.argument("run_id")
+@click.pass_obj
+def status_command(state: AppState, run_id: str) -> None:
+    """State, step / total, epoch, loss, seconds per step, ETA, diagnosis."""
+    from kura.runs.following import run_status
+
+    state.out.result(run_status(state.workspace(), run_id), render_status)
+
+
+def render_status(console: Console, doc: dict[str, Any]) -> None:
+    run_state = doc.get("state")
+    if run_state is None:
+        console.print(f"Run {doc['run']} has not been launched")
+        return
+    console.print(
+        f"Run [bold]{doc['run']}[/]: {run_state['status']} ({run_state.get('current_step')})"
+    )
+    progress = doc.get("progress") or {}
+    if progress.get("total"):
+        loss = progress.get("loss_ema")
+        console.print(
+            f"step {progress.get('step')}/{progress['total']}, epoch {progress.get('epoch')}, "
+            f"loss {loss if loss is None else f'{loss:.4f}'}, "
+            f"{progress.get('seconds_per_step')} s/step, ETA {progress.get('eta_seconds')} s"
+        )
+    diagnosis = run_state.get("diagnosis")
+    if diagnosis:
+        console.print(f"[red]{diagnosis['code']}[/]: {diagnosis['message']}")
+        console.print(f"next: {diagnosis.get('next')}")
+
+
+@run_group.command("watch")
+@click.argument("run_id")
+@click.option("--interval", type=float, default=2.0, show_default=True)
+@click.pass_obj
+def watch_command(state: AppState, run_id: str, interval: float) -> None:
+    """Follow a run with a progress bar until it ends."""
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kura.runs.following import run_status
+
+    workspace = state.workspace()
+    doc = run_status(workspace, run_id)
+    if not state.out.json_mode and doc.get("state"):
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeRemainingColumn(),
+            console=state.out.err,
+        ) as bar:
+            task = bar.add_task(run_id, total=None, info="")
+            while doc["state"]["status"] not in ("succeeded", "failed", "cancelled"):
+                progress = doc.get("progress") or {}
+                loss = progress.get("loss_ema")
+                bar.update(
+                    task,
+                    completed=progress.get("step") or 0,
+                    total=progress.get("total"),
+                    description=f"{run_id} {doc['state']['status']}",
+                    info=f"loss {loss:.4f}" if loss is not None else "",
+                )
+                time.sleep(interval)
+                doc = run_status(workspace, run_id)
+    state.out.result(doc, render_status)
+
+
+@run_group.command("logs")
+@click.argument("run_id")
+@click.option("--step", help="cache_latents, cache_text_encoder or train (default: current).")
+@click.option("--lines", "-n", type=int, default=50, show_default=True)
+@click.pass_obj
+def logs_command(state: AppState, run_id: str, step: str | None, lines: int) -> None:
+    """The end of a step's log file."""
+    from kura.runs.following import tail_logs
+
+    doc = tail_logs(state.workspace(), run_id, step=step, lines=lines)
+    state.out.result(doc, lambda console, d: console.print(d["text"], markup=False))
+
+
+@run_group.command("cancel")
+@click.argument("run_id")
+@click.pass_obj
+def cancel_command(state: AppState, run_id: str) -> None:
+    """Stop a run and every process it started."""
+    from kura.runs.following import cancel
+
+    state.out.result(cancel(state.workspace(), run_id), _render_state)
+
+
+@run_group.command("list")
+@click.pass_obj
+def list_command(state: AppState) -> None:
+    """Runs with architecture, state, key settings and duration."""
+    from kura.runs.following import list_runs
+
+    state.out.result(list_runs(state.workspace()), _render_list)
+
+
+def _render_list(console: Console, doc: dict[str, Any]) -> None:
+    table = Table("run", "base", "task", "status", "rank", "lr", "epochs", box=None)
+    for run in doc["runs"]:
+        settings = run["settings"]
+        table.add_row(
+            run["id"],
+            run["base"],
+            run["task"] or "-",
+            run["status"],
+            str(settings["rank"]),
+            f"{settings['learning_rate']:g}",
+            str(settings["epochs"]),
+        )
+    console.print(table if doc["runs"] else "no runs yet; `kura run new`")
+
+
+@run_group.command("evaluate")
+@click.argument("run_id")
+@click.option("--rating", type=int, help="1 (unusable) … 5 (excellent).")
+@click.option("--notes", help="Your judgement, in your own words.")
+@click.pass_obj
+def evaluate_command(state: AppState, run_id: str, rating: int | None, notes: str | None) -> None:
+    """Append your judgement, with settings, hardware and measured speed, to notes.md."""
+    from kura.runs.evidence import evaluate_run
+
+    doc = evaluate_run(state.workspace(), run_id, rating=rating, notes=notes)
+    state.out.result(doc, lambda console, d: console.print(f"recorded in {d['path']}"))
+
+
 def register(group: click.Group) -> None:
     group.add_command(run_group)

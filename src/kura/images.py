@@ -1,0 +1,42 @@
+"""Container images: the Musubi image is built from the Dockerfile Kura ships."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from importlib import resources
+from typing import Any
+
+from kura.errors import Unsupported
+
+__all__ = ["build_image", "dockerfile_path"]
+
+
+def dockerfile_path(name: str) -> str:
+    return str(resources.files("kura").joinpath(f"data/docker/{name}/Dockerfile"))
+
+
+def build_image(name: str, *, image: str | None, run: bool) -> dict[str, Any]:
+    """The exact ``docker build`` argv; run it when asked (output goes to the terminal)."""
+    from kura.backends.musubi import DEFAULT_IMAGE, MUSUBI_RELEASE
+
+    tag = image or DEFAULT_IMAGE
+    dockerfile = dockerfile_path(name)
+    context = dockerfile.rsplit("/", 1)[0]
+    argv = [
+        "docker",
+        "build",
+        "-t",
+        tag,
+        "-f",
+        dockerfile,
+        "--label",
+        f"org.kura.musubi-release={MUSUBI_RELEASE}",
+        context,
+    ]
+    exit_code = None
+    if run:
+        if shutil.which("docker") is None:
+            raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
+        exit_code = subprocess.run(argv, check=False).returncode
+    return {"kind": "image-build", "image": tag, "argv": argv, "ran": run, "exit_code": exit_code}

@@ -1,0 +1,146 @@
+"""The bridge between run.yaml and the estimator.
+
+``backend.config`` speaks Musubi (``fp8_base``, ``blocks_to_swap`` …); the estimator speaks
+:class:`~kura.planning.config.EstimateConfig`. This module translates both ways, in one
+place, so the fit ladder's choices land in run.yaml under the trainer's own names, each with
+its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kura.errors import Unsupported
+from kura.spec.run import RunSpec
+from kura.workspace import Workspace
+
+__all__ = [
+    "LADDER_KEYS",
+    "config_changes",
+    "estimate_config",
+    "estimator_model",
+    "steps_per_epoch",
+]
+
+LADDER_KEYS = (
+    "fp8_base",
+    "fp8_scaled",
+    "gradient_checkpointing",
+    "gradient_checkpointing_cpu_offload",
+    "batch_size",
+    "gradient_accumulation_steps",
+    "blocks_to_swap",
+    "block_swap_h2d_only",
+    "block_swap_ring_size",
+    "use_pinned_memory_for_block_swap",
+    "split_attn",
+)
+"""The backend.config keys the fit ladder may set (all speed or memory, never the recipe)."""
+
+_ATTENTION = {"sdpa": "sdpa", "flash_attn": "flash", "flash": "flash", "xformers": "xformers"}
+_ATTENTION.update({"sage_attn": "sage", "sage": "sage"})
+
+
+def estimator_model(bundle: Any) -> str:
+    """The estimator's model id for a bundle (recorded in the bundle table)."""
+    model = bundle.extra.get("estimator_model") if bundle.extra else None
+    if not model:
+        raise Unsupported(
+            f"bundle {bundle.id} has no estimator model in the bundle table",
+            hint="estimate with `kura estimate --base` on a close bundle, or add it to the table",
+        )
+    return str(model)
+
+
+def _buckets(workspace: Workspace, spec: RunSpec) -> tuple[Any, ...]:
+    from kura.dataset.registry import load_dataset
+    from kura.planning.config import Bucket
+
+    buckets = []
+    for use in spec.datasets:
+        dataset, _ = load_dataset(workspace, use.name)
+        facts = dataset.facts
+        frames = max(use.frames) if use.frames else 1
+        width, height = (use.resolution * 2)[:2]
+        if facts and list(facts.resolution) == [width, height] and facts.buckets:
+            buckets += [
+                Bucket(b.width, b.height, frames, b.count * use.repeats) for b in facts.buckets
+            ]
+        else:
+            total = sum(facts.counts.values()) if facts else 1
+            items = (
+                (facts.counts.get("images", 0) + facts.counts.get("videos", 0)) if facts else total
+            )
+            buckets.append(Bucket(width, height, frames, max(1, items) * use.repeats))
+    return tuple(buckets)
+
+
+def steps_per_epoch(
+    buckets: tuple[Any, ...], micro_batch: int, accumulation: int, gpus: int
+) -> int:
+    """Optimizer steps per epoch: batches never mix buckets (Musubi groups by bucket)."""
+    batches = sum(math.ceil(b.count / micro_batch) for b in buckets)
+    return max(1, math.ceil(batches / (accumulation * gpus)))
+
+
+def estimate_config(workspace: Workspace, spec: RunSpec) -> Any:
+    """The run exactly as written, as an estimator configuration."""
+    from kura.models.bundles import get_bundle
+    from kura.planning.config import EstimateConfig
+
+    config = spec.backend.config
+    micro = int(config.get("batch_size", 1))
+    accumulation = int(config.get("gradient_accumulation_steps", 1))
+    buckets = _buckets(workspace, spec)
+    epochs = spec.training.epochs or 1
+    steps = spec.training.max_steps or epochs * steps_per_epoch(
+        buckets, micro, accumulation, spec.execution.gpus
+    )
+    fp8 = "scaled" if config.get("fp8_scaled") else ("base" if config.get("fp8_base") else "none")
+    checkpointing = "off"
+    if config.get("gradient_checkpointing"):
+        checkpointing = "cpu-offload" if config.get("gradient_checkpointing_cpu_offload") else "on"
+    attention = str(config.get("attention", "sdpa"))
+    if attention not in _ATTENTION:
+        raise Unsupported(f"the estimator does not know attention {attention!r}")
+    return EstimateConfig(
+        model=estimator_model(get_bundle(spec.model.base)),
+        buckets=buckets,
+        micro_batch=micro,
+        grad_accum=accumulation,
+        precision="fp16" if config.get("mixed_precision") == "fp16" else "bf16",
+        fp8=fp8,
+        gradient_checkpointing=checkpointing,
+        blocks_to_swap=int(config.get("blocks_to_swap", 0)),
+        swap_h2d_only=bool(config.get("block_swap_h2d_only", False)),
+        swap_ring_size=int(config.get("block_swap_ring_size") or 2),
+        pinned_swap=bool(config.get("use_pinned_memory_for_block_swap", False)),
+        rank=spec.training.network.rank,
+        optimizer=spec.training.optimizer.lower(),
+        attention=_ATTENTION[attention],
+        split_attn=bool(config.get("split_attn", False)),
+        gpu_count=spec.execution.gpus,
+        total_steps=steps,
+    )
+
+
+def config_changes(estimate_config: Any) -> dict[str, Any]:
+    """The ladder-managed backend.config values that realise an estimator configuration."""
+    values: dict[str, Any] = {
+        "fp8_base": estimate_config.fp8 in ("base", "scaled"),
+        "fp8_scaled": estimate_config.fp8 == "scaled",
+        "gradient_checkpointing": estimate_config.gradient_checkpointing != "off",
+        "gradient_checkpointing_cpu_offload": estimate_config.gradient_checkpointing
+        == "cpu-offload",
+        "batch_size": estimate_config.micro_batch,
+        "gradient_accumulation_steps": estimate_config.grad_accum,
+        "blocks_to_swap": estimate_config.blocks_to_swap,
+        "block_swap_h2d_only": estimate_config.swap_h2d_only,
+        "split_attn": estimate_config.split_attn,
+    }
+    if estimate_config.blocks_to_swap and estimate_config.swap_h2d_only:
+        values["block_swap_ring_size"] = estimate_config.swap_ring_size
+    if estimate_config.blocks_to_swap:
+        values["use_pinned_memory_for_block_swap"] = estimate_config.pinned_swap
+    return values

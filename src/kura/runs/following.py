@@ -1,0 +1,87 @@
+"""`kura run status|logs|cancel|list`: what a run is doing, read from its files."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from kura.runs.store import list_run_ids, load_run
+from kura.workspace import Workspace
+
+__all__ = ["cancel", "list_runs", "run_status", "tail_logs"]
+
+
+def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """State (re-attached if the run was detached), progress, last scalars, diagnosis."""
+    from kura.execution.summary import run_summary
+
+    load_run(workspace, run_id)
+    run_dir = workspace.run_dir(run_id)
+    if not (run_dir / "state.json").exists():
+        return {
+            "kind": "run-status",
+            "run": run_id,
+            "state": None,
+            "progress": None,
+            "scalars": None,
+        }
+    summary = run_summary(run_dir, logging_dir=run_dir / "logs")
+    return {"kind": "run-status", "run": run_id, **summary}
+
+
+def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int) -> dict[str, Any]:
+    from kura.execution import step_log
+    from kura.execution.logs import read_log_tail
+
+    load_run(workspace, run_id)
+    path = step_log(workspace.run_dir(run_id), step)
+    text = read_log_tail(path, lines=lines) if path.exists() else ""
+    return {"kind": "run-logs", "run": run_id, "path": str(path), "text": text}
+
+
+def cancel(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    from kura.execution.runs import cancel_run
+
+    load_run(workspace, run_id)
+    state = cancel_run(workspace.run_dir(run_id))
+    return {"kind": "run-cancel", "run": run_id, "state": asdict(state)}
+
+
+def list_runs(workspace: Workspace) -> dict[str, Any]:
+    """Every run with its architecture, state, key settings and duration."""
+    from kura.execution.runs import refresh_state
+    from kura.models.bundles import get_bundle
+
+    runs = []
+    for run_id in list_run_ids(workspace):
+        spec, _ = load_run(workspace, run_id)
+        run_dir = workspace.run_dir(run_id)
+        state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
+        if state is not None:
+            status = state.status
+        elif (run_dir / "approval.json").exists():
+            status = "approved"
+        elif (run_dir / "plan.md").exists():
+            status = "planned"
+        else:
+            status = "draft"
+        runs.append(
+            {
+                "id": run_id,
+                "base": spec.model.base,
+                "architecture": get_bundle(spec.model.base).architecture,
+                "task": spec.task,
+                "status": status,
+                "datasets": [d.name for d in spec.datasets],
+                "settings": {
+                    "rank": spec.training.network.rank,
+                    "learning_rate": spec.training.learning_rate,
+                    "optimizer": spec.training.optimizer,
+                    "effective_batch": spec.training.effective_batch,
+                    "epochs": spec.training.epochs,
+                },
+                "started_at": state.started_at if state else None,
+                "finished_at": state.finished_at if state else None,
+            }
+        )
+    return {"kind": "run-list", "runs": runs}

@@ -1,0 +1,244 @@
+"""`kura run plan`: compile, estimate, fit, and render one review (``plan.md``).
+
+The fit ladder's choice is written into run.yaml's ``backend.config`` (only the keys the
+ladder manages, each with its reason); recipe-touching options are presented, never applied.
+A plan on a GPU with headroom carries no memory aid. The plan also names its contingency
+(what to do on an OOM), the time and cost, the downloads still needed, and the regrets that
+match this run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kura.fsutil import atomic_write_text
+from kura.runs.accommodations import LADDER_KEYS, config_changes, estimate_config
+from kura.runs.compile import CompileReport, compile_in_workspace
+from kura.runs.store import load_run, run_file
+from kura.workspace import Workspace
+from kura.yamlio import write_yaml
+
+__all__ = ["PLAN_JSON", "PLAN_NAME", "PlanReport", "plan_run"]
+
+PLAN_NAME = "plan.md"
+PLAN_JSON = "plan.json"
+LADDER_REASON = "fit ladder"
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    run_id: str
+    gpu: dict[str, Any]
+    fit: dict[str, Any]
+    estimate: dict[str, Any]
+    applied: dict[str, Any]
+    contingency: dict[str, Any] | None
+    regrets: list[dict[str, Any]]
+    downloads: dict[str, Any]
+    compile: dict[str, Any]
+    provenance: dict[str, str]
+    plan_path: str
+    plan_digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "run-plan",
+            "run": self.run_id,
+            "gpu": self.gpu,
+            "fits": self.fit["fits"],
+            "ask_first": self.fit["ask_first"],
+            "estimate": self.estimate,
+            "fit": self.fit,
+            "applied": self.applied,
+            "contingency": self.contingency,
+            "regrets": self.regrets,
+            "downloads": self.downloads,
+            "compile": self.compile,
+            "provenance": self.provenance,
+            "plan": self.plan_path,
+            "plan_digest": self.plan_digest,
+        }
+
+
+def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
+    from kura.planning.estimate import estimate
+    from kura.planning.host import host_facts
+    from kura.planning.ladder import fastest_fitting
+    from kura.runs.gpu_choice import choose_gpu
+
+    spec, _ = load_run(workspace, run_id)
+    gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
+    host = host_facts(workspace.root)
+    recipe = estimate_config(workspace, spec)
+    fit = fastest_fitting(recipe, gpu_class, host_ram_gib=host.ram_total_gib)
+    applied = _apply_ladder(workspace, run_id, fit) if fit.fits and not fit.ask_first else {}
+    spec, _ = load_run(workspace, run_id)
+    written = estimate(estimate_config(workspace, spec), gpu_class)
+    contingency = _contingency(recipe, gpu_class, written, fastest_fitting)
+    compiled = compile_in_workspace(workspace, run_id)
+    regrets = _last_look(workspace, spec, gpu_class.id)
+    downloads = _downloads(compiled)
+    gpu_doc = {
+        "id": gpu_class.id,
+        "name": gpu_class.name,
+        "memory_gib": gpu_class.memory_gib,
+        "chosen_by": gpu_source,
+        "usd_per_hour": _price(gpu_class),
+    }
+    text = render_plan(
+        spec=spec,
+        gpu=gpu_doc,
+        host=host.to_dict(),
+        fit=fit.to_dict(),
+        written=written.to_dict(),
+        applied=applied,
+        contingency=contingency,
+        regrets=regrets,
+        downloads=downloads,
+        compiled=compiled,
+    )
+    path = workspace.run_dir(run_id) / PLAN_NAME
+    report = PlanReport(
+        run_id=run_id,
+        gpu=gpu_doc,
+        fit=fit.to_dict(),
+        estimate=written.to_dict(),
+        applied=applied,
+        contingency=contingency,
+        regrets=regrets,
+        downloads=downloads,
+        compile=compiled.to_dict(),
+        provenance=dict(spec.provenance),
+        plan_path=workspace.relative(path),
+        plan_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+    )
+    with workspace.lock():
+        atomic_write_text(path, text)
+        atomic_write_text(
+            path.with_name(PLAN_JSON),
+            json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n",
+        )
+    return report
+
+
+def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]:
+    """Write the ladder's aids into backend.config; undo aids an earlier plan set that are no
+    longer needed. Aids a person set (their reason is not the ladder's) are left alone."""
+    from kura.backends.musubi import adapter_for
+    from kura.backends.musubi.config import known_keys
+    from kura.spec import RunSpec, validate_spec
+
+    reasons = {r.aid: r.reason for r in fit.rungs}
+    wanted = config_changes(fit.config)
+    with workspace.lock():
+        spec, document = load_run(workspace, run_id)
+        adapter = adapter_for(spec_architecture(spec))
+        known = known_keys(adapter) if adapter else {}
+        config = document["backend"].setdefault("config", {})
+        why = document["backend"].setdefault("reasons", {})
+        changed: dict[str, Any] = {}
+        for key in LADDER_KEYS:
+            value = wanted.get(key)
+            person_set = key in why and not str(why[key]).startswith(LADDER_REASON)
+            if person_set or key not in known:
+                continue
+            current = config.get(key)
+            if value is None or (not value and current is None):
+                continue
+            if current != value:
+                config[key] = value
+                changed[key] = {"from": current, "to": value}
+            if value:
+                why[key] = f"{LADDER_REASON}: {_reason_for(key, reasons)}"
+            elif key in why and str(why[key]).startswith(LADDER_REASON):
+                why[key] = f"{LADDER_REASON}: not needed on this GPU"
+        if changed:
+            validate_spec(RunSpec, document, source=run_file(workspace, run_id))
+            write_yaml(run_file(workspace, run_id), document)
+    return changed
+
+
+def spec_architecture(spec: Any) -> str:
+    from kura.models.bundles import get_bundle
+
+    return get_bundle(spec.model.base).architecture
+
+
+_AID_OF_KEY = {
+    "fp8_base": "fp8",
+    "fp8_scaled": "fp8",
+    "gradient_checkpointing": "gradient_checkpointing",
+    "gradient_checkpointing_cpu_offload": "gradient_checkpointing",
+    "batch_size": "micro_batch",
+    "gradient_accumulation_steps": "micro_batch",
+    "blocks_to_swap": "block_swap",
+    "block_swap_h2d_only": "block_swap",
+    "block_swap_ring_size": "block_swap",
+    "use_pinned_memory_for_block_swap": "block_swap",
+    "split_attn": "split_attn",
+}
+
+
+def _reason_for(key: str, reasons: dict[str, str]) -> str:
+    aid = _AID_OF_KEY.get(key, key)
+    for name, reason in reasons.items():
+        if name == aid or name.startswith(aid) or aid.startswith(name):
+            return reason
+    return "part of the configuration the ladder chose"
+
+
+def _contingency(recipe: Any, gpu: Any, written: Any, solver: Any) -> dict[str, Any] | None:
+    """The one rung to take if the run still runs out of memory: what the ladder would add
+    if the real peak sat at the top of the estimate's band."""
+    tighter = dataclasses.replace(gpu, memory_gib=max(1.0, gpu.memory_gib - written.band_gib))
+    fallback = solver(recipe, tighter)
+    if not fallback.fits:
+        return None
+    now = config_changes(written.config) if written.config else {}
+    then = config_changes(fallback.config)
+    change = {k: v for k, v in then.items() if now.get(k) != v}
+    if not change:
+        return None
+    return {"on": "out-of-memory", "change": change, "reason": "the ladder's next rung"}
+
+
+def _last_look(workspace: Workspace, spec: Any, gpu_id: str) -> list[dict[str, Any]]:
+    from kura.knowledge.regrets import matching_regrets, read_regrets
+
+    context = {spec.model.base, spec_architecture(spec), gpu_id, spec.training.optimizer}
+    if spec.task:
+        context.add(spec.task)
+    context |= {k for k, v in spec.backend.config.items() if v is True}
+    return [r.to_dict() for r in matching_regrets(read_regrets(workspace), context)]
+
+
+def _downloads(compiled: CompileReport) -> dict[str, Any]:
+    roles = compiled.lock["models"]["roles"]
+    pending = {slot: r for slot, r in roles.items() if r["sha256"] == "pending"}
+    sizes = [r["size"] for r in pending.values() if r["size"]]
+    return {
+        "files": sorted(pending),
+        "bytes_known": sum(sizes),
+        "sizes_unknown": len(pending) - len(sizes),
+        "hint": "kura model fetch " + str(compiled.lock["models"]["bundle"]) if pending else "",
+    }
+
+
+def _price(gpu: Any) -> float | None:
+    offer = gpu.cheapest_offer()
+    return offer.usd_per_hour if offer else None
+
+
+def render_plan(**parts: Any) -> str:
+    from kura.runs.plan_render import render
+
+    return render(**parts)
+
+
+def plan_file(workspace: Workspace, run_id: str) -> Path:
+    return workspace.run_dir(run_id) / PLAN_NAME

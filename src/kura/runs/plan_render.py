@@ -1,0 +1,211 @@
+"""plan.md: the one review a person (or agent) reads before approving a run.
+
+Deterministic (no timestamps): the same inputs give the same bytes, so the plan's digest is
+part of what an approval binds to.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+__all__ = ["render"]
+
+
+def _gib(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f} GiB"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return lines
+
+
+def _resources(spec: Any, gpu: dict[str, Any], host: dict[str, Any], compiled: Any) -> list[str]:
+    out = ["## Resources", ""]
+    price = f", ${gpu['usd_per_hour']:.2f}/h" if gpu.get("usd_per_hour") else ""
+    out.append(
+        f"- GPU: {gpu['name']} ({gpu['memory_gib']:g} GiB{price}) × {spec.execution.gpus}"
+        f" — chosen by {gpu['chosen_by']}"
+    )
+    ram = host.get("ram_total_gib")
+    out.append(
+        f"- Host: {ram if ram is not None else '?'} GiB RAM, "
+        f"{host['disk_free_gib']:.0f} GiB free disk, {host['cpu_count']} CPUs"
+    )
+    out.append(f"- Executor: {spec.execution.executor}; backend {spec.backend.name}")
+    roles = compiled.lock["models"]["roles"]
+    out.append(f"- Model bundle: {spec.model.base} ({compiled.lock['models']['architecture']})")
+    for slot, entry in sorted(roles.items()):
+        where = (
+            entry["path"]
+            or f"pending download: {entry['source']['repo']}/{entry['source']['filename']}"
+        )
+        out.append(f"  - {slot}: {where} ({entry['component'] or 'not checked yet'})")
+    aids = {k: v for k, v in spec.backend.config.items() if v not in (False, 0, None)}
+    memory = [k for k in aids if k.startswith(("fp8", "gradient_checkpointing", "block", "blocks"))]
+    out.append(
+        "- Memory aids: "
+        + (
+            ", ".join(
+                f"{k}={aids[k]} ({spec.backend.reasons.get(k, 'no reason given')})" for k in memory
+            )
+            or "none"
+        )
+    )
+    return [*out, ""]
+
+
+def _recipe(spec: Any) -> list[str]:
+    training = spec.training
+    network = training.network
+    module = network.module or "adapter default"
+    rows = [
+        ("network", f"{module} rank {network.rank} alpha {network.alpha:g}"),
+        (
+            "learning rate",
+            f"{training.learning_rate:g} ({training.optimizer}, {training.scheduler})",
+        ),
+        ("effective batch", training.effective_batch),
+        (
+            "length",
+            f"{training.epochs} epochs" if training.epochs else f"{training.max_steps} steps",
+        ),
+        (
+            "timesteps",
+            f"{training.timestep_sampling or 'adapter default'}"
+            + (f", shift {training.discrete_flow_shift:g}" if training.discrete_flow_shift else ""),
+        ),
+        ("seed", training.seed),
+    ]
+    for use in spec.datasets:
+        rows.append(
+            (f"dataset {use.name}", f"{'x'.join(map(str, use.resolution))} × {use.repeats} repeats")
+        )
+    out = ["## Recipe", "", *_table(("value", "setting"), rows), ""]
+    provenance = " · ".join(
+        f"{k.removeprefix('training.')}: {v}" for k, v in spec.provenance.items()
+    )
+    out += [f"Provenance: {provenance}", ""]
+    return out
+
+
+def _accommodations(spec: Any) -> list[str]:
+    rows = [
+        (k, v, spec.backend.reasons.get(k, "no reason given"))
+        for k, v in sorted(spec.backend.config.items())
+    ]
+    return ["## Accommodations (backend.config)", "", *_table(("key", "value", "reason"), rows), ""]
+
+
+def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) -> list[str]:
+    verdict = "fits" if written["fits"] else "does NOT fit"
+    out = [
+        "## Fit",
+        "",
+        f"The run as written {verdict}: peak {_gib(written['peak_vram_gib'])} "
+        f"± {written['band_gib'] / 2:.1f} GiB of {_gib(written['usable_gib'])} usable "
+        f"(confidence: {written['confidence']}).",
+        "",
+    ]
+    breakdown = written["breakdown"]
+    out += _table(
+        ("weights", "LoRA + optimizer", "activations", "swap buffers", "context"),
+        [
+            tuple(
+                _gib(breakdown.get(k))
+                for k in ("weights", "lora_and_optimizer", "activations", "swap_buffers", "context")
+            )
+        ],
+    )
+    out.append("")
+    if applied:
+        out.append("Applied from the fit ladder (speed only, meaning kept):")
+        out += [f"- {k}: {v['from']} → {v['to']}" for k, v in sorted(applied.items())]
+        out.append("")
+    for rung in fit["rungs"]:
+        flag = " **ask first**" if rung["ask_first"] else ""
+        out.append(f"- rung {rung['aid']}: {rung['reason']} (×{rung['slowdown']:g} time){flag}")
+    if not fit["fits"]:
+        out += ["", "Nothing speed-only fits. Options that change the recipe (not applied):"]
+        for option in fit["recipe_options"]:
+            out.append(
+                f"- {option['option']}: peak {_gib(option['peak_gib'])}"
+                + (" — fits" if option["fits"] else " — still too large")
+            )
+        if fit.get("smallest_gpu"):
+            gpu = fit["smallest_gpu"]
+            out.append(f"- a larger GPU: {gpu.get('name')} ({gpu.get('memory_gib')} GiB)")
+    if fit["ask_first"]:
+        out += ["", "A step above costs more than about 2× in time: decide before approving."]
+    return [*out, ""]
+
+
+def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
+    hours = written.get("total_hours")
+    out = ["## Time and cost", ""]
+    step = written.get("step_seconds")
+    out.append(f"- {step:.2f} s per step" if step else "- step time unknown")
+    steps = written["config"]["total_steps"] if written.get("config") else None
+    out.append(f"- {steps} optimizer steps" if steps else "- steps unknown")
+    if hours is not None:
+        cost = gpu.get("usd_per_hour")
+        total = f", about ${hours * cost * spec.execution.gpus:.2f}" if cost else ""
+        out.append(f"- about {hours:.1f} h in training{total}")
+    return [*out, ""]
+
+
+def render(
+    *,
+    spec: Any,
+    gpu: dict[str, Any],
+    host: dict[str, Any],
+    fit: dict[str, Any],
+    written: dict[str, Any],
+    applied: dict[str, Any],
+    contingency: dict[str, Any] | None,
+    regrets: list[dict[str, Any]],
+    downloads: dict[str, Any],
+    compiled: Any,
+) -> str:
+    lines = [f"# Plan for run {spec.id}", ""]
+    task = spec.task or "unspecified"
+    lines.append(f"{task} LoRA on {spec.model.base}; approve with `kura run approve {spec.id}`.")
+    lines.append("")
+    lines += _resources(spec, gpu, host, compiled)
+    lines += _recipe(spec)
+    lines += _accommodations(spec)
+    lines += _fit(fit, written, applied)
+    lines += _time(spec, written, gpu)
+    lines += ["## Downloads", ""]
+    if downloads["files"]:
+        size = downloads["bytes_known"] / 2**30
+        unknown = (
+            f" (+{downloads['sizes_unknown']} of unknown size)"
+            if downloads["sizes_unknown"]
+            else ""
+        )
+        lines.append(
+            f"- {', '.join(downloads['files'])}: {size:.1f} GiB{unknown} — `{downloads['hint']}`"
+        )
+    else:
+        lines.append("- none: every model file is present")
+    lines += ["", "## Contingency", ""]
+    if contingency:
+        change = ", ".join(f"{k}={v}" for k, v in sorted(contingency["change"].items()))
+        lines.append(f"- on out-of-memory: set {change} and relaunch (no new approval needed)")
+    else:
+        lines.append("- none prepared: an out-of-memory goes back through plan and approval")
+    lines += ["", "## Last look", ""]
+    lines += [f"- {r['trigger']} -> {r['reminder']}" for r in regrets] or [
+        "- no regrets match this run"
+    ]
+    lines += ["", "## Commands", ""]
+    for step in compiled.steps:
+        lines += [f"{step['name']}:", "", "```", shlex.join(step["argv"]), "```", ""]
+    lines += ["## Checks", ""]
+    lines += [f"- {c['check']}: {c['status']} — {c['detail']}" for c in compiled.checks]
+    for warning in compiled.warnings:
+        lines.append(f"- warning: {warning}")
+    return "\n".join(lines) + "\n"
