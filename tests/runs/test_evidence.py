@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from kura.errors import UsageError
+from kura.knowledge.baselines import card_path
+from kura.knowledge.cards import parse_card
+from kura.runs.evidence import evaluate_run, promote_run
+from kura.runs.new import create_run
+from kura.workspace import Workspace
+
+
+@pytest.fixture
+def run_id(ws: Workspace) -> str:
+    return create_run(
+        ws,
+        datasets=["myaku"],
+        base="flux2-klein-base-9b",
+        sets=["training.network.rank=24"],
+        now=datetime(2026, 11, 30, 9, 0),
+    ).run_id
+
+
+def test_evaluate_appends_words_settings_and_hardware(ws: Workspace, run_id: str) -> None:
+    evaluate_run(ws, run_id, rating=4, notes="likeness good\nhands still odd")
+    evaluate_run(ws, run_id, rating=2, notes="epoch 12 overcooked")
+    text = (ws.run_dir(run_id) / "notes.md").read_text()
+    assert text.count("- rating:") == 2
+    assert "  > hands still odd" in text
+    assert "network.rank=24" in text
+    assert "- hardware: unknown × 1; state not launched" in text
+
+
+def test_evaluate_refuses_out_of_range_ratings(ws: Workspace, run_id: str) -> None:
+    with pytest.raises(UsageError, match="outside 1-5"):
+        evaluate_run(ws, run_id, rating=9, notes=None)
+    assert not (ws.run_dir(run_id) / "notes.md").exists()
+
+
+def test_promote_adds_run_lines_beside_owner_lines(ws: Workspace, run_id: str) -> None:
+    path = card_path(ws, "flux2")
+    path.write_text(
+        path.read_text()
+        + "\n## character\n- training.network.rank: 16 — source: owner (2026-11-01)\n"
+    )
+    doc = promote_run(ws, run_id, architecture="flux2", task="character")
+    assert doc["added"]["training.network.rank"] == 24
+    entries, problems = parse_card(path.read_text())
+    assert problems == []
+    ranks = sorted(
+        (e.source, e.value)
+        for e in entries
+        if e.key == "training.network.rank" and e.section == "character"
+    )
+    assert ranks == [("owner (2026-11-01)", 16), (f"run {run_id}", 24)]
+    again = promote_run(ws, run_id, architecture="flux2", task="character")
+    assert again["added"] == {}

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from kura.doctor import run_doctor
+from kura.images import build_image
+
+
+def _fake_docker(folder: Path, *, runtimes: dict, labels: dict | None) -> None:
+    script = folder / "docker"
+    inspect = (
+        f"echo '{json.dumps(labels)}'" if labels is not None else "echo 'no such image' >&2; exit 1"
+    )
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f"  info) echo '{json.dumps(runtimes)}' ;;\n"
+        f"  image) {inspect} ;;\n"
+        "  *) exit 2 ;;\n"
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return folder
+
+
+def _by_check(doc: dict) -> dict:
+    return {f["check"]: f for f in doc["findings"]}
+
+
+def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
+    _fake_docker(
+        fake_path,
+        runtimes={"runc": {}, "nvidia": {}},
+        labels={"org.kura.musubi-release": "0.3.4"},
+    )
+    findings = _by_check(run_doctor(None, only="musubi"))
+    assert findings["docker"]["status"] == "ok"
+    assert "docker gpu" not in findings
+    assert findings["musubi image"]["status"] == "ok"
+
+
+def test_doctor_flags_a_stale_image_and_missing_gpu_runtime(fake_path: Path) -> None:
+    _fake_docker(fake_path, runtimes={"runc": {}}, labels={"org.kura.musubi-release": "0.3.1"})
+    doc = run_doctor(None, only="musubi")
+    findings = _by_check(doc)
+    assert findings["docker gpu"]["status"] == "warn"
+    assert findings["musubi image"]["status"] == "fail"
+    assert "kura image build musubi" in findings["musubi image"]["fix"]
+    assert doc["ok"] is False
+
+
+def test_hf_token_presence_is_reported_never_its_value(
+    fake_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_docker(fake_path, runtimes={"nvidia": {}}, labels=None)
+    monkeypatch.setenv("HF_TOKEN", "hf_very_secret_value")
+    doc = run_doctor(None)
+    assert _by_check(doc)["hf token"]["detail"] == "present"
+    assert "hf_very_secret_value" not in json.dumps(doc)
+
+
+def test_image_build_prints_the_exact_argv_with_the_release_label() -> None:
+    doc = build_image("musubi", image=None, run=False)
+    argv = doc["argv"]
+    assert argv[:4] == ["docker", "build", "-t", "kura/musubi-tuner:0.3.4"]
+    assert "org.kura.musubi-release=0.3.4" in argv
+    assert Path(argv[argv.index("-f") + 1]).is_file()
+    assert doc["ran"] is False
