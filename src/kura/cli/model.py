@@ -52,7 +52,7 @@ def check_command(
     ctx: click.Context, files: tuple[Path, ...], architecture: str | None, role: str | None
 ) -> None:
     """Identify FILES by their safetensors header and say whether they can serve."""
-    from kura.models.inspect import check_files
+    from kura.models.filecheck import check_files
     from kura.models.signatures import ARCHITECTURES
 
     if architecture is not None and architecture not in ARCHITECTURES:

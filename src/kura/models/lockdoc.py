@@ -1,0 +1,120 @@
+"""The model lock: a deterministic record of exactly which files a run uses.
+
+Per role: path, size, sha256 (or ``pending`` with the expected digest when the file is not
+downloaded yet), where the digest came from, the header digest and the component. Keys are
+sorted and the text is canonical JSON, so an unchanged set of files gives the same bytes;
+:func:`write_lock` rewrites the file only when those bytes change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kura.errors import CheckFailed
+from kura.fsutil import atomic_write_text
+from kura.models.digests import DigestCache
+from kura.models.resolve import Resolution, RoleResolution
+
+__all__ = ["LOCK_VERSION", "build_lock", "lock_text", "write_lock"]
+
+LOCK_VERSION = 1
+
+
+def build_lock(resolution: Resolution, digests: DigestCache | None = None) -> dict[str, Any]:
+    """The lock document for a resolved bundle. Refused or invalid files cannot be locked
+    (:class:`CheckFailed`); missing ones are recorded as ``pending``. Paths are recorded as
+    found (a hub-cache snapshot link, not the blob it points to)."""
+    digests = digests or DigestCache()
+    refused = [r for r in resolution.roles if r.status in ("refused", "invalid")]
+    if refused:
+        lines = "; ".join(f"{r.spec.slot}: {', '.join(r.problems)}" for r in refused)
+        raise CheckFailed(
+            f"bundle {resolution.bundle.id} cannot be locked: {lines}",
+            hint="fix or replace those files (`kura model resolve` shows where each was found)",
+        )
+    bundle = resolution.bundle
+    return {
+        "kind": "model-lock",
+        "version": LOCK_VERSION,
+        "bundle": bundle.id,
+        "architecture": bundle.architecture,
+        "backend": bundle.backend,
+        "trainer": dict(sorted(bundle.trainer.items())),
+        "roles": {
+            r.spec.slot: _lock_entry(r, digests)
+            for r in sorted(resolution.roles, key=lambda r: r.spec.slot)
+        },
+    }
+
+
+def _lock_entry(entry: RoleResolution, digests: DigestCache) -> dict[str, Any]:
+    spec = entry.spec
+    base: dict[str, Any] = {
+        "role": spec.role,
+        "source": {"repo": spec.repo, "filename": spec.filename, "revision": spec.revision},
+        "expected_sha256": spec.sha256,
+    }
+    if entry.status == "missing" or entry.path is None:
+        return {
+            **base,
+            "path": None,
+            "size": spec.size,
+            "sha256": "pending",
+            "sha256_source": None,
+            "header_digest": None,
+            "component": None,
+            "shards": [],
+        }
+    if spec.format == "hf-repo":
+        return {
+            **base,
+            "path": str(entry.path),
+            "size": None,
+            "sha256": None,
+            "sha256_source": "not-hashed-repo-snapshot",
+            "header_digest": None,
+            "component": None,
+            "shards": [],
+        }
+    files = list(entry.shards) or [entry.path]
+    records = [digests.digest(p) for p in files]
+    first = records[0]
+    if spec.sha256 is not None and first.sha256 != spec.sha256:
+        raise CheckFailed(
+            f"{entry.path}: sha256 {first.sha256} differs from the published {spec.sha256}",
+            hint="the file is not the published one: download it again (`kura model fetch`)",
+            path=entry.path,
+        )
+    report = entry.report
+    return {
+        **base,
+        "path": str(files[0]),
+        "size": first.size,
+        "sha256": first.sha256,
+        "sha256_source": first.source,
+        "header_digest": report.header_digest if report else None,
+        "component": report.component if report else None,
+        "shards": [
+            {"path": str(p), "size": r.size, "sha256": r.sha256}
+            for p, r in zip(files[1:], records[1:], strict=True)
+        ],
+    }
+
+
+def lock_text(document: dict[str, Any]) -> str:
+    """Canonical JSON: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_lock(path: Path, document: dict[str, Any]) -> bool:
+    """Write ``document`` to ``path`` if its text differs from what is there; say whether it did."""
+    text = lock_text(document)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write_text(path, text)
+    return True
