@@ -84,3 +84,19 @@ def test_committed_doc_matches_the_table() -> None:
         "docs/model-bundles.md is stale: run "
         "`python -m kura.models.bundles > docs/model-bundles.md`"
     )
+
+
+def test_every_supported_bundle_names_an_estimator_model_that_exists() -> None:
+    from kura.planning.shapes import get_shape
+
+    for bundle in list_bundles():
+        assert bundle.estimator_model is not None, bundle.id
+        shape = get_shape(bundle.estimator_model)
+        assert shape.architecture == bundle.architecture, bundle.id
+
+
+def test_bundle_slots_are_the_roles_the_musubi_adapter_takes() -> None:
+    from kura.backends.musubi import KNOWN_ROLES
+
+    for bundle in list_bundles():
+        assert set(bundle.slots) <= set(KNOWN_ROLES), bundle.id

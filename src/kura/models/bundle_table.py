@@ -269,8 +269,9 @@ def _hv15(bundle_id: str, title: str, task: str, variant: str) -> dict[str, Any]
             "confidence": "doc",
             "sources": ["musubi §1.9"],
         },
-        "byt5": {
+        "text_encoder_2": {
             "role": "text_encoder",
+            "note": "the ByT5 glyph encoder (Musubi's --byt5)",
             "repo": _HV15_REPO,
             "filename": "split_files/text_encoders/byt5_small_glyphxl_fp16.safetensors",
             "components": ["byt5-small-glyph"],
@@ -828,3 +829,36 @@ BUNDLES: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+ESTIMATOR_MODELS: dict[str, str] = {
+    "hunyuan-video": "hunyuan-video",
+    "hunyuan-video-1.5-t2v": "hunyuan-video-1.5",
+    "hunyuan-video-1.5-i2v": "hunyuan-video-1.5",
+    "wan2.1-t2v-14b": "wan2.1-t2v-14b",
+    "wan2.1-t2v-1.3b": "wan2.1-1.3b",
+    "wan2.1-i2v-14b": "wan2.1-i2v-14b",
+    "wan2.2-t2v-a14b": "wan2.2-a14b",
+    "wan2.2-i2v-a14b": "wan2.2-a14b",
+    "wan2.2-ti2v-5b": "wan2.2-ti2v-5b",
+    "framepack": "framepack",
+    "flux1-kontext-dev": "flux1-kontext-dev",
+    "flux2-dev": "flux2-dev",
+    "flux2-klein-base-4b": "flux2-klein-4b",
+    "flux2-klein-4b": "flux2-klein-4b",
+    "flux2-klein-base-9b": "flux2-klein-9b",
+    "flux2-klein-9b": "flux2-klein-9b",
+    "qwen-image": "qwen-image",
+    "qwen-image-edit": "qwen-image",
+    "qwen-image-edit-2509": "qwen-image",
+    "qwen-image-edit-2511": "qwen-image",
+    "qwen-image-layered": "qwen-image",
+    "zimage-base": "zimage",
+    "zimage-turbo": "zimage",
+    "kandinsky5-pro-t2v-5s": "kandinsky5-pro-video",
+    "krea2": "krea2",
+    "hidream-o1": "hidream-o1",
+    "hidream-o1-dev": "hidream-o1",
+    "ideogram4": "ideogram4",
+}
+"""Bundle id → the memory/step-time estimator's model id (``kura.planning.shapes``)."""

@@ -96,6 +96,7 @@ class Bundle:
     backend: str = BACKEND
     supported: bool = True
     note: str = ""
+    estimator_model: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def file(self, slot: str) -> FileSpec:
@@ -118,6 +119,7 @@ class Bundle:
             "backend": self.backend,
             "supported": self.supported,
             "trainer": dict(self.trainer),
+            "estimator_model": self.estimator_model,
             "note": self.note,
             "roles": {spec.slot: spec.to_dict() for spec in self.files},
         }
@@ -144,7 +146,7 @@ def get_bundle(bundle_id: str) -> Bundle:
 
 @cache
 def _load() -> tuple[Bundle, ...]:
-    from kura.models.bundle_table import BUNDLES
+    from kura.models.bundle_table import BUNDLES, ESTIMATOR_MODELS
 
     component_ids = {c.id for c in COMPONENTS}
     seen: set[str] = set()
@@ -168,6 +170,7 @@ def _load() -> tuple[Bundle, ...]:
                 files=files,
                 supported=raw.get("supported", True),
                 note=raw.get("note", ""),
+                estimator_model=ESTIMATOR_MODELS.get(bundle_id),
             )
         )
     return tuple(bundles)

@@ -44,7 +44,7 @@ _ATTENTION.update({"sage_attn": "sage", "sage": "sage"})
 
 def estimator_model(bundle: Any) -> str:
     """The estimator's model id for a bundle (recorded in the bundle table)."""
-    model = bundle.extra.get("estimator_model") if bundle.extra else None
+    model = bundle.estimator_model
     if not model:
         raise Unsupported(
             f"bundle {bundle.id} has no estimator model in the bundle table",
