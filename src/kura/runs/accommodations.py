@@ -18,8 +18,10 @@ from kura.workspace import Workspace
 __all__ = [
     "LADDER_KEYS",
     "config_changes",
+    "diagnosis_config",
     "estimate_config",
     "estimator_model",
+    "rung_change",
     "steps_per_epoch",
 ]
 
@@ -144,3 +146,34 @@ def config_changes(estimate_config: Any) -> dict[str, Any]:
     if estimate_config.blocks_to_swap:
         values["use_pinned_memory_for_block_swap"] = estimate_config.pinned_swap
     return values
+
+
+def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
+    """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
+    from kura.models.bundles import get_bundle
+    from kura.planning.shapes import get_shape
+
+    bundle = get_bundle(spec.model.base)
+    config = dict(spec.backend.config)
+    if bundle.estimator_model:
+        config["max_blocks_to_swap"] = get_shape(bundle.estimator_model).swap_limit
+    return config
+
+
+def rung_change(rung: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | None:
+    """The backend.config change that takes one out-of-memory rung, keeping the effective
+    batch (a smaller micro-batch raises accumulation); None when the rung is not a config
+    change (sampling off, a larger GPU)."""
+    action, key = rung.get("action"), rung.get("key")
+    if action == "enable" and key in LADDER_KEYS:
+        change: dict[str, Any] = {key: True}
+        if key in ("fp8_base", "fp8_scaled") or key.startswith("block"):
+            change.setdefault("gradient_checkpointing", True)
+        return change
+    if action == "increase" and key == "blocks_to_swap":
+        return {"blocks_to_swap": rung["to"], "gradient_checkpointing": True}
+    if action == "decrease" and key == "batch_size":
+        accumulation = int(config.get("gradient_accumulation_steps", 1))
+        factor = int(rung["from"]) // int(rung["to"])
+        return {"batch_size": rung["to"], "gradient_accumulation_steps": accumulation * factor}
+    return None

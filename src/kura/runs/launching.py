@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, UsageError
+from kura.runs.accommodations import diagnosis_config
 from kura.runs.approval import approval_path, approve_run, check_approval
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.store import load_run, run_file
@@ -132,7 +133,7 @@ def launch_run(
     state = launch(
         launch_spec,
         foreground=not detach,
-        backend_config=dict(spec.backend.config),
+        backend_config=diagnosis_config(spec),
         executor_options=options,
     )
     from dataclasses import asdict
@@ -151,7 +152,9 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
     diagnosis = state.diagnosis or {}
     record = json.loads(approval_path(workspace, run_id).read_text(encoding="utf-8"))
     contingency = record.get("contingency")
-    if diagnosis.get("code") != "cuda_oom" or not contingency:
+    suggested = (diagnosis.get("next") or {}).get("key")
+    covered = contingency is not None and suggested in contingency["change"]
+    if diagnosis.get("code") != "cuda_oom" or not covered:
         suggestion = diagnosis.get("next") or {}
         raise CheckFailed(
             f"run {run_id} failed ({diagnosis.get('code', state.status)}) and its approval "

@@ -9,7 +9,6 @@ match this run.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from kura.fsutil import atomic_write_text
-from kura.runs.accommodations import LADDER_KEYS, config_changes, estimate_config
+from kura.runs.accommodations import (
+    LADDER_KEYS,
+    config_changes,
+    diagnosis_config,
+    estimate_config,
+    rung_change,
+)
 from kura.runs.compile import CompileReport, compile_in_workspace
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
@@ -28,6 +33,8 @@ __all__ = ["PLAN_JSON", "PLAN_NAME", "PlanReport", "plan_run"]
 PLAN_NAME = "plan.md"
 PLAN_JSON = "plan.json"
 LADDER_REASON = "fit ladder"
+KURA_REASONS = (LADDER_REASON, "adapter default")
+"""Reasons Kura wrote; a key with any other reason was set by a person and stays as it is."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     applied = _apply_ladder(workspace, run_id, fit) if fit.fits and not fit.ask_first else {}
     spec, _ = load_run(workspace, run_id)
     written = estimate(estimate_config(workspace, spec), gpu_class)
-    contingency = _contingency(recipe, gpu_class, written, fastest_fitting)
+    contingency = _contingency(spec)
     compiled = compile_in_workspace(workspace, run_id)
     regrets = _last_look(workspace, spec, gpu_class.id)
     downloads = _downloads(compiled)
@@ -144,7 +151,7 @@ def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]
         changed: dict[str, Any] = {}
         for key in LADDER_KEYS:
             value = wanted.get(key)
-            person_set = key in why and not str(why[key]).startswith(LADDER_REASON)
+            person_set = key in why and not str(why[key]).startswith(KURA_REASONS)
             if person_set or key not in known:
                 continue
             current = config.get(key)
@@ -155,7 +162,7 @@ def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]
                 changed[key] = {"from": current, "to": value}
             if value:
                 why[key] = f"{LADDER_REASON}: {_reason_for(key, reasons)}"
-            elif key in why and str(why[key]).startswith(LADDER_REASON):
+            elif key in why and str(why[key]).startswith(KURA_REASONS):
                 why[key] = f"{LADDER_REASON}: not needed on this GPU"
         if changed:
             validate_spec(RunSpec, document, source=run_file(workspace, run_id))
@@ -192,19 +199,18 @@ def _reason_for(key: str, reasons: dict[str, str]) -> str:
     return "part of the configuration the ladder chose"
 
 
-def _contingency(recipe: Any, gpu: Any, written: Any, solver: Any) -> dict[str, Any] | None:
-    """The one rung to take if the run still runs out of memory: what the ladder would add
-    if the real peak sat at the top of the estimate's band."""
-    tighter = dataclasses.replace(gpu, memory_gib=max(1.0, gpu.memory_gib - written.band_gib))
-    fallback = solver(recipe, tighter)
-    if not fallback.fits:
+def _contingency(spec: Any) -> dict[str, Any] | None:
+    """The one rung to take if training still runs out of memory: the same next rung the
+    failure diagnosis would propose, so relaunch can apply it under this approval."""
+    from kura.execution.diagnose import oom_next_rung
+
+    config = diagnosis_config(spec)
+    rung = oom_next_rung(config, step="train", phase="training")
+    change = rung_change(rung, config)
+    if change is None:
         return None
-    now = config_changes(written.config) if written.config else {}
-    then = config_changes(fallback.config)
-    change = {k: v for k, v in then.items() if now.get(k) != v}
-    if not change:
-        return None
-    return {"on": "out-of-memory", "change": change, "reason": "the ladder's next rung"}
+    change = {k: v for k, v in change.items() if spec.backend.config.get(k) != v}
+    return {"on": "out-of-memory in training", "rung": rung, "change": change}
 
 
 def _last_look(workspace: Workspace, spec: Any, gpu_id: str) -> list[dict[str, Any]]:
