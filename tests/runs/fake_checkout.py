@@ -1,10 +1,11 @@
 """A fake Musubi checkout for end-to-end launch tests (a test double, not a trainer).
 
-The environment does not reach it (Kura passes only a short list of variables), so its
-mode is a file in the checkout (:func:`set_mode`). Its cache scripts check that the dataset config they are given exists and exit 0; its train
-scripts hand the output flags to ``tests/execution/fake_musubi.py``, which prints Musubi's
-progress lines and writes LoRA files. ``accelerate`` and ``python`` on the fake PATH run the
-named script with this interpreter.
+The environment does not reach it (Kura passes only a short list of variables), so its mode
+is a file in the checkout (:func:`set_mode`). Its cache scripts check that the dataset config
+they are given exists and exit 0; its train scripts hand the output flags to
+``tests/execution/fake_musubi.py``, which prints Musubi's progress lines and writes LoRA
+files. ``accelerate`` and ``python`` on the fake PATH run the named script with this
+interpreter.
 """
 
 from __future__ import annotations
