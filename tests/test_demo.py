@@ -17,7 +17,14 @@ def test_demo_walks_the_path_and_reports_every_step(kura, tmp_path: Path) -> Non
     assert steps[-1][1] == 0
     validations = [s for s in document["steps"] if s["argv"][:2] == ["dataset", "validate"]]
     assert [s["exit_code"] for s in validations] == [1, 0]
+    by_command = {tuple(s["argv"][:2]): s["exit_code"] for s in document["steps"]}
+    assert by_command[("run", "approve")] == 0
+    refusals = [s for s in document["steps"] if s["argv"][:2] == ["model", "check"]]
+    assert [s["exit_code"] for s in refusals] == [1, 0], "the FLUX.1 AE is refused as FLUX.2 VAE"
     workspace = Path(document["workspace"])
+    (run_dir,) = (workspace / "runs").iterdir()
+    assert (run_dir / "plan.md").is_file()
+    assert (run_dir / "approval.json").is_file()
     assert (workspace / "datasets" / "myaku" / "dataset.yaml").is_file()
     assert (workspace / "datasets" / "bw-edit" / "control").is_dir()
 

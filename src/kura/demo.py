@@ -122,4 +122,62 @@ def run_demo(
         "record the pair direction",
     )
     step(["dataset", "list"], "what the workspace holds now")
+    _walk_models_and_plan(root, step)
     return log
+
+
+DEMO_BUNDLE = "flux2-klein-base-4b"
+
+
+def _walk_models_and_plan(root: Path, step: Callable[[list[str], str], int]) -> None:
+    """Model files by header, then a drafted, planned and approved run.
+
+    The model files are header-only stand-ins (the real key names and shapes, then a sparse
+    hole), laid out in a demo Hugging Face cache; their blob names stand in for digests, so
+    `kura model verify` would flag them. Nothing here downloads or trains.
+    """
+    import os
+
+    from kura.models.bundles import get_bundle
+    from kura.models.fixtures import write_component
+    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+
+    cache = root / "hf-cache"
+    placed = install_bundle_in_hub_cache(get_bundle(DEMO_BUNDLE), cache)
+    wrong = root / "incoming" / "models" / "ae.safetensors"
+    wrong.parent.mkdir(parents=True, exist_ok=True)
+    write_component(wrong, "flux1-ae")
+    previous = os.environ.get("HF_HUB_CACHE")
+    os.environ["HF_HUB_CACHE"] = str(cache)
+    try:
+        step(
+            ["model", "check", str(wrong), "--arch", "flux2", "--role", "vae"],
+            "a FLUX.1 autoencoder offered as the FLUX.2 VAE: refused by its header",
+        )
+        step(
+            ["model", "check", str(placed["dit"]), str(placed["vae"])],
+            "the FLUX.2 klein DiT and VAE (header-only stand-ins), identified by header",
+        )
+        step(["model", "resolve", DEMO_BUNDLE], "find every role's file and check it by header")
+        code = step(
+            ["run", "new", "--dataset", "myaku", "--base", DEMO_BUNDLE],
+            "draft run.yaml from the dataset, the bundle and the knowledge cards",
+        )
+        if code != 0:
+            return
+        run_id = _latest_run(root / "workspace")
+        step(
+            ["run", "plan", run_id, "--gpu", "rtx-4090"],
+            "compile, estimate, walk the fit ladder for a 24 GB card, write plan.md",
+        )
+        step(["run", "approve", run_id], "the one gate: approval bound to the plan's digest")
+        step(["run", "list"], "the run, approved and ready to launch where the GPU is")
+    finally:
+        if previous is None:
+            os.environ.pop("HF_HUB_CACHE", None)
+        else:
+            os.environ["HF_HUB_CACHE"] = previous
+
+
+def _latest_run(workspace: Path) -> str:
+    return sorted(p.parent.name for p in (workspace / "runs").glob("*/run.yaml"))[-1]

@@ -121,7 +121,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         downloads=downloads,
         compile=compiled.to_dict(),
         provenance=dict(spec.provenance),
-        plan_path=workspace.relative(path),
+        plan_path=str(path),
         plan_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
     )
     with workspace.lock():
@@ -155,15 +155,15 @@ def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]
             if person_set or key not in known:
                 continue
             current = config.get(key)
-            if value is None or (not value and current is None):
+            if value is None or (not value and current is None) or current == value:
                 continue
-            if current != value:
-                config[key] = value
-                changed[key] = {"from": current, "to": value}
-            if value:
-                why[key] = f"{LADDER_REASON}: {_reason_for(key, reasons)}"
-            elif key in why and str(why[key]).startswith(KURA_REASONS):
-                why[key] = f"{LADDER_REASON}: not needed on this GPU"
+            config[key] = value
+            changed[key] = {"from": current, "to": value}
+            why[key] = (
+                f"{LADDER_REASON}: {_reason_for(key, reasons)}"
+                if value
+                else f"{LADDER_REASON}: not needed on this GPU"
+            )
         if changed:
             validate_spec(RunSpec, document, source=run_file(workspace, run_id))
             write_yaml(run_file(workspace, run_id), document)
@@ -194,6 +194,7 @@ _AID_OF_KEY = {
 def _reason_for(key: str, reasons: dict[str, str]) -> str:
     aid = _AID_OF_KEY.get(key, key)
     for name, reason in reasons.items():
+        name = name.replace("-", "_")
         if name == aid or name.startswith(aid) or aid.startswith(name):
             return reason
     return "part of the configuration the ladder chose"
