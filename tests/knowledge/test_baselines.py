@@ -2,24 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kura.architectures import ARCHITECTURE_IDS
 from kura.knowledge.baselines import baseline_architectures, card_path, sync_baselines
 from kura.knowledge.cards import parse_card
 from kura.workspace import init_workspace
 
-ARCHITECTURES = {
-    "hunyuan_video",
-    "hunyuan_video_1_5",
-    "wan",
-    "framepack",
-    "flux_kontext",
-    "flux2",
-    "qwen_image",
-    "zimage",
-    "kandinsky5",
-    "hidream_o1",
-    "ideogram4",
-    "krea2",
-}
+ARCHITECTURES = set(ARCHITECTURE_IDS)
 
 
 def test_every_architecture_has_a_baseline() -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
+
+from kura.architectures import ARCHITECTURES
 
 __all__ = [
     "ARCHITECTURES",
@@ -36,23 +37,7 @@ Shape = tuple[int | None, ...] | None
 ROLES = ("dit", "vae", "text_encoder", "image_encoder", "lora")
 """Roles a file can play. ``identify`` adds ``unknown`` for files no rule matches."""
 
-ARCHITECTURES: Mapping[str, str] = MappingProxyType(
-    {
-        "hunyuan_video": "HunyuanVideo",
-        "hunyuan_video_1_5": "HunyuanVideo 1.5",
-        "wan": "Wan 2.1/2.2",
-        "framepack": "FramePack",
-        "flux_kontext": "FLUX.1 Kontext",
-        "flux2": "FLUX.2",
-        "qwen_image": "Qwen-Image",
-        "zimage": "Z-Image",
-        "kandinsky5": "Kandinsky 5",
-        "hidream_o1": "HiDream-O1",
-        "ideogram4": "Ideogram 4",
-        "krea2": "Krea 2",
-    }
-)
-"""Kura architecture id → display name."""
+# The architecture ids live in kura.architectures (re-exported here for the table's users).
 
 DIT_PREFIXES = (
     "model.diffusion_model.",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from kura.architectures import ARCHITECTURE_IDS
 from kura.errors import NotFound
 
 __all__ = [
@@ -34,20 +35,6 @@ __all__ = [
 MIB = 2**20
 GIB = 2**30
 
-ARCHITECTURE_IDS = (
-    "hunyuan_video",
-    "hunyuan_video_1_5",
-    "wan",
-    "framepack",
-    "flux_kontext",
-    "flux2",
-    "qwen_image",
-    "zimage",
-    "kandinsky5",
-    "hidream_o1",
-    "ideogram4",
-    "krea2",
-)
 
 SwapRule = Literal["uniform", "flux1", "flux2", "kandinsky"]
 TokenLayout = Literal["latent", "framepack", "pixel"]

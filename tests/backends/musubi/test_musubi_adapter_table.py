@@ -6,25 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from kura.architectures import ARCHITECTURE_IDS
 from kura.backends.musubi import ADAPTERS, MUSUBI_RELEASE
 from kura.backends.musubi.adapter_doc import REGENERATE_COMMAND, render_adapter_doc
 from kura.backends.musubi.rules import TIMESTEP_SAMPLINGS
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "musubi-adapters.md"
-ARCHITECTURES = {
-    "hunyuan_video",
-    "hunyuan_video_1_5",
-    "wan",
-    "framepack",
-    "flux_kontext",
-    "flux2",
-    "qwen_image",
-    "zimage",
-    "kandinsky5",
-    "hidream_o1",
-    "ideogram4",
-    "krea2",
-}
+ARCHITECTURES = set(ARCHITECTURE_IDS)
 ROLES = {"dit", "dit_high_noise", "vae", "text_encoder", "text_encoder_2", "image_encoder"}
 
 
