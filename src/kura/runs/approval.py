@@ -154,6 +154,11 @@ def diff_values(before: Any, after: Any, prefix: str = "") -> list[str]:
             else:
                 out += diff_values(before[key], after[key], path)
         return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        out = []
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            out += diff_values(old, new, f"{prefix}.{index}")
+        return out
     if before != after:
         return [f"{prefix} {before!r} → {after!r}"]
     return []

@@ -82,7 +82,9 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
     host = host_facts(workspace.root)
     recipe = estimate_config(workspace, spec)
-    fit = fastest_fitting(recipe, gpu_class, host_ram_gib=host.ram_total_gib)
+    # This machine's RAM bounds block swap only when the plan is for this machine's GPU.
+    local = gpu_source.startswith("local GPU")
+    fit = fastest_fitting(recipe, gpu_class, host_ram_gib=host.ram_total_gib if local else None)
     applied = _apply_ladder(workspace, run_id, fit) if fit.fits and not fit.ask_first else {}
     spec, _ = load_run(workspace, run_id)
     written = estimate(estimate_config(workspace, spec), gpu_class)
@@ -100,7 +102,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     text = render_plan(
         spec=spec,
         gpu=gpu_doc,
-        host=host.to_dict(),
+        host=host.to_dict() if local else None,
         fit=fit.to_dict(),
         written=written.to_dict(),
         applied=applied,

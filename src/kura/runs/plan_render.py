@@ -22,18 +22,23 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
     return lines
 
 
-def _resources(spec: Any, gpu: dict[str, Any], host: dict[str, Any], compiled: Any) -> list[str]:
+def _resources(
+    spec: Any, gpu: dict[str, Any], host: dict[str, Any] | None, compiled: Any
+) -> list[str]:
     out = ["## Resources", ""]
     price = f", ${gpu['usd_per_hour']:.2f}/h" if gpu.get("usd_per_hour") else ""
     out.append(
         f"- GPU: {gpu['name']} ({gpu['memory_gib']:g} GiB{price}) × {spec.execution.gpus}"
         f" — chosen by {gpu['chosen_by']}"
     )
-    ram = host.get("ram_total_gib")
-    out.append(
-        f"- Host: {ram if ram is not None else '?'} GiB RAM, "
-        f"{host['disk_free_gib']:.0f} GiB free disk, {host['cpu_count']} CPUs"
-    )
+    if host is None:
+        out.append("- Host: another machine (host RAM not known; block swap needs pinned RAM)")
+    else:
+        ram = host.get("ram_total_gib")
+        out.append(
+            f"- Host: {ram if ram is not None else '?'} GiB RAM, "
+            f"{host['disk_free_gib']:.0f} GiB free disk, {host['cpu_count']} CPUs"
+        )
     out.append(f"- Executor: {spec.execution.executor}; backend {spec.backend.name}")
     roles = compiled.lock["models"]["roles"]
     out.append(f"- Model bundle: {spec.model.base} ({compiled.lock['models']['architecture']})")
@@ -160,7 +165,7 @@ def render(
     *,
     spec: Any,
     gpu: dict[str, Any],
-    host: dict[str, Any],
+    host: dict[str, Any] | None,
     fit: dict[str, Any],
     written: dict[str, Any],
     applied: dict[str, Any],

@@ -1,0 +1,138 @@
+"""kura run plan / approve: the fit ladder writes reasons, headroom gets no aid, one gate."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from kura.errors import CheckFailed
+from kura.runs.approval import approve_run, check_approval
+from kura.runs.new import create_run
+from kura.runs.plan import plan_run
+from kura.runs.store import load_run
+from kura.workspace import Workspace
+
+MEMORY_AIDS = ("fp8_base", "fp8_scaled", "gradient_checkpointing", "blocks_to_swap")
+
+
+def _run(ws: Workspace, base: str = "flux2-klein-base-4b", sets: list[str] | None = None) -> str:
+    return create_run(
+        ws, datasets=["myaku"], base=base, sets=sets or [], now=datetime(2026, 11, 30, 7, 0)
+    ).run_id
+
+
+def _aids(ws: Workspace, run_id: str) -> dict:
+    spec, _ = load_run(ws, run_id)
+    return {k: spec.backend.config.get(k) for k in MEMORY_AIDS if spec.backend.config.get(k)}
+
+
+def test_a_gpu_with_headroom_gets_no_memory_aid(ws: Workspace) -> None:
+    run_id = _run(ws)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    assert report["fits"] is True
+    assert report["applied"] == {}
+    assert _aids(ws, run_id) == {}
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "- Memory aids: none" in plan
+
+
+def test_a_tight_gpu_gets_aids_each_with_its_reason(ws: Workspace) -> None:
+    run_id = _run(ws, base="qwen-image")
+    report = plan_run(ws, run_id, gpu="rtx-4090").to_dict()
+    assert report["fits"] is True
+    aids = _aids(ws, run_id)
+    assert aids, "qwen-image at 1024 px needs memory aids on 24 GB"
+    spec, _ = load_run(ws, run_id)
+    for key in aids:
+        assert spec.backend.reasons[key].startswith("fit ladder: "), key
+    assert report["estimate"]["fits"] is True
+
+
+def test_an_aid_a_person_set_is_kept(ws: Workspace) -> None:
+    run_id = _run(ws)
+    path = ws.run_dir(run_id) / "run.yaml"
+    path.write_text(
+        path.read_text()
+        .replace("    gradient_checkpointing: false\n", "    gradient_checkpointing: true\n")
+        .replace(
+            "    gradient_checkpointing: adapter default",
+            "    gradient_checkpointing: I want the lower peak — adapter default",
+        )
+    )
+    plan_run(ws, run_id, gpu="h200")
+    spec, _ = load_run(ws, run_id)
+    assert spec.backend.config["gradient_checkpointing"] is True
+
+
+def test_a_plan_that_cannot_fit_changes_nothing_and_offers_options(ws: Workspace) -> None:
+    run_id = _run(ws, base="flux2-dev")
+    before = (ws.run_dir(run_id) / "run.yaml").read_text()
+    report = plan_run(ws, run_id, gpu="rtx-3060-12g").to_dict()
+    assert report["fits"] is False
+    assert report["applied"] == {}
+    assert (ws.run_dir(run_id) / "run.yaml").read_text() == before
+    assert report["fit"]["recipe_options"], "recipe-touching options are presented"
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "Options that change the recipe (not applied)" in plan
+
+
+def test_planning_twice_gives_the_same_plan(ws: Workspace) -> None:
+    run_id = _run(ws)
+    plan_run(ws, run_id, gpu="rtx-4090")  # applies the ladder's aids to run.yaml
+    second = plan_run(ws, run_id, gpu="rtx-4090")
+    assert second.applied == {}
+    assert plan_run(ws, run_id, gpu="rtx-4090").plan_digest == second.plan_digest
+
+
+def test_approve_needs_a_plan_and_refuses_a_stale_one(ws: Workspace) -> None:
+    run_id = _run(ws)
+    with pytest.raises(CheckFailed, match="no plan"):
+        approve_run(ws, run_id)
+    plan_run(ws, run_id, gpu="rtx-4090")
+    path = ws.run_dir(run_id) / "run.yaml"
+    path.write_text(path.read_text().replace("  learning_rate: 0.0001", "  learning_rate: 0.0002"))
+    with pytest.raises(CheckFailed, match="changed since its plan"):
+        approve_run(ws, run_id)
+    plan_run(ws, run_id, gpu="rtx-4090")
+    approval = approve_run(ws, run_id)
+    record = check_approval(ws, run_id)
+    assert record["digest"] == approval.digest
+    assert set(record["files"]) >= {
+        "compiled/dataset.toml",
+        "compiled/steps.json",
+        "compiled/run.lock",
+        "plan.md",
+        "plan.json",
+    }
+    assert record["run_yaml"]["training"]["learning_rate"] == 0.0002
+
+
+def test_every_field_edited_after_approval_is_named(ws: Workspace) -> None:
+    run_id = _run(ws)
+    plan_run(ws, run_id, gpu="rtx-4090")
+    approve_run(ws, run_id)
+    path = ws.run_dir(run_id) / "run.yaml"
+    original = path.read_text()
+    edits = {
+        "training.network.rank 32 → 8": ("    rank: 32", "    rank: 8"),
+        "execution.gpus 1 → 2": ("  gpus: 1", "  gpus: 2"),
+        "datasets.0.repeats 1 → 3": ("    repeats: 1", "    repeats: 3"),
+        "model.base 'flux2-klein-base-4b' → 'flux2-klein-4b'": (
+            "  base: flux2-klein-base-4b",
+            "  base: flux2-klein-4b",
+        ),
+    }
+    for expected, (old, new) in edits.items():
+        assert old in original, old
+        path.write_text(original.replace(old, new))
+        with pytest.raises(CheckFailed, match=r"run\.yaml changed after approval") as info:
+            check_approval(ws, run_id)
+        assert expected in info.value.message
+    path.write_text(original)
+    check_approval(ws, run_id)
+    plan_json = ws.run_dir(run_id) / "plan.json"
+    plan_json.write_text(json.dumps({"tampered": True}))
+    with pytest.raises(CheckFailed, match=r"plan\.json"):
+        check_approval(ws, run_id)
