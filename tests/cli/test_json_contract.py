@@ -1,0 +1,71 @@
+"""Every command's --json output is one document with a "kind" (the contract agents rely on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+
+@pytest.fixture
+def filled(kura, workspace: Path, tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    source.mkdir()
+    for index in range(3):
+        Image.new("RGB", (640, 640), (70 * index, 90, 40)).save(source / f"{index}.png")
+        (source / f"{index}.txt").write_text(f"myaku, item {index}\n")
+    assert kura("-w", workspace, "dataset", "add", "myaku", source).exit_code == 0
+    return workspace
+
+
+def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
+    ws = ["-w", str(filled)]
+    new = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
+    assert new.exit_code == 0, new.stdout
+    run_id = new.json()["id"]
+    expectations = [
+        (["dataset", "list"], "dataset-list"),
+        (["dataset", "inspect", "myaku"], "dataset-inspection"),
+        (["model", "bundles"], "model-bundles"),
+        (["knowledge", "show", "zimage"], "knowledge-card"),
+        (["gpus"], "gpus"),
+        (["estimate", "--base", "zimage-base", "--gpu", "rtx-4090"], "run-estimate"),
+        (["run", "compile", run_id], "run-compile"),
+        (["run", "estimate", run_id, "--gpu", "l40s"], "run-estimate"),
+        (["run", "plan", run_id, "--gpu", "l40s"], "run-plan"),
+        (["run", "approve", run_id], "run-approval"),
+        (["run", "status", run_id], "run-status"),
+        (["run", "list"], "run-list"),
+        (["run", "evaluate", run_id, "--rating", "3"], "run-evaluation"),
+        (["image", "build", "musubi"], "image-build"),
+        (["schema", "run"], "schema"),
+    ]
+    for argv, kind in expectations:
+        result = kura(*ws, *argv, "--json")
+        assert result.exit_code == 0, (argv, result.stdout, result.stderr[-500:])
+        assert result.json()["kind"] == kind, argv
+
+
+def test_estimate_calculator_without_a_gpu_gives_no_verdict(kura) -> None:
+    result = kura("estimate", "--base", "flux2-klein-base-9b", "--resolution", "768x1024", "--json")
+    document = result.json()
+    assert document["fits"] is None
+    assert document["peak_vram_gib"] > 0
+    assert set(document["breakdown"]) >= {"weights", "lora_and_optimizer", "activations"}
+
+
+def test_estimate_calculator_refuses_what_musubi_refuses(kura) -> None:
+    result = kura(
+        "estimate",
+        "--base",
+        "zimage-base",
+        "--swap",
+        "4",
+        "--h2d",
+        "--checkpointing",
+        "off",
+        "--json",
+    )
+    assert result.exit_code != 0
+    assert "checkpointing" in result.json()["error"]["message"]
