@@ -119,3 +119,24 @@ def test_secrets_in_the_environment_reach_no_written_file(
     for path in host_ws.root.rglob("*"):
         if path.is_file() and path.stat().st_size < 5_000_000:
             assert b"hf_top_secret_value_123" not in path.read_bytes(), path
+
+
+def test_past_runs_feed_the_next_plan(host_ws: Workspace) -> None:
+    checkout = Path(host_ws.config().executor.musubi_checkout or "")
+    first = _approved_run(host_ws)
+    set_mode(checkout, "oom")
+    assert launch_run(host_ws, first, detach=False)["state"]["status"] == "failed"
+    set_mode(checkout, "ok")
+    second = create_run(
+        host_ws,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=host", "training.epochs=2"],
+        now=datetime(2026, 11, 30, 9, 0),
+    ).run_id
+    report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
+    assert [r["run"] for r in report["evidence"]["runs"]] == [first]
+    assert report["evidence"]["same_config_oom"] == [first]
+    assert report["fits"] is False
+    plan = (host_ws.run_dir(second) / "plan.md").read_text()
+    assert f"- run {first}: failed (cuda_oom)" in plan

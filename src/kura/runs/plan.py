@@ -43,6 +43,7 @@ class PlanReport:
     gpu: dict[str, Any]
     fit: dict[str, Any]
     estimate: dict[str, Any]
+    evidence: dict[str, Any]
     applied: dict[str, Any]
     contingency: dict[str, Any] | None
     regrets: list[dict[str, Any]]
@@ -57,10 +58,11 @@ class PlanReport:
             "kind": "run-plan",
             "run": self.run_id,
             "gpu": self.gpu,
-            "fits": self.fit["fits"],
+            "fits": self.fit["fits"] and self.estimate["fits"] is not False,
             "ask_first": self.fit["ask_first"],
             "estimate": self.estimate,
             "fit": self.fit,
+            "evidence": self.evidence,
             "applied": self.applied,
             "contingency": self.contingency,
             "regrets": self.regrets,
@@ -88,6 +90,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     applied = _apply_ladder(workspace, run_id, fit) if fit.fits and not fit.ask_first else {}
     spec, _ = load_run(workspace, run_id)
     written = estimate(estimate_config(workspace, spec), gpu_class)
+    evidence = _evidence(workspace, spec, gpu_class.id)
     contingency = _contingency(spec)
     compiled = compile_in_workspace(workspace, run_id)
     regrets = _last_look(workspace, spec, gpu_class.id)
@@ -104,7 +107,8 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         gpu=gpu_doc,
         host=host.to_dict() if local else None,
         fit=fit.to_dict(),
-        written=written.to_dict(),
+        written=_with_evidence(written.to_dict(), evidence),
+        evidence=evidence,
         applied=applied,
         contingency=contingency,
         regrets=regrets,
@@ -116,7 +120,8 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         run_id=run_id,
         gpu=gpu_doc,
         fit=fit.to_dict(),
-        estimate=written.to_dict(),
+        estimate=_with_evidence(written.to_dict(), evidence),
+        evidence=evidence,
         applied=applied,
         contingency=contingency,
         regrets=regrets,
@@ -214,6 +219,42 @@ def _contingency(spec: Any) -> dict[str, Any] | None:
         return None
     change = {k: v for k, v in change.items() if spec.backend.config.get(k) != v}
     return {"on": "out-of-memory in training", "rung": rung, "change": change}
+
+
+def _evidence(workspace: Workspace, spec: Any, gpu_id: str) -> dict[str, Any]:
+    from kura.runs.history import ladder_config, past_runs, step_time_factor
+
+    runs = past_runs(workspace, exclude=spec.id, base=spec.model.base, gpu=gpu_id)
+    mine = ladder_config(dict(spec.backend.config))
+    ooms = [r.run_id for r in runs if r.diagnosis == "cuda_oom" and r.config == mine]
+    return {
+        "runs": [r.to_dict() for r in runs],
+        "step_time_factor": step_time_factor(runs),
+        "same_config_oom": ooms,
+    }
+
+
+def _with_evidence(estimate: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
+    """Step time scaled by what past runs measured; a configuration that already ran out of
+    memory on this GPU class does not fit, whatever the estimate says."""
+    out = dict(estimate)
+    factor = evidence["step_time_factor"]
+    if factor and out.get("step_seconds"):
+        out["estimated_step_seconds"] = out["step_seconds"]
+        out["step_seconds"] = round(out["step_seconds"] * factor, 3)
+        if out.get("total_hours") is not None:
+            out["total_hours"] = round(out["total_hours"] * factor, 3)
+        out["assumptions"] = [
+            *out.get("assumptions", []),
+            f"step time recalibrated ×{factor:.2f} from past runs on this GPU class",
+        ]
+    if evidence["same_config_oom"]:
+        out["fits"] = False
+        out["confidence"] = (
+            f"{out.get('confidence', '')}; this configuration ran out of memory on this GPU "
+            f"class in run(s) {', '.join(evidence['same_config_oom'])}"
+        ).lstrip("; ")
+    return out
 
 
 def _last_look(workspace: Workspace, spec: Any, gpu_id: str) -> list[dict[str, Any]]:

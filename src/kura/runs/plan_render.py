@@ -161,6 +161,21 @@ def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _evidence(evidence: dict[str, Any]) -> list[str]:
+    out = ["## Evidence from past runs", ""]
+    if not evidence["runs"]:
+        return [*out, "- none: no earlier run of this model on this GPU class", ""]
+    for run in evidence["runs"]:
+        config = ", ".join(f"{k}={v}" for k, v in sorted(run["config"].items())) or "no aids"
+        measured = run["measured_step_seconds"]
+        speed = f", {measured:.2f} s/step measured" if measured else ""
+        outcome = run["status"] + (f" ({run['diagnosis']})" if run["diagnosis"] else "")
+        out.append(f"- run {run['run']}: {outcome}; {config}{speed}")
+    if evidence["same_config_oom"]:
+        out.append("- this exact configuration ran out of memory before: it is not called fitting")
+    return [*out, ""]
+
+
 def render(
     *,
     spec: Any,
@@ -168,6 +183,7 @@ def render(
     host: dict[str, Any] | None,
     fit: dict[str, Any],
     written: dict[str, Any],
+    evidence: dict[str, Any],
     applied: dict[str, Any],
     contingency: dict[str, Any] | None,
     regrets: list[dict[str, Any]],
@@ -183,6 +199,7 @@ def render(
     lines += _accommodations(spec)
     lines += _fit(fit, written, applied)
     lines += _time(spec, written, gpu)
+    lines += _evidence(evidence)
     lines += ["## Downloads", ""]
     if downloads["files"]:
         size = downloads["bytes_known"] / 2**30
