@@ -62,7 +62,7 @@ def test_help_does_not_import_heavy_libraries() -> None:
     code = (
         "import sys; from kura.cli.main import main; rc = main(['--help']); "
         "heavy = [m for m in ('torch','optuna','fastapi','av','numpy','huggingface_hub',"
-        "'PIL','safetensors') if m in sys.modules]; print(json.dumps(heavy))"
+        "'PIL','safetensors','pydantic','ruamel') if m in sys.modules]; print(json.dumps(heavy))"
     )
     completed = subprocess.run(
         [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True

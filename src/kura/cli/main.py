@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -17,7 +17,9 @@ from kura import __version__
 from kura.cli._output import Output
 from kura.constants import debug_enabled
 from kura.errors import KuraError, UsageError
-from kura.workspace import Workspace, find_workspace
+
+if TYPE_CHECKING:
+    from kura.workspace import Workspace
 
 __all__ = ["AppState", "cli", "main"]
 
@@ -28,6 +30,8 @@ class AppState:
     workspace_path: Path | None
 
     def workspace(self) -> Workspace:
+        from kura.workspace import find_workspace
+
         return find_workspace(explicit=self.workspace_path)
 
 

@@ -11,7 +11,6 @@ from rich.console import Console
 
 from kura.cli.main import AppState
 from kura.errors import UsageError
-from kura.workspace import init_workspace
 
 __all__ = ["register"]
 
@@ -21,6 +20,8 @@ __all__ = ["register"]
 @click.pass_obj
 def init_command(state: AppState, directory: Path) -> None:
     """Create a workspace (kura.toml, datasets/, models/, runs/, knowledge/) in DIRECTORY."""
+    from kura.workspace import init_workspace
+
     workspace, created = init_workspace(directory)
     doc = {"kind": "workspace-init", "root": str(workspace.root), "created": created}
     state.out.result(doc, _render_init)

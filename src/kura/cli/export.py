@@ -1,0 +1,93 @@
+"""`kura export RUN` and `kura export merge-ema RUN`: LoRA files for ComfyUI/diffusers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from kura.cli.main import AppState
+
+__all__ = ["export_group", "register"]
+
+_DEFAULT = "lora"
+
+
+class _ExportGroup(click.Group):
+    """A group whose bare form (`kura export RUN …`) runs the hidden default command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = [_DEFAULT, *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("export", cls=_ExportGroup)
+def export_group() -> None:
+    """Export a run's LoRA for ComfyUI or diffusers; merge epochs with post-hoc EMA.
+
+    \b
+    kura export RUN [--epoch N] [--format comfyui|diffusers|musubi] [--out PATH]
+    kura export merge-ema RUN [--beta B [--beta2 B2]]
+    """
+
+
+@export_group.command(_DEFAULT, hidden=True)
+@click.argument("run_id")
+@click.option("--epoch", type=click.IntRange(min=1), help="Epoch to export (default: final).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["comfyui", "diffusers", "musubi"]),
+    default="comfyui",
+    show_default=True,
+    help="Key layout to write.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="File (or folder) to write (default: runs/<id>/export/).",
+)
+@click.pass_obj
+def export_command(
+    state: AppState, run_id: str, epoch: int | None, fmt: str, out: Path | None
+) -> None:
+    """Convert, verify against the base model's module names, then write."""
+    from kura.export.exporting import export_run
+
+    doc = export_run(state.workspace(), run_id, epoch=epoch, fmt=fmt, out=out)
+    state.out.result(doc, _render_export)
+
+
+@export_group.command("merge-ema")
+@click.argument("run_id")
+@click.option("--beta", type=float, default=0.95, show_default=True, help="EMA decay.")
+@click.option("--beta2", type=float, help="Decay at the last merge (linear from --beta).")
+@click.pass_obj
+def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
+    """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
+    from kura.export.ema import merge_ema
+
+    state.out.result(merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2), _render_ema)
+
+
+def _render_export(console: Console, doc: dict[str, Any]) -> None:
+    action = "copied (already loads as is)" if doc["copied"] else f"converted ({doc['mode']})"
+    epoch = f"epoch {doc['epoch']}" if doc["epoch"] is not None else "final"
+    console.print(f"Run [bold]{doc['run']}[/] {epoch} → {doc['format']}: {action}")
+    console.print(f"wrote {doc['out']} ({doc['keys']} tensors, {doc['modules']} modules)")
+    console.print(f"[dim]verified against {doc['verified_against']}; {doc['why']}[/]")
+
+
+def _render_ema(console: Console, doc: dict[str, Any]) -> None:
+    console.print(
+        f"Run [bold]{doc['run']}[/]: EMA of {len(doc['inputs'])} checkpoints "
+        f"({', '.join(doc['labels'])}), beta {doc['beta']} → {doc['beta2']}"
+    )
+    console.print(f"wrote {doc['out']}")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(export_group)
