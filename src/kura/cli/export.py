@@ -24,7 +24,15 @@ class _ExportGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group("export", cls=_ExportGroup)
+class _DefaultCommand(click.Command):
+    """The hidden default command, whose usage reads `kura export RUN_ID …`."""
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        parent = ctx.parent.command_path if ctx.parent is not None else "export"
+        formatter.write_usage(parent, " ".join(self.collect_usage_pieces(ctx)))
+
+
+@click.group("export", cls=_ExportGroup, subcommand_metavar="RUN [OPTIONS] | merge-ema RUN")
 def export_group() -> None:
     """Export a run's LoRA for ComfyUI or diffusers; merge epochs with post-hoc EMA.
 
@@ -34,7 +42,7 @@ def export_group() -> None:
     """
 
 
-@export_group.command(_DEFAULT, hidden=True)
+@export_group.command(_DEFAULT, cls=_DefaultCommand, hidden=True)
 @click.argument("run_id")
 @click.option("--epoch", type=click.IntRange(min=1), help="Epoch to export (default: final).")
 @click.option(

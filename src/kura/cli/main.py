@@ -55,9 +55,19 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
 
 def _register() -> None:
-    from kura.cli import dataset, demo, doctor, knowledge, model, planning, run, workspace
+    from kura.cli import (
+        dataset,
+        demo,
+        doctor,
+        export,
+        knowledge,
+        model,
+        planning,
+        run,
+        workspace,
+    )
 
-    for module in (workspace, dataset, model, run, planning, knowledge, doctor, demo):
+    for module in (workspace, dataset, model, run, planning, knowledge, export, doctor, demo):
         module.register(cli)
 
 

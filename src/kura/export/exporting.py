@@ -1,0 +1,164 @@
+"""``kura export RUN``: one of a run's LoRA files, in the layout its target loads.
+
+The source is converted (or copied, where Musubi's layout already loads), the result is
+verified against the base model's real module names — every key maps, shapes agree — and
+only then written, atomically. Metadata is kept and extended with the run's bundle,
+trigger word and recipe; ``sshs_*`` hashes are dropped when the tensors changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kura.errors import CheckFailed, UsageError
+from kura.export.formats import FORMATS
+from kura.workspace import Workspace
+
+__all__ = ["export_metadata", "export_run"]
+
+HASH_KEYS = ("sshs_model_hash", "sshs_legacy_hash")
+
+
+def export_run(
+    workspace: Workspace,
+    run_id: str,
+    *,
+    epoch: int | None = None,
+    fmt: str = "comfyui",
+    out: Path | None = None,
+) -> dict[str, Any]:
+    """Export one LoRA file of ``run_id``; return the ``lora-export`` result document."""
+    from kura.export.convert import convert_lora
+    from kura.export.layout import base_modules
+    from kura.export.runfiles import base_shapes, choose_source, trigger_words
+    from kura.export.tensorio import read_tensors, serialize
+    from kura.export.verify import target_layout, verify_lora
+    from kura.fsutil import atomic_write_bytes
+    from kura.models.bundles import get_bundle
+    from kura.runs.store import load_run
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}", hint=f"choose {', '.join(FORMATS)}")
+    spec, _ = load_run(workspace, run_id)
+    bundle = get_bundle(spec.model.base)
+    architecture = bundle.architecture
+    source = choose_source(workspace, run_id, epoch, spec.training.epochs)
+    base = base_shapes(workspace, run_id, bundle.id)
+    modules = base_modules(base.shapes, architecture)
+    style, layout = target_layout(architecture, fmt, modules)
+    tensors, metadata = read_tensors(source.path)
+    conversion = convert_lora(tensors, architecture, fmt, modules)
+    report = verify_lora(conversion.tensors, style, layout)
+    if not report.ok:
+        problems = report.unmapped + report.mismatches
+        error = CheckFailed(
+            f"the exported LoRA does not fit {bundle.id} ({base.source}): "
+            + "; ".join(problems[:6])
+            + (f" (+{len(problems) - 6} more)" if len(problems) > 6 else ""),
+            hint="nothing was written; check that the run's base bundle is the model trained",
+        )
+        error.unmapped = report.unmapped  # type: ignore[attr-defined]
+        raise error
+    epoch_number = source.number if source.kind != "step" else None
+    datasets = [d.name for d in spec.datasets]
+    new_metadata = export_metadata(
+        metadata,
+        run_id=run_id,
+        bundle_id=bundle.id,
+        architecture=architecture,
+        fmt=fmt,
+        source=source.path.name,
+        epoch=epoch_number,
+        triggers=trigger_words(workspace, datasets),
+        recipe=_recipe(spec, datasets),
+        copied=conversion.copied,
+    )
+    target = _out_path(workspace, run_id, source.path.stem, fmt, out)
+    if target.resolve() == source.path.resolve():
+        raise UsageError(
+            f"--out {target} is the source file itself", hint="name another file to write"
+        )
+    atomic_write_bytes(target, serialize(conversion.tensors, new_metadata))
+    return {
+        "kind": "lora-export",
+        "run": run_id,
+        "epoch": epoch_number,
+        "step": source.number if source.kind == "step" else None,
+        "format": fmt,
+        "architecture": architecture,
+        "source": str(source.path),
+        "out": str(target),
+        "copied": conversion.copied,
+        "mode": conversion.mode,
+        "why": conversion.source,
+        "verified_against": base.source,
+        "keys": report.keys,
+        "modules": report.modules,
+        "unmapped": report.unmapped,
+        "metadata": new_metadata,
+    }
+
+
+def export_metadata(
+    metadata: dict[str, str],
+    *,
+    run_id: str,
+    bundle_id: str,
+    architecture: str,
+    fmt: str,
+    source: str,
+    epoch: int | None,
+    triggers: list[str],
+    recipe: dict[str, Any],
+    copied: bool,
+) -> dict[str, str]:
+    """The source's metadata plus Kura's keys (all strings, as safetensors requires)."""
+    out = dict(metadata)
+    if not copied:
+        for key in HASH_KEYS:
+            out.pop(key, None)
+    out.update(
+        {
+            "kura.run_id": run_id,
+            "kura.base_bundle": bundle_id,
+            "kura.architecture": architecture,
+            "kura.export_format": fmt,
+            "kura.export_source": source,
+            "kura.recipe": json.dumps(recipe, sort_keys=True),
+        }
+    )
+    if epoch is not None:
+        out["kura.epoch"] = str(epoch)
+    if triggers:
+        out["modelspec.trigger_phrase"] = ", ".join(triggers)
+        out["kura.trigger_words"] = json.dumps(triggers)
+    out.setdefault("modelspec.title", run_id)
+    return out
+
+
+def _recipe(spec: Any, datasets: list[str]) -> dict[str, Any]:
+    training = spec.training
+    return {
+        "task": spec.task,
+        "base": spec.model.base,
+        "datasets": datasets,
+        "rank": training.network.rank,
+        "alpha": training.network.alpha,
+        "learning_rate": training.learning_rate,
+        "optimizer": training.optimizer,
+        "scheduler": training.scheduler,
+        "epochs": training.epochs,
+        "max_steps": training.max_steps,
+        "effective_batch": training.effective_batch,
+        "seed": training.seed,
+    }
+
+
+def _out_path(workspace: Workspace, run_id: str, stem: str, fmt: str, out: Path | None) -> Path:
+    name = f"{stem}-{fmt}.safetensors"
+    if out is None:
+        return workspace.run_dir(run_id) / "export" / name
+    out = Path(out)
+    return out / name if out.is_dir() else out
