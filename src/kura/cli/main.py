@@ -64,10 +64,12 @@ def _register() -> None:
         model,
         planning,
         run,
+        serve,
         workspace,
     )
 
-    for module in (workspace, dataset, model, run, planning, knowledge, export, doctor, demo):
+    modules = (workspace, dataset, model, run, planning, knowledge, export, serve, doctor, demo)
+    for module in modules:
         module.register(cli)
 
 

@@ -1,0 +1,123 @@
+"""Line charts as inline SVG, drawn on the server from TensorBoard scalar series.
+
+No script and no external asset: the markup is plain SVG with CSS classes (the site's
+stylesheet colours them), a ``<title>`` for screen readers, and every text escaped.
+Series longer than :data:`MAX_POINTS` are thinned to the mean of equal step buckets, so a
+long run still draws quickly; the last point is always kept.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+__all__ = ["MAX_POINTS", "line_chart", "loss_series", "lr_series"]
+
+MAX_POINTS = 400
+WIDTH, HEIGHT = 640, 240
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 32, 40
+
+Series = list[tuple[int, float]]
+
+
+def loss_series(scalars: dict[str, Series]) -> dict[str, Series]:
+    """Musubi's raw step loss and its running average, when present."""
+    return {tag: scalars[tag] for tag in ("loss/current", "loss/average") if scalars.get(tag)}
+
+
+def lr_series(scalars: dict[str, Series]) -> dict[str, Series]:
+    """Every learning-rate tag Musubi logged (``lr/unet``, ``lr/group0`` …)."""
+    return {tag: points for tag, points in sorted(scalars.items()) if tag.startswith("lr/")}
+
+
+def _thin(points: Series) -> Series:
+    finite = [(step, value) for step, value in points if math.isfinite(value)]
+    if len(finite) <= MAX_POINTS:
+        return finite
+    size = math.ceil(len(finite) / MAX_POINTS)
+    out: Series = []
+    for start in range(0, len(finite), size):
+        bucket = finite[start : start + size]
+        out.append((bucket[-1][0], sum(v for _, v in bucket) / len(bucket)))
+    out[-1] = finite[-1]
+    return out
+
+
+def _ticks(low: float, high: float, count: int = 4) -> list[float]:
+    if high == low:
+        return [low]
+    return [low + (high - low) * i / count for i in range(count + 1)]
+
+
+def _number(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) < 1e-3 or abs(value) >= 1e5:
+        return f"{value:.2e}"
+    return f"{value:.4g}"
+
+
+def line_chart(series: dict[str, Series], *, title: str, empty: str) -> str:
+    """An SVG chart of each series (step on x, value on y), or a paragraph saying ``empty``."""
+    drawn = {name: _thin(points) for name, points in series.items()}
+    drawn = {name: points for name, points in drawn.items() if points}
+    if not drawn:
+        return f'<p class="empty">{escape(empty)}</p>'
+    steps = [step for points in drawn.values() for step, _ in points]
+    values = [value for points in drawn.values() for _, value in points]
+    x_low, x_high = min(steps), max(steps)
+    y_low, y_high = min(values), max(values)
+    if y_low == y_high:
+        pad = abs(y_low) * 0.1 or 1.0
+        y_low, y_high = y_low - pad, y_high + pad
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(step: int) -> float:
+        return LEFT + (plot_w * (step - x_low) / (x_high - x_low) if x_high > x_low else plot_w)
+
+    def y(value: float) -> float:
+        return TOP + plot_h * (1 - (value - y_low) / (y_high - y_low))
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+        f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>',
+    ]
+    for tick in _ticks(y_low, y_high):
+        ty = y(tick)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
+        )
+        parts.append(
+            f'<text class="tick" x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
+            f"{escape(_number(tick))}</text>"
+        )
+    for tick in sorted({round(t) for t in _ticks(x_low, x_high)}):
+        tx = x(tick)
+        parts.append(
+            f'<text class="tick" x="{tx:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
+            f"{tick}</text>"
+        )
+    parts.append(
+        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" '
+        'text-anchor="middle">step</text>'
+    )
+    for index, (name, points) in enumerate(drawn.items()):
+        coords = " ".join(f"{x(step):.1f},{y(value):.1f}" for step, value in points)
+        parts.append(f'<polyline class="series series-{index % 4}" points="{coords}"/>')
+        if len(points) == 1:
+            cx, cy = x(points[0][0]), y(points[0][1])
+            parts.append(
+                f'<circle class="series-dot series-{index % 4}" cx="{cx:.1f}" cy="{cy:.1f}" r="3"/>'
+            )
+        legend_x = LEFT + 8 + 150 * index
+        parts.append(
+            f'<rect class="swatch series-{index % 4}" x="{legend_x}" y="{TOP - 18}" '
+            'width="12" height="4"/>'
+        )
+        parts.append(
+            f'<text class="legend" x="{legend_x + 16}" y="{TOP - 12}">{escape(name)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,103 @@
+"""The site's guards, free of any web framework: binding, tokens, CSRF and safe file paths.
+
+* A loopback bind needs no token; any other bind refuses to start without one.
+* Tokens and CSRF values are compared in constant time.
+* A path from a request is relative, has no ``..``, hidden or empty parts, and resolves
+  (symlinks followed) to an existing file strictly inside the workspace.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+from pathlib import Path, PurePosixPath
+
+from kura.errors import NotFound, UsageError
+
+__all__ = [
+    "LOOPBACK_NAMES",
+    "MEDIA_TYPES",
+    "check_bind",
+    "is_loopback",
+    "resolve_media",
+    "same_secret",
+    "token_from_environment",
+]
+
+TOKEN_ENV = "KURA_WEB_TOKEN"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+MEDIA_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+}
+MIN_TOKEN_LENGTH = 16
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    name = host.strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def token_from_environment() -> str | None:
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a non-loopback bind without a token, and a token too short to be a secret."""
+    if token is not None and len(token) < MIN_TOKEN_LENGTH:
+        raise UsageError(
+            f"the web token is {len(token)} characters; at least {MIN_TOKEN_LENGTH} are needed",
+            hint='generate one with `python -c "import secrets; print(secrets.token_urlsafe())"`',
+        )
+    if not is_loopback(host) and not token:
+        raise UsageError(
+            f"--host {host} is reachable from other machines and no token is set",
+            hint=f"pass --token TOKEN or set {TOKEN_ENV}; open the page once with ?token=TOKEN",
+        )
+
+
+def same_secret(given: str | None, expected: str) -> bool:
+    """Constant-time comparison; a missing value never matches."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def resolve_media(root: Path, relative: str) -> Path:
+    """The media file ``relative`` names inside ``root``; anything else is :class:`NotFound`.
+
+    The same refusal covers every escape attempt (``..``, absolute paths, backslashes, hidden
+    parts, a symlink pointing out), so a probe learns nothing about files outside.
+    """
+    refused = NotFound(f"no media file {relative!r} in the workspace")
+    if not relative or "\x00" in relative or "\\" in relative:
+        raise refused
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or relative.startswith("/"):
+        raise refused
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+        raise refused
+    suffix = pure.suffix.lower()
+    if suffix not in MEDIA_TYPES:
+        raise refused
+    base = root.resolve()
+    try:
+        target = (base / pure).resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise refused from None
+    if not target.is_relative_to(base) or not target.is_file():
+        raise refused
+    return target

@@ -1,0 +1,195 @@
+"""What each page shows, gathered from Kura's library functions and formatted once.
+
+The live-progress JSON and the first render of the run page share :func:`live_view`, so
+the page reads the same before and after its first poll.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kura.errors import KuraError, NotFound
+from kura.execution.state import TERMINAL
+from kura.execution.tensorboard import read_scalars
+from kura.knowledge.baselines import card_path
+from kura.knowledge.cards import parse_card, read_card
+from kura.knowledge.draft import preferences_path
+from kura.knowledge.regrets import read_regrets, regrets_path
+from kura.runs.following import list_runs, run_status, tail_logs
+from kura.web.charts import line_chart, loss_series, lr_series
+from kura.web.markdown import render_markdown
+from kura.workspace import Workspace
+
+__all__ = [
+    "display_progress",
+    "json_safe",
+    "knowledge_view",
+    "live_view",
+    "run_entry",
+    "run_file_html",
+]
+
+LOG_LINES = 80
+
+
+def json_safe(value: Any) -> Any:
+    """The document with NaN and infinities spelled as strings (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+def _loss(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.4f}" if math.isfinite(value) else str(value)
+
+
+def _of(done: int | None, total: int | None) -> str:
+    if done is None:
+        return "–"
+    return f"{done} / {total}" if total else str(done)
+
+
+def _next_step(diagnosis: dict[str, Any]) -> str:
+    action = diagnosis.get("next") or {}
+    if not isinstance(action, dict):
+        return str(action)
+    return ", ".join(f"{key} {value}" for key, value in action.items() if value is not None)
+
+
+def display_progress(status: dict[str, Any]) -> dict[str, Any]:
+    """The strings the progress panel shows, from a ``run-status`` document."""
+    state = status.get("state")
+    progress = status.get("progress") or {}
+    if state is None:
+        return {
+            "status": "not launched",
+            "terminal": False,
+            "attempt": "–",
+            "current_step": "–",
+            "step": "–",
+            "fraction": None,
+            "epoch": "–",
+            "loss_ema": "–",
+            "loss": "–",
+            "speed": "–",
+            "eta": "–",
+            "message": "",
+            "diagnosis": None,
+        }
+    speed = progress.get("seconds_per_step")
+    diagnosis = state.get("diagnosis")
+    return {
+        "status": state["status"],
+        "terminal": state["status"] in TERMINAL,
+        "attempt": str(state.get("attempt")),
+        "current_step": state.get("current_step") or "–",
+        "step": _of(progress.get("step"), progress.get("total")),
+        "fraction": progress.get("fraction"),
+        "epoch": _of(progress.get("epoch"), progress.get("epochs")),
+        "loss_ema": _loss(progress.get("loss_ema")),
+        "loss": _loss(progress.get("loss")),
+        "speed": f"{speed:.2f} s/step" if speed is not None else "–",
+        "eta": _duration(progress.get("eta_seconds")),
+        "message": state.get("message") or "",
+        "diagnosis": (
+            {
+                "code": diagnosis.get("code", ""),
+                "message": diagnosis.get("message", ""),
+                "next": _next_step(diagnosis),
+            }
+            if diagnosis
+            else None
+        ),
+    }
+
+
+def _log_text(workspace: Workspace, run_id: str, launched: bool) -> str:
+    if not launched:
+        return ""
+    return str(tail_logs(workspace, run_id, step=None, lines=LOG_LINES)["text"])
+
+
+def live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """Status, formatted progress, the log tail and both charts of one run."""
+    status = run_status(workspace, run_id)
+    scalars = read_scalars(workspace.run_dir(run_id) / "logs")
+    return {
+        **status,
+        "display": display_progress(status),
+        "log": _log_text(workspace, run_id, status["state"] is not None),
+        "charts": {
+            "loss": line_chart(
+                loss_series(scalars), title="Training loss by step", empty="No loss logged yet."
+            ),
+            "lr": line_chart(
+                lr_series(scalars),
+                title="Learning rate by step",
+                empty="No learning rate logged yet.",
+            ),
+        },
+    }
+
+
+def run_entry(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """The run's row of ``kura run list``."""
+    for entry in list_runs(workspace)["runs"]:
+        if entry["id"] == run_id:
+            return dict(entry)
+    raise NotFound(f"no run {run_id!r} in {workspace.root}")
+
+
+def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:
+    """A run's Markdown file (``plan.md``, ``notes.md``) as HTML; None when absent."""
+    path = workspace.run_dir(run_id) / name
+    if not path.is_file():
+        return None
+    return render_markdown(path.read_text(encoding="utf-8"))
+
+
+def knowledge_view(workspace: Workspace) -> dict[str, Any]:
+    """Every card in ``knowledge/`` with its entries and problems, and the regrets."""
+    skip = {regrets_path(workspace).name, preferences_path(workspace).name}
+    cards = []
+    folder = workspace.knowledge_dir
+    paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    names = [path.stem for path in paths if path.name not in skip]
+    for architecture in names:
+        path = card_path(workspace, architecture)
+        try:
+            entries, problems = parse_card(read_card(path))
+        except KuraError as error:
+            cards.append({"architecture": architecture, "error": error.message, "sections": {}})
+            continue
+        sections: dict[str, list[dict[str, Any]]] = {}
+        for entry in entries:
+            sections.setdefault(entry.section, []).append(entry.to_dict())
+        cards.append(
+            {
+                "architecture": architecture,
+                "path": workspace.relative(path),
+                "sections": sections,
+                "problems": problems,
+                "error": None,
+            }
+        )
+    return {"cards": cards, "regrets": [r.to_dict() for r in read_regrets(workspace)]}

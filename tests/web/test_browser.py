@@ -1,0 +1,177 @@
+"""The site in a real browser (Playwright driving Debian's chromium) over a live server.
+
+Skipped only when ``/usr/bin/chromium`` or the ``playwright`` package is missing. With
+``KURA_SCREENSHOTS=1`` the tests also write the README's screenshots to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kura.runs.following import cancel
+from tests.web.server import running_server
+from tests.web.workspace_builder import WebWorkspace, launch_slow_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+pytestmark = pytest.mark.slow
+
+if not CHROMIUM.exists():
+    pytest.skip("no /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+
+@pytest.fixture(scope="module")
+def live_run(web: WebWorkspace) -> Iterator[str]:
+    run_id = launch_slow_run(web)
+    try:
+        yield run_id
+    finally:
+        cancel(web.workspace, run_id)
+
+
+@pytest.fixture(scope="module")
+def base_url(web: WebWorkspace) -> Iterator[str]:
+    with running_server(web.workspace) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    opened.on(
+        "response",
+        lambda response: (
+            errors.append(f"{response.status} {response.url}") if response.status >= 400 else None
+        ),
+    )
+    yield opened
+    context.close()
+    assert errors == [], errors
+
+
+def shoot(page: Any, name: str, *, height: int | None = None) -> None:
+    """Write docs/screenshots/<name> when KURA_SCREENSHOTS=1: the whole page, or its top."""
+    if os.environ.get("KURA_SCREENSHOTS") != "1":
+        return
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    clip = {"x": 0, "y": 0, "width": 1280, "height": height} if height else None
+    page.screenshot(path=str(SCREENSHOTS / name), full_page=True, clip=clip)
+
+
+def test_run_list_links_to_each_run(page: Any, base_url: str, web: WebWorkspace) -> None:
+    page.goto(base_url + "/")
+    table = page.get_by_role("table")
+    sync_api.expect(table.get_by_role("link", name=web.finished)).to_be_visible()
+    sync_api.expect(table.get_by_role("link", name=web.drafted)).to_be_visible()
+    sync_api.expect(table).to_contain_text("succeeded")
+    shoot(page, "runs.png")
+    table.get_by_role("link", name=web.finished).click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(f"Run {web.finished}")
+
+
+def test_progress_updates_live_without_a_reload(
+    page: Any, base_url: str, web: WebWorkspace, live_run: str
+) -> None:
+    page.goto(f"{base_url}/runs/{live_run}")
+    page.evaluate("window.__sameDocument = true")
+    step = page.locator('[data-field="step"]')
+    sync_api.expect(step).to_have_text(re.compile(r"^\d+ / \d+$"), timeout=20_000)
+    first = step.text_content()
+    sync_api.expect(step).not_to_have_text(first, timeout=20_000)
+    sync_api.expect(page.locator('[data-field="status"]')).to_have_text("training")
+    sync_api.expect(page.locator('[data-chart="loss"] svg polyline').first).to_be_visible()
+    sync_api.expect(page.locator('[data-field="log"]')).to_contain_text("steps:")
+    assert page.evaluate("window.__sameDocument") is True
+    page.wait_for_timeout(2500)  # one more poll, so the charts hold a few more points
+    shoot(page, "run.png", height=1500)
+    cancel(web.workspace, live_run)
+    sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled", timeout=20_000)
+    assert page.evaluate("window.__sameDocument") is True
+
+
+def test_gallery_compares_two_epochs_side_by_side(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    page.goto(f"{base_url}/runs/{web.finished}/samples")
+    gallery = page.get_by_role("table")
+    sync_api.expect(gallery.locator("img")).to_have_count(4)
+    _expect_images_loaded(page)
+    shoot(page, "samples.png")
+    page.get_by_label("Compare").select_option(label="epoch 1")
+    page.get_by_label("with").select_option(label="epoch 2")
+    page.get_by_role("button", name="Compare side by side").click()
+    page.wait_for_url(re.compile(r"/compare\?a=.*%3Ae1&b=.*%3Ae2$"))
+    rows = page.locator("table.compare tbody tr")
+    sync_api.expect(rows).to_have_count(2)
+    first = rows.nth(0).locator("img")
+    sync_api.expect(first).to_have_count(2)
+    assert "_e000001_00_" in (first.nth(0).get_attribute("src") or "")
+    assert "_e000002_00_" in (first.nth(1).get_attribute("src") or "")
+    sync_api.expect(rows.nth(0)).to_contain_text("seed 42")
+    _expect_images_loaded(page)
+    shoot(page, "compare.png")
+
+
+def test_a_rating_sent_from_the_browser_lands_in_notes_md(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    notes = web.workspace.run_dir(web.finished) / "notes.md"
+    before = notes.read_text() if notes.exists() else ""
+    page.goto(f"{base_url}/runs/{web.finished}")
+    page.get_by_label("Rating", exact=True).select_option("5")
+    page.get_by_label("Notes", exact=True).fill("crisp at epoch 2\nkeep this recipe")
+    page.get_by_role("button", name="Record in notes.md").click()
+    page.wait_for_url(re.compile(rf"/runs/{web.finished}#notes$"))
+    text = notes.read_text()
+    assert text.startswith(before.rstrip("\n"))
+    assert "- rating: 5/5" in text
+    assert "  > crisp at epoch 2\n  > keep this recipe\n" in text
+    sync_api.expect(page.locator("article.notes")).to_contain_text("rating: 5/5")
+
+
+def test_knowledge_page_shows_cards_and_regrets(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    page.goto(base_url + "/knowledge")
+    sync_api.expect(page.get_by_role("heading", name="flux2", exact=True)).to_be_visible()
+    sync_api.expect(page.get_by_text("check skin texture at epoch 4")).to_be_visible()
+    shoot(page, "knowledge.png")
+
+
+def _expect_images_loaded(page: Any) -> None:
+    page.wait_for_function(
+        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
+        timeout=10_000,
+    )

@@ -1,0 +1,205 @@
+"""The guards: loopback-only without a token, the token on every request, CSRF and origin
+on the one POST, and no request path reaching outside the workspace."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from kura.cli.main import main
+from kura.errors import NotFound, UsageError
+from kura.web.app import COOKIE_NAME
+from kura.web.security import check_bind, is_loopback, resolve_media
+from tests.web.helpers import client, csrf_of
+from tests.web.workspace_builder import WebWorkspace
+
+TOKEN = "a-long-enough-test-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("outside")
+    (folder / "secret.png").write_bytes(b"\x89PNG outside the workspace")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/files/../../etc/passwd",
+        "/files/%2e%2e/%2e%2e/etc/passwd",
+        "/files/runs/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        "/files/%2Fetc%2Fpasswd",
+        "/files//etc/passwd",
+        "/files/runs/..%2F..%2F..%2Fetc%2Fpasswd",
+        "/files/runs%5C..%5C..%5Cetc%5Cpasswd",
+        "/files/kura.toml",
+        "/files/.kura/lock",
+        "/files/runs/x/%00.png",
+    ],
+)
+def test_paths_outside_the_workspace_or_not_media_are_refused(web: WebWorkspace, path: str) -> None:
+    answer = client(web.workspace).get(path)
+    assert answer.status_code in (400, 404)
+    assert "root:" not in answer.text
+
+
+def test_a_symlink_pointing_out_is_refused(web: WebWorkspace, outside: Path) -> None:
+    link = web.workspace.run_dir(web.finished) / "output" / "sample" / "escape.png"
+    link.symlink_to(outside / "secret.png")
+    folder_link = web.workspace.runs_dir / "elsewhere"
+    folder_link.symlink_to(outside, target_is_directory=True)
+    try:
+        site = client(web.workspace)
+        assert site.get(f"/files/runs/{web.finished}/output/sample/escape.png").status_code == 404
+        assert site.get("/files/runs/elsewhere/secret.png").status_code == 404
+        with pytest.raises(NotFound):
+            resolve_media(web.workspace.root, f"runs/{web.finished}/output/sample/escape.png")
+    finally:
+        link.unlink()
+        folder_link.unlink()
+
+
+def test_absolute_and_parent_paths_are_refused_by_the_resolver(
+    web: WebWorkspace, outside: Path
+) -> None:
+    for relative in (str(outside / "secret.png"), "../outside/secret.png", "runs/../kura.toml"):
+        with pytest.raises(NotFound):
+            resolve_media(web.workspace.root, relative)
+
+
+def test_loopback_names() -> None:
+    assert all(map(is_loopback, ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "192.168.1.4", "::", "example.org"]))
+
+
+def test_a_non_loopback_bind_without_a_token_is_refused() -> None:
+    with pytest.raises(UsageError, match="no token is set"):
+        check_bind("0.0.0.0", None)
+    with pytest.raises(UsageError, match="at least 16"):
+        check_bind("0.0.0.0", "short")
+    check_bind("0.0.0.0", TOKEN)
+    check_bind("127.0.0.1", None)
+
+
+def test_kura_serve_refuses_a_public_host_without_a_token(
+    web: WebWorkspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kura.cli import main as main_module
+    from kura.cli import serve
+
+    original = main_module._register
+
+    def register_with_serve() -> None:
+        original()
+        serve.register(main_module.cli)
+
+    monkeypatch.setattr(main_module, "_register", register_with_serve)
+    monkeypatch.delenv("KURA_WEB_TOKEN", raising=False)
+    code = main(["--json", "-w", str(web.workspace.root), "serve", "--host", "0.0.0.0"])
+    assert code == UsageError.exit_code
+    assert '"type": "usage-error"' in capsys.readouterr().out
+
+
+def test_kura_serve_refuses_a_port_in_use(
+    web: WebWorkspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kura.cli import main as main_module
+    from kura.cli import serve
+
+    original = main_module._register
+    monkeypatch.setattr(
+        main_module, "_register", lambda: (original(), serve.register(main_module.cli))
+    )
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["--json", "-w", str(web.workspace.root), "serve", "--port", str(port)])
+    assert code == UsageError.exit_code
+    assert "cannot listen" in capsys.readouterr().out
+
+
+def test_without_a_token_only_loopback_host_headers_are_served(web: WebWorkspace) -> None:
+    assert client(web.workspace, base_url="http://localhost:8765").get("/").status_code == 200
+    rebound = client(web.workspace, base_url="http://attacker.example:8765").get("/")
+    assert rebound.status_code == 400
+
+
+def test_with_a_token_every_request_needs_it(web: WebWorkspace) -> None:
+    site = client(web.workspace, token=TOKEN, base_url="http://192.168.1.4:8765")
+    name = next((web.workspace.run_dir(web.finished) / "output" / "sample").iterdir()).name
+    for path in (
+        "/",
+        f"/runs/{web.finished}",
+        f"/api/runs/{web.finished}/status",
+        "/knowledge",
+        "/static/kura.css",
+        f"/files/runs/{web.finished}/output/sample/{name}",
+    ):
+        assert site.get(path).status_code == 401, path
+    assert (
+        site.get("/", headers={"Authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+    )
+    assert site.get("/?token=wrong-token-0123456789").status_code == 401
+    assert site.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_a_token_login_sets_a_cookie_and_drops_the_token_from_the_url(
+    web: WebWorkspace,
+) -> None:
+    site = client(web.workspace, token=TOKEN, base_url="http://192.168.1.4:8765")
+    login = site.get(f"/runs/{web.finished}?token={TOKEN}", follow_redirects=False)
+    assert login.status_code == 303
+    assert login.headers["location"] == f"/runs/{web.finished}"
+    cookie = login.headers["set-cookie"]
+    assert f"{COOKIE_NAME}=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert site.get(f"/runs/{web.finished}").status_code == 200  # the cookie now
+    assert site.get("/static/kura.css").status_code == 200
+
+
+def test_posts_need_the_csrf_token_and_the_same_origin(web: WebWorkspace) -> None:
+    site = client(web.workspace)
+    notes = web.workspace.run_dir(web.drafted) / "notes.md"
+    url = f"/runs/{web.drafted}/evaluate"
+    assert site.post(url, data={"rating": "3"}).status_code == 403
+    assert site.post(url, data={"rating": "3", "csrf": "forged"}).status_code == 403
+    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:9999"):
+        cross = site.post(url, data={"rating": "3", "csrf": token}, headers={"Origin": origin})
+        assert cross.status_code == 403, origin
+    assert not notes.exists()
+    same = site.post(
+        url,
+        data={"rating": "3", "csrf": token},
+        headers={"Origin": "http://127.0.0.1"},
+        follow_redirects=False,
+    )
+    assert same.status_code == 303
+    assert "- rating: 3/5" in notes.read_text()
+    notes.unlink()
+
+
+def test_pages_carry_a_strict_content_security_policy(web: WebWorkspace) -> None:
+    answer = client(web.workspace).get("/")
+    policy = answer.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["referrer-policy"] == "same-origin"
+
+
+def test_kura_help_does_not_import_the_web_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from kura.cli.main import main, cli; from kura.cli import serve; "
+        "serve.register(cli); main(['--help']); main(['serve', '--help']); "
+        "print([m for m in ('fastapi', 'starlette', 'uvicorn', 'jinja2') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().endswith("[]")
