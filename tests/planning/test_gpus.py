@@ -81,3 +81,10 @@ def test_module_prints_the_doc() -> None:
     )
     assert done.stdout == render_markdown()
     assert "Warning" not in done.stderr
+
+
+def test_skypilot_names_belong_to_catalog_classes() -> None:
+    from kura.planning.gpus import GPU_CLASSES, SKYPILOT_ACCELERATORS
+
+    assert set(SKYPILOT_ACCELERATORS) <= set(GPU_CLASSES)
+    assert SKYPILOT_ACCELERATORS["a100-80gb"] == "A100-80GB"

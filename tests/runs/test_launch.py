@@ -140,3 +140,12 @@ def test_past_runs_feed_the_next_plan(host_ws: Workspace) -> None:
     assert report["fits"] is False
     plan = (host_ws.run_dir(second) / "plan.md").read_text()
     assert f"- run {first}: failed (cuda_oom)" in plan
+
+
+def test_skypilot_needs_a_gpu_class_it_can_name(host_ws: Workspace) -> None:
+    from kura.errors import UsageError
+    from kura.runs.launching import _sky_accelerator
+
+    assert _sky_accelerator("h100-sxm") == "H100"
+    with pytest.raises(UsageError, match="no SkyPilot accelerator name"):
+        _sky_accelerator("rtx-4090")

@@ -25,6 +25,7 @@ from kura.errors import NotFound
 
 __all__ = [
     "GPU_CLASSES",
+    "SKYPILOT_ACCELERATORS",
     "CloudOffer",
     "GpuClass",
     "get_gpu_class",
@@ -85,6 +86,24 @@ def _runpod(type_id: str, price: float | None = None, seen: str | None = None) -
 
 def _catalog(*classes: GpuClass) -> Mapping[str, GpuClass]:
     return MappingProxyType({gpu.id: gpu for gpu in classes})
+
+
+SKYPILOT_ACCELERATORS: Mapping[str, str] = MappingProxyType(
+    {
+        "a10g": "A10G",
+        "a100-40gb": "A100",
+        "a100-80gb": "A100-80GB",
+        "h100-pcie": "H100",
+        "h100-sxm": "H100",
+        "h200": "H200",
+        "l4": "L4",
+        "l40s": "L40S",
+        "a40": "A40",
+        "rtx-a4000": "A4000",
+        "rtx-a6000": "A6000",
+    }
+)
+"""GPU class → SkyPilot accelerator name (source: SkyPilot docs, `sky show-gpus -a`, stable)."""
 
 
 GPU_CLASSES: Mapping[str, GpuClass] = _catalog(

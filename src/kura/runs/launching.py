@@ -129,7 +129,7 @@ def launch_run(
     )
     options: dict[str, Any] = {}
     if spec.execution.executor == "skypilot":
-        options["accelerator"] = spec.execution.gpu_class or ""
+        options["accelerator"] = _sky_accelerator(spec.execution.gpu_class)
     state = launch(
         launch_spec,
         foreground=not detach,
@@ -139,6 +139,19 @@ def launch_run(
     from dataclasses import asdict
 
     return {"kind": "run-launch", "run": run_id, "detached": detach, "state": asdict(state)}
+
+
+def _sky_accelerator(gpu_class: str | None) -> str:
+    from kura.planning.gpus import SKYPILOT_ACCELERATORS
+
+    if gpu_class not in SKYPILOT_ACCELERATORS:
+        raise UsageError(
+            f"execution.gpu_class {gpu_class!r} has no SkyPilot accelerator name",
+            hint="set execution.gpu_class to one of "
+            + ", ".join(sorted(SKYPILOT_ACCELERATORS))
+            + " (then plan and approve again)",
+        )
+    return SKYPILOT_ACCELERATORS[gpu_class]
 
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
