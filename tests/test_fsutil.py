@@ -31,3 +31,14 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(
         atomic_write_bytes(target, b"new")
     assert target.read_text() == "precious"
     assert os.listdir(tmp_path) == ["file.txt"]
+
+
+def test_write_if_changed_keeps_an_identical_file_untouched(tmp_path: Path) -> None:
+    from kura.fsutil import write_text_if_changed
+
+    target = tmp_path / "lock.json"
+    assert write_text_if_changed(target, "{}\n") is True
+    before = target.stat().st_mtime_ns
+    assert write_text_if_changed(target, "{}\n") is False
+    assert target.stat().st_mtime_ns == before
+    assert write_text_if_changed(target, "{ }\n") is True

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "write_text_if_changed"]
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -35,6 +35,18 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
     """Replace ``path`` with UTF-8 ``text`` atomically."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def write_text_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` atomically unless the file already holds exactly it; say whether it
+    wrote. Deterministic outputs (locks, compiled files) then keep their mtimes."""
+    try:
+        if Path(path).read_text(encoding="utf-8") == text:
+            return False
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, text)
+    return True
 
 
 def _fsync_dir(folder: Path) -> None:

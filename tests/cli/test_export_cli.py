@@ -11,43 +11,20 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from PIL import Image
+from tests.builders import character_workspace
 from tests.export.lorafiles import musubi_lora, write_lora
 
-from kura.cli import main as main_module
-from kura.cli.export import register
-from kura.dataset.registry import add_dataset, set_dataset_values
+from kura.cli.main import main
 from kura.export.lorakeys import group_modules
 from kura.export.tensorio import read_tensors
 from kura.models.fixtures import write_component
 from kura.runs.new import create_run
-from kura.workspace import Workspace, init_workspace
-
-
-@pytest.fixture(autouse=True)
-def export_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until main.py lists `export`, add it the way main.py will."""
-    original = main_module._register
-
-    def with_export() -> None:
-        original()
-        if "export" not in main_module.cli.commands:
-            register(main_module.cli)
-
-    monkeypatch.setattr(main_module, "_register", with_export)
+from kura.workspace import Workspace
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace, _ = init_workspace(tmp_path / "ws")
-    source = tmp_path / "incoming"
-    source.mkdir()
-    for index in range(3):
-        Image.new("RGB", (768, 512), (60 * index, 80, 120)).save(source / f"{index}.png")
-        (source / f"{index}.txt").write_text(f"myaku, picture {index}\n")
-    add_dataset(workspace, "myaku", source, resolution=(1024, 1024))
-    set_dataset_values(workspace, "myaku", ["intent.task=character", "intent.trigger=myaku"])
-    return workspace
+    return character_workspace(tmp_path, intent=("intent.task=character", "intent.trigger=myaku"))
 
 
 def new_run(ws: Workspace, base: str = "zimage-base") -> str:
@@ -55,7 +32,7 @@ def new_run(ws: Workspace, base: str = "zimage-base") -> str:
 
 
 def run(capsys: pytest.CaptureFixture[str], ws: Workspace, *args: str) -> tuple[int, dict]:
-    code = main_module.main(["-w", str(ws.root), *args, "--json"])
+    code = main(["-w", str(ws.root), *args, "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 

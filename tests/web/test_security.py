@@ -87,16 +87,6 @@ def test_a_non_loopback_bind_without_a_token_is_refused() -> None:
 def test_kura_serve_refuses_a_public_host_without_a_token(
     web: WebWorkspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kura.cli import main as main_module
-    from kura.cli import serve
-
-    original = main_module._register
-
-    def register_with_serve() -> None:
-        original()
-        serve.register(main_module.cli)
-
-    monkeypatch.setattr(main_module, "_register", register_with_serve)
     monkeypatch.delenv("KURA_WEB_TOKEN", raising=False)
     code = main(["--json", "-w", str(web.workspace.root), "serve", "--host", "0.0.0.0"])
     assert code == UsageError.exit_code
@@ -106,13 +96,6 @@ def test_kura_serve_refuses_a_public_host_without_a_token(
 def test_kura_serve_refuses_a_port_in_use(
     web: WebWorkspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kura.cli import main as main_module
-    from kura.cli import serve
-
-    original = main_module._register
-    monkeypatch.setattr(
-        main_module, "_register", lambda: (original(), serve.register(main_module.cli))
-    )
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -195,8 +178,8 @@ def test_kura_help_does_not_import_the_web_stack() -> None:
     import sys
 
     code = (
-        "import sys; from kura.cli.main import main, cli; from kura.cli import serve; "
-        "serve.register(cli); main(['--help']); main(['serve', '--help']); "
+        "import sys; from kura.cli.main import main; "
+        "main(['--help']); main(['serve', '--help']); "
         "print([m for m in ('fastapi', 'starlette', 'uvicorn', 'jinja2') if m in sys.modules])"
     )
     out = subprocess.run(

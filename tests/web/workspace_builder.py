@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from kura.dataset.registry import add_dataset, set_dataset_values
 from kura.knowledge.regrets import append_regret
 from kura.models.bundles import get_bundle
 from kura.models.hubcache_fixture import install_bundle_in_hub_cache
@@ -20,7 +19,8 @@ from kura.runs.evidence import promote_run
 from kura.runs.launching import launch_run
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run
-from kura.workspace import Workspace, init_workspace
+from kura.workspace import Workspace
+from tests.builders import character_workspace
 from tests.runs.fake_checkout import make_checkout, prepend_path, set_mode
 
 BUNDLE = "flux2-klein-base-4b"
@@ -38,14 +38,7 @@ class WebWorkspace:
 
 def build_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> WebWorkspace:
     """A workspace with one finished run (with samples) and one drafted run."""
-    workspace, _ = init_workspace(root / "ws")
-    source = root / "incoming"
-    source.mkdir()
-    for index in range(3):
-        Image.new("RGB", (768, 512), (60 * index, 80, 120)).save(source / f"{index}.png")
-        (source / f"{index}.txt").write_text(f"myaku, picture {index}\n")
-    add_dataset(workspace, "myaku", source, resolution=(1024, 1024))
-    set_dataset_values(workspace, "myaku", ["intent.task=character"])
+    workspace = character_workspace(root)
     cache = root / "hf-cache"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed
-from kura.fsutil import atomic_write_text
+from kura.fsutil import write_text_if_changed
 from kura.models.digests import DigestCache
 from kura.models.resolve import Resolution, RoleResolution
 
@@ -110,11 +110,4 @@ def lock_text(document: dict[str, Any]) -> str:
 
 def write_lock(path: Path, document: dict[str, Any]) -> bool:
     """Write ``document`` to ``path`` if its text differs from what is there; say whether it did."""
-    text = lock_text(document)
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
-    except FileNotFoundError:
-        pass
-    atomic_write_text(path, text)
-    return True
+    return write_text_if_changed(path, lock_text(document))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import InvalidInput, SpecError
-from kura.fsutil import atomic_write_text
+from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
 from kura.runs.store import load_run
 from kura.spec.run import RunSpec
@@ -80,7 +80,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     with workspace.lock():
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in sorted(outputs.items()):
-            changed |= _write_if_changed(folder / name, text)
+            changed |= write_text_if_changed(folder / name, text)
         for stale in sorted({p.name for p in folder.iterdir() if p.is_file()} - set(outputs)):
             (folder / stale).unlink()
             changed = True
@@ -272,13 +272,3 @@ def _run_subfolder(target: str, paths: PathMap) -> str | None:
 
 def _canonical(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def _write_if_changed(path: Path, text: str) -> bool:
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
-    except FileNotFoundError:
-        pass
-    atomic_write_text(path, text)
-    return True
