@@ -86,16 +86,16 @@ def _docker(image: str, release: str) -> list[Finding]:
                 "install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure`",
             )
         )
-    inspect = _run(["docker", "image", "inspect", image, "--format", "{{json .Config.Labels}}"])
-    if inspect is None or inspect.returncode != 0:
+    from kura.images import image_release
+
+    found = image_release(image)
+    if found is None:
         findings.append(
             Finding(
                 "musubi image", "fail", f"{image} is not built", "run `kura image build musubi`"
             )
         )
     else:
-        labels = json.loads(inspect.stdout or "null") or {}
-        found = labels.get("org.kura.musubi-release", "unknown")
         status = "ok" if found == release else "fail"
         findings.append(
             Finding(

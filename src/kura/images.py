@@ -9,7 +9,10 @@ from typing import Any
 
 from kura.errors import Unsupported
 
-__all__ = ["build_image", "dockerfile_path"]
+__all__ = ["RELEASE_LABEL", "build_image", "dockerfile_path", "image_release"]
+
+RELEASE_LABEL = "org.kura.musubi-release"
+"""Image label recording the Musubi release an image was built from."""
 
 
 def dockerfile_path(name: str) -> str:
@@ -40,3 +43,27 @@ def build_image(name: str, *, image: str | None, run: bool) -> dict[str, Any]:
             raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
         exit_code = subprocess.run(argv, check=False).returncode
     return {"kind": "image-build", "image": tag, "argv": argv, "ran": run, "exit_code": exit_code}
+
+
+def image_release(image: str) -> str | None:
+    """The Musubi release label of a local image; None when the image is not there.
+
+    Raises :class:`Unsupported` when docker itself is missing."""
+    import json
+
+    if shutil.which("docker") is None:
+        raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
+    try:
+        inspected = subprocess.run(
+            ["docker", "image", "inspect", image, "--format", "{{json .Config.Labels}}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if inspected.returncode != 0:
+        return None
+    labels = json.loads(inspected.stdout or "null") or {}
+    return str(labels.get(RELEASE_LABEL, "unknown"))

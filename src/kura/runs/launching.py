@@ -127,6 +127,8 @@ def launch_run(
     launch_spec, spec = _launch_spec(
         workspace, run_id, skip=skip or [], extra_train=extra_train or []
     )
+    if spec.execution.executor == "docker" and launch_spec.container is not None:
+        _check_image(launch_spec.container.image)
     options: dict[str, Any] = {}
     if spec.execution.executor == "skypilot":
         options["accelerator"] = _sky_accelerator(spec.execution.gpu_class)
@@ -139,6 +141,20 @@ def launch_run(
     from dataclasses import asdict
 
     return {"kind": "run-launch", "run": run_id, "detached": detach, "state": asdict(state)}
+
+
+def _check_image(image: str) -> None:
+    """The trainer release inside the image must be the one Kura compiled for."""
+    from kura.backends.musubi import MUSUBI_RELEASE
+    from kura.images import image_release
+
+    found = image_release(image)
+    if found != MUSUBI_RELEASE:
+        state = "is not built" if found is None else f"holds Musubi {found}"
+        raise CheckFailed(
+            f"image {image} {state}; this run was compiled for Musubi {MUSUBI_RELEASE}",
+            hint="run `kura image build musubi --run`, then launch again",
+        )
 
 
 def _sky_accelerator(gpu_class: str | None) -> str:
