@@ -149,3 +149,13 @@ def test_skypilot_needs_a_gpu_class_it_can_name(host_ws: Workspace) -> None:
     assert _sky_accelerator("h100-sxm") == "H100"
     with pytest.raises(UsageError, match="no SkyPilot accelerator name"):
         _sky_accelerator("rtx-4090")
+
+
+def test_following_a_finished_run_prints_its_log_and_stops(host_ws: Workspace) -> None:
+    from kura.runs.following import follow_logs
+
+    run_id = _approved_run(host_ws)
+    launch_run(host_ws, run_id, detach=False)
+    text = "".join(follow_logs(host_ws, run_id, step="train", poll=0.05))
+    assert "epoch 2/2" in text
+    assert "saving checkpoint" in text

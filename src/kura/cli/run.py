@@ -237,12 +237,23 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
 @click.argument("run_id")
 @click.option("--step", help="cache_latents, cache_text_encoder or train (default: current).")
 @click.option("--lines", "-n", type=int, default=50, show_default=True)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing until the run ends.")
 @click.pass_obj
-def logs_command(state: AppState, run_id: str, step: str | None, lines: int) -> None:
-    """The end of a step's log file."""
-    from kura.runs.following import tail_logs
+def logs_command(state: AppState, run_id: str, step: str | None, lines: int, follow: bool) -> None:
+    """The end of a step's log file (with --follow, the log as it grows, on stderr)."""
+    from kura.runs.following import follow_logs, tail_logs
 
-    doc = tail_logs(state.workspace(), run_id, step=step, lines=lines)
+    workspace = state.workspace()
+    if follow:
+        # People read the stream itself; under --json it goes to stderr and stdout keeps
+        # the one document (the tail) written at the end.
+        sink = state.out.err.file if state.out.json_mode else state.out.console.file
+        for text in follow_logs(workspace, run_id, step=step):
+            sink.write(text)
+            sink.flush()
+        if not state.out.json_mode:
+            return
+    doc = tail_logs(workspace, run_id, step=step, lines=lines)
     state.out.result(doc, lambda console, d: console.print(d["text"], markup=False))
 
 

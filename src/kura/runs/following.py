@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 from kura.runs.store import list_run_ids, load_run
 from kura.workspace import Workspace
 
-__all__ = ["cancel", "list_runs", "run_status", "tail_logs"]
+__all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
 
 
 def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
@@ -37,6 +38,34 @@ def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int
     path = step_log(workspace.run_dir(run_id), step)
     text = read_log_tail(path, lines=lines) if path.exists() else ""
     return {"kind": "run-logs", "run": run_id, "path": str(path), "text": text}
+
+
+def follow_logs(
+    workspace: Workspace, run_id: str, *, step: str | None, poll: float = 1.0
+) -> Iterator[str]:
+    """Text as it is appended to the step's log, until the run ends (then the rest)."""
+    import time
+
+    from kura.execution import step_log
+    from kura.execution.logs import read_log_since
+    from kura.execution.runs import refresh_state
+
+    load_run(workspace, run_id)
+    run_dir = workspace.run_dir(run_id)
+    offset = 0
+    path = step_log(run_dir, step)
+    while True:
+        finished = refresh_state(run_dir).is_terminal
+        current = step_log(run_dir, step)
+        if current != path:
+            path, offset = current, 0
+        text, offset = read_log_since(path, offset)
+        if text:
+            yield text
+        if finished and not text:
+            return
+        if not text:
+            time.sleep(poll)
 
 
 def cancel(workspace: Workspace, run_id: str) -> dict[str, Any]:
