@@ -3,6 +3,7 @@ on the one POST, and no request path reaching outside the workspace."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -186,3 +187,18 @@ def test_kura_help_does_not_import_the_web_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip().endswith("[]")
+
+
+def test_serve_without_the_web_extra_says_how_to_install_it(
+    web: WebWorkspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
+    )
+    code = main(["--json", "-w", str(web.workspace.root), "serve"])
+    assert code == 7
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert "kura[web]" in error["hint"]

@@ -32,6 +32,7 @@ def serve_command(state: AppState, port: int, host: str, token: str | None) -> N
     from kura.web.security import check_bind
 
     check_bind(host, token)
+    _require_web_extra()
     workspace = state.workspace()
     _check_port_free(host, port)
     shown = f"[{host}]" if ":" in host else host
@@ -48,6 +49,24 @@ def serve_command(state: AppState, port: int, host: str, token: str | None) -> N
     from kura.web.app import create_app
 
     uvicorn.run(create_app(workspace, token=token), host=host, port=port, log_level="warning")
+
+
+def _require_web_extra() -> None:
+    """The web page's packages are an extra: say how to install them instead of failing."""
+    import importlib.util
+
+    from kura.errors import Unsupported
+
+    missing = [
+        name
+        for name in ("fastapi", "uvicorn", "jinja2", "multipart")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        raise Unsupported(
+            f"the web page needs {', '.join(missing)}, which this installation lacks",
+            hint="install the web extra: pip install 'kura[web]' (or -e '.[web]' in a checkout)",
+        )
 
 
 def _check_port_free(host: str, port: int) -> None:
