@@ -8,6 +8,8 @@ At 1024x1024 with step 16 the area is 1048576 and buckets run w = 512 … 1024, 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kura.dataset import inspect_dataset
 from kura.dataset.buckets import BucketRule, bucket_resolutions, fit_into_bucket
@@ -99,3 +101,28 @@ def test_inspection_at_512(build) -> None:
     assert rows[(512, 512)]["upscaled"] == 0
     assert rows[(512, 512)]["cropped"] == 0
     assert result["resolution"] == [512, 512]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    width=st.integers(16, 6000),
+    height=st.integers(16, 6000),
+    resolution=st.sampled_from([(1024, 1024), (960, 544), (512, 512), (768, 1344)]),
+    step=st.sampled_from([16, 32]),
+)
+def test_bucket_choice_matches_musubis_linear_scan(
+    width: int, height: int, resolution: tuple[int, int], step: int
+) -> None:
+    """The bisect lookup picks what a first-minimum linear scan over the buckets picks."""
+    import math
+
+    from kura.dataset.buckets import BucketRule
+
+    rule = BucketRule(resolution, step)
+    ratio = width / height
+    expected, best = rule.buckets[0], math.inf
+    for bucket in rule.buckets:
+        error = abs(bucket[0] / bucket[1] - ratio)
+        if error < best:
+            expected, best = bucket, error
+    assert rule.select((width, height)) == expected

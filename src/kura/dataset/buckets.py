@@ -21,6 +21,7 @@ kohya-ss/musubi-tuner. The facts, restated:
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -136,10 +137,21 @@ def _select(rule: BucketRule, size: tuple[int, int]) -> tuple[int, int]:
     if rule.no_upscale and width * height <= rule.resolution[0] * rule.resolution[1]:
         return floor_to(width, rule.step), floor_to(height, rule.step)
     ratio = width / height
-    best = rule.buckets[0]
-    best_error = math.inf
-    for bucket in rule.buckets:
-        error = abs(bucket[0] / bucket[1] - ratio)
-        if error < best_error:
-            best, best_error = bucket, error
-    return best
+    aspects, order = _by_aspect(rule)
+    # The nearest aspect is one of the two neighbours of ``ratio`` in the sorted list; on a
+    # tie the bucket listed first wins, as in Musubi's linear scan.
+    at = bisect.bisect_left(aspects, ratio)
+    best_error, best_index = math.inf, len(order)
+    for i in (at - 1, at):
+        if 0 <= i < len(aspects):
+            error = abs(aspects[i] - ratio)
+            if error < best_error or (error == best_error and order[i] < best_index):
+                best_error, best_index = error, order[i]
+    return rule.buckets[best_index]
+
+
+@lru_cache(maxsize=256)
+def _by_aspect(rule: BucketRule) -> tuple[list[float], list[int]]:
+    """The rule's bucket aspects sorted ascending, with each one's index in ``buckets``."""
+    ranked = sorted((b[0] / b[1], index) for index, b in enumerate(rule.buckets))
+    return [aspect for aspect, _ in ranked], [index for _, index in ranked]
