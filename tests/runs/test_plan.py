@@ -136,3 +136,9 @@ def test_every_field_edited_after_approval_is_named(ws: Workspace) -> None:
     plan_json.write_text(json.dumps({"tampered": True}))
     with pytest.raises(CheckFailed, match=r"plan\.json"):
         check_approval(ws, run_id)
+
+
+def test_fp8_is_dropped_when_checkpointing_alone_fits(ws: Workspace) -> None:
+    run_id = _run(ws)
+    plan_run(ws, run_id, gpu="rtx-4090")
+    assert _aids(ws, run_id) == {"gradient_checkpointing": True}

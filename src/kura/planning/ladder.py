@@ -181,6 +181,23 @@ def _mask_aid(recipe: EstimateConfig, shape: ModelShape) -> bool:
     return shape.dense_sdpa_mask and recipe.attention == "sdpa" and not recipe.split_attn
 
 
+def _without_needless_fp8(aids: _Aids, bare: _Aids, evaluate: _Evaluator) -> _Aids:
+    """Drop fp8 when the other aids fit without it at no loss of speed.
+
+    The ladder tries fp8 first; when the later rungs alone then suffice (checkpointing on a
+    24 GB card for a 4B model, say), fp8 would be an aid the fit does not need, and every
+    memory aid in a plan must have a reason."""
+    if aids.fp8 == bare.fp8:
+        return aids
+    plain = aids.with_(fp8=bare.fp8)
+    estimate_plain = evaluate(plain)
+    if evaluate.fits(estimate_plain) and _seconds(estimate_plain) <= _seconds(evaluate(aids)) * (
+        1 + TIE_TOLERANCE
+    ):
+        return plain
+    return aids
+
+
 def _aid_count(aids: _Aids, bare: _Aids) -> int:
     return sum(
         (
@@ -559,7 +576,7 @@ def fastest_fitting(
         return FitPlan(gpu.id, True, recipe, start, notes=("Fits with headroom: no memory aid.",))
     found = _fitting(recipe, shape, evaluate)
     if found:
-        chosen = _choose(found, bare, evaluate)
+        chosen = _without_needless_fp8(_choose(found, bare, evaluate), bare, evaluate)
         rungs = _rungs(recipe, shape, chosen, evaluate)
         return FitPlan(gpu.id, True, recipe, _valid(evaluate(chosen)), tuple(rungs))
     aided = _most_aided(recipe, shape)
