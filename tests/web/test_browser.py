@@ -170,8 +170,13 @@ def test_knowledge_page_shows_cards_and_regrets(
     shoot(page, "knowledge.png")
 
 
-def _expect_images_loaded(page: Any) -> None:
-    page.wait_for_function(
-        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
-        timeout=10_000,
-    )
+def _expect_images_loaded(page: Any, timeout: float = 10.0) -> None:
+    """Poll from Python: `wait_for_function` evaluates a string inside the page, which the
+    page's Content-Security-Policy (no unsafe-eval) refuses whenever it has to poll."""
+    import time
+
+    check = "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(check):
+        assert time.monotonic() < deadline, "images did not load"
+        page.wait_for_timeout(100)
