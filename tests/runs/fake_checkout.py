@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 FAKE_MUSUBI = Path(__file__).resolve().parents[1] / "execution" / "fake_musubi.py"
 
@@ -67,3 +68,22 @@ def set_mode(checkout: Path, mode: str) -> None:
 
 def prepend_path(bin_dir: Path) -> str:
     return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def use_fake_checkout(workspace: Any, root: Path, bundle: str, monkeypatch: Any) -> Path:
+    """Host-executor setup for tests: ``bundle``'s model files as header-only stand-ins in a
+    hub cache under ``root``, a fake checkout named in kura.toml, its bin folder first on
+    PATH. Returns the checkout."""
+    from kura.models.bundles import get_bundle
+    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+
+    cache = root / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    install_bundle_in_hub_cache(get_bundle(bundle), cache)
+    checkout, bin_dir = make_checkout(root, "flux_2")
+    monkeypatch.setenv("PATH", prepend_path(bin_dir))
+    config = workspace.config_path
+    config.write_text(
+        config.read_text().replace("[executor]", f'[executor]\nmusubi_checkout = "{checkout}"')
+    )
+    return checkout

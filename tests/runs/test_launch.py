@@ -9,31 +9,20 @@ from pathlib import Path
 import pytest
 
 from kura.errors import CheckFailed
-from kura.models.bundles import get_bundle
-from kura.models.hubcache_fixture import install_bundle_in_hub_cache
 from kura.runs.approval import approve_run
 from kura.runs.following import list_runs, run_status
 from kura.runs.launching import launch_run, relaunch_run
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run
 from kura.workspace import Workspace
-from tests.runs.fake_checkout import make_checkout, prepend_path, set_mode
+from tests.runs.fake_checkout import set_mode, use_fake_checkout
 
 BUNDLE = "flux2-klein-base-4b"
 
 
 @pytest.fixture
 def host_ws(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    cache = tmp_path / "hf-cache"
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
-    checkout, bin_dir = make_checkout(tmp_path, "flux_2")
-    monkeypatch.setenv("PATH", prepend_path(bin_dir))
-    ws.config_path.write_text(
-        ws.config_path.read_text().replace(
-            "[executor]", f'[executor]\nmusubi_checkout = "{checkout}"'
-        )
-    )
+    use_fake_checkout(ws, tmp_path, BUNDLE, monkeypatch)
     return ws
 
 

@@ -12,8 +12,6 @@ import pytest
 from PIL import Image, ImageDraw
 
 from kura.knowledge.regrets import append_regret
-from kura.models.bundles import get_bundle
-from kura.models.hubcache_fixture import install_bundle_in_hub_cache
 from kura.runs.approval import approve_run
 from kura.runs.evidence import promote_run
 from kura.runs.launching import launch_run
@@ -21,7 +19,7 @@ from kura.runs.new import create_run
 from kura.runs.plan import plan_run
 from kura.workspace import Workspace
 from tests.builders import character_workspace
-from tests.runs.fake_checkout import make_checkout, prepend_path, set_mode
+from tests.runs.fake_checkout import set_mode, use_fake_checkout
 
 BUNDLE = "flux2-klein-base-4b"
 PROMPTS = ["myaku smiling, portrait --w 512 --h 512 --d 42", "myaku in a forest --d 7"]
@@ -39,15 +37,7 @@ class WebWorkspace:
 def build_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> WebWorkspace:
     """A workspace with one finished run (with samples) and one drafted run."""
     workspace = character_workspace(root)
-    cache = root / "hf-cache"
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
-    checkout, bin_dir = make_checkout(root, "flux_2")
-    monkeypatch.setenv("PATH", prepend_path(bin_dir))
-    config = workspace.config_path
-    config.write_text(
-        config.read_text().replace("[executor]", f'[executor]\nmusubi_checkout = "{checkout}"')
-    )
+    checkout = use_fake_checkout(workspace, root, BUNDLE, monkeypatch)
     finished = approved_run(workspace, datetime(2026, 11, 30, 8, 0), ["training.epochs=2"])
     state = launch_run(workspace, finished, detach=False)["state"]
     assert state["status"] == "succeeded", state
