@@ -83,13 +83,13 @@ def _draw_character(width: int, height: int, rng: random.Random) -> Image:
     from PIL import Image, ImageDraw
 
     background = tuple(rng.randint(40, 220) for _ in range(3))
-    image = Image.new("RGB", (width, height), background)  # type: ignore[arg-type]
+    image = Image.new("RGB", (width, height), background)
     draw = ImageDraw.Draw(image)
     # A second colour over a random part of the frame, so no two pictures share a layout
     # (the near-duplicate check compares coarse brightness gradients).
     other = tuple(rng.randint(0, 255) for _ in range(3))
     x0, y0 = rng.randrange(width), rng.randrange(height)
-    draw.polygon([(x0, 0), (width, 0), (width, height), (0, y0)], fill=other)  # type: ignore[arg-type]
+    draw.polygon([(x0, 0), (width, 0), (width, height), (0, y0)], fill=other)
     r = int(min(width, height) * rng.uniform(0.12, 0.28))
     cx = rng.randint(r, width - r)
     cy = rng.randint(2 * r, height - r)

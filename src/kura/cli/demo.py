@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO, cast
 
 import click
 
@@ -27,7 +28,7 @@ def demo_command(state: AppState, directory: Path | None) -> None:
             out.console.print(f"[dim]{note}[/]")
         code = main(
             argv if not out.json_mode else [*argv, "--json"],
-            stdout=out.err.file if out.json_mode else None,
+            stdout=cast("TextIO", out.err.file) if out.json_mode else None,
         )
         if not out.json_mode:
             out.console.print(f"[dim]exit code {code}[/]")

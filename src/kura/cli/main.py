@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         out.err.print("aborted")
         return 130
     except click.ClickException as exc:
-        error = UsageError(exc.format_message(), hint="see `kura --help` or `kura COMMAND --help`")
-        out.error(error)
+        usage = UsageError(exc.format_message(), hint="see `kura --help` or `kura COMMAND --help`")
+        out.error(usage)
         return 2
     except KeyboardInterrupt:
         out.err.print("interrupted")

@@ -49,10 +49,16 @@ def schema_command(state: AppState, name: str) -> None:
 
 
 def json_schema(name: str) -> dict[str, Any]:
+    from pydantic import BaseModel
+
     from kura.spec import DatasetSpec, RunSpec
     from kura.workspace import WorkspaceConfig
 
-    models = {"dataset": DatasetSpec, "run": RunSpec, "workspace": WorkspaceConfig}
+    models: dict[str, type[BaseModel]] = {
+        "dataset": DatasetSpec,
+        "run": RunSpec,
+        "workspace": WorkspaceConfig,
+    }
     if name not in models:
         raise UsageError(f"unknown schema {name!r}", hint=f"choose one of {', '.join(SCHEMAS)}")
     return models[name].model_json_schema()

@@ -230,7 +230,8 @@ def inspect_registered(
 
     spec, document = load_dataset(workspace, name)
     if resolution is None:
-        resolution = tuple(spec.facts.resolution) if spec.facts else (1024, 1024)  # type: ignore[assignment]
+        width, height = (spec.facts.resolution * 2)[:2] if spec.facts else (1024, 1024)
+        resolution = (width, height)
     with _open_cache() as cache:
         inspection = inspect_dataset(
             media_dir(workspace, spec),

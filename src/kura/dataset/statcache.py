@@ -108,14 +108,14 @@ class StatCache:
                 (prefix, upper),
             )
             for path, size, mtime_ns, inode, schema, facts in rows:
-                key = wanted.get(path)
-                if key is not None and (size, mtime_ns, inode, schema) == (
-                    key.size,
-                    key.mtime_ns,
-                    key.inode,
+                match = wanted.get(path)
+                if match is not None and (size, mtime_ns, inode, schema) == (
+                    match.size,
+                    match.mtime_ns,
+                    match.inode,
                     SCHEMA_VERSION,
                 ):
-                    found[key] = json.loads(facts)
+                    found[match] = json.loads(facts)
         return found
 
     def put_many(self, entries: Mapping[FileKey, dict[str, Any]]) -> None:

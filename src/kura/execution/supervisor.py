@@ -14,6 +14,7 @@ stops at the first failure. SIGTERM (sent by ``cancel``) is forwarded to the ste
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import subprocess
@@ -66,7 +67,7 @@ def run_steps(run_dir: Path, record: LaunchRecord) -> int:
             _finish_cancelled(run_dir, None)
             return 0
         if step.name in spec.skip_steps:
-            update_state(run_dir, lambda s, n=step.name: _mark_skipped(s, n))
+            update_state(run_dir, functools.partial(_skip, name=step.name))
             continue
         code = _run_one(run_dir, record, step, current)
         if _cancel_requested(run_dir, current):
@@ -179,6 +180,10 @@ def _not_started(run_dir: Path, step: Step, log_path: Path, offset: int) -> int:
 
 def _log_offset(run_dir: Path, name: str) -> int:
     return read_state(run_dir).step(name).log_offset
+
+
+def _skip(state: RunState, *, name: str) -> None:
+    _mark_skipped(state, name)
 
 
 def _mark_skipped(state: RunState, name: str) -> None:

@@ -467,7 +467,7 @@ def _sd_unet(label: bool) -> dict[str, tuple[int, ...]]:
 
 
 def _ldm_vae(latent: int, *, flux2: bool = False) -> dict[str, tuple[int, ...]]:
-    keys = {
+    keys: dict[str, tuple[int, ...]] = {
         "encoder.conv_in.weight": (128, 3, 3, 3),
         "encoder.conv_out.weight": (2 * latent, 512, 3, 3),
         "encoder.down.0.block.0.conv1.weight": (128, 128, 3, 3),

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from kura.errors import InvalidInput
 
@@ -378,11 +378,12 @@ def _parse_entry(path: Path, name: str, entry: Any) -> TensorInfo:
             and 0 <= start <= end < _MAX_ELEMENTS
             and _counts(shape)
         ):
-            numel = _product(shape)
+            dims = cast("list[int]", shape)
+            numel = _product(dims)
             if numel is not None:
                 bits = numel * bits_per
                 if bits % 8 == 0 and end - start == bits // 8:
-                    return TensorInfo(dtype, tuple(shape), start, end, numel)
+                    return TensorInfo(cast("str", dtype), tuple(dims), start, end, numel)
     raise _explain_entry(path, name, entry)
 
 
@@ -427,7 +428,7 @@ def _explain_entry(path: Path, name: str, entry: Any) -> InvalidInput:
             path,
             f"tensor {shown!r} has a shape that is not a list of integers in [0, 2^64)",
         )
-    offsets = entry.get("data_offsets")
+    offsets = cast("list[int]", entry.get("data_offsets"))
     if not _counts(offsets) or len(offsets) != 2:
         return _invalid(
             path, f"tensor {shown!r} needs data_offsets [begin, end] of two non-negative integers"
@@ -435,7 +436,7 @@ def _explain_entry(path: Path, name: str, entry: Any) -> InvalidInput:
     start, end = offsets
     if end < start:
         return _invalid(path, f"tensor {shown!r} ends (offset {end}) before it begins ({start})")
-    numel = _product(shape)
+    numel = _product(cast("list[int]", shape))
     if numel is None:
         return _invalid(path, f"tensor {shown!r} has more than 2^64 elements")
     bits = numel * DTYPE_BITS[dtype]

@@ -107,7 +107,7 @@ def identify_header(
     shard_paths = tuple(str(h.path) for h in (header, *extra)) if extra else ()
     precision = detect_precision(tensors, metadata)
     params = _count_params(tensors, precision)
-    common = {
+    common: dict[str, Any] = {
         "path": str(header.path),
         "dtype": precision.dtype,
         "quantization": precision.quantization,

@@ -225,15 +225,16 @@ def judge_file(
     if not path.is_file():
         return RoleResolution(spec, "refused", path, source, problems=(f"{path} is not a file",))
     if spec.format == "pickle":
-        problems = _size_problems(path.stat().st_size, spec)
-        warnings = ("a PyTorch pickle: Kura does not open pickles, it checks only size and digest",)
+        size_problems = _size_problems(path.stat().st_size, spec)
         return RoleResolution(
             spec,
-            "refused" if problems else "unverified",
+            "refused" if size_problems else "unverified",
             path,
             source,
-            problems=tuple(problems),
-            warnings=warnings,
+            problems=tuple(size_problems),
+            warnings=(
+                "a PyTorch pickle: Kura does not open pickles, it checks only size and digest",
+            ),
         )
     try:
         report = identify(path)
@@ -241,8 +242,8 @@ def judge_file(
     except KuraError as error:
         return RoleResolution(spec, "invalid", path, source, problems=(error.message,))
     verdict = check_role(report, bundle.architecture, spec.role)
-    problems = list(verdict.refusals)
-    warnings = list(verdict.warnings)
+    problems: list[str] = list(verdict.refusals)
+    warnings: list[str] = list(verdict.warnings)
     status = verdict.status
     if spec.components:
         if report.component not in spec.components and not problems:

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from kura.errors import Unsupported
+from kura.planning.config import Attention, Fp8Mode, GcMode
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
@@ -40,8 +41,14 @@ LADDER_KEYS = (
 )
 """The backend.config keys the fit ladder may set (all speed or memory, never the recipe)."""
 
-_ATTENTION = {"sdpa": "sdpa", "flash_attn": "flash", "flash": "flash", "xformers": "xformers"}
-_ATTENTION.update({"sage_attn": "sage", "sage": "sage"})
+_ATTENTION: dict[str, Attention] = {
+    "sdpa": "sdpa",
+    "flash_attn": "flash",
+    "flash": "flash",
+    "xformers": "xformers",
+    "sage_attn": "sage",
+    "sage": "sage",
+}
 
 
 def estimator_model(bundle: Any) -> str:
@@ -99,8 +106,10 @@ def estimate_config(workspace: Workspace, spec: RunSpec) -> Any:
     steps = spec.training.max_steps or epochs * steps_per_epoch(
         buckets, micro, accumulation, spec.execution.gpus
     )
-    fp8 = "scaled" if config.get("fp8_scaled") else ("base" if config.get("fp8_base") else "none")
-    checkpointing = "off"
+    fp8: Fp8Mode = (
+        "scaled" if config.get("fp8_scaled") else ("base" if config.get("fp8_base") else "none")
+    )
+    checkpointing: GcMode = "off"
     if config.get("gradient_checkpointing"):
         checkpointing = "cpu-offload" if config.get("gradient_checkpointing_cpu_offload") else "on"
     attention = str(config.get("attention", "sdpa"))

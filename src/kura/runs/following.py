@@ -86,6 +86,7 @@ def list_runs(workspace: Workspace) -> dict[str, Any]:
         spec, _ = load_run(workspace, run_id)
         run_dir = workspace.run_dir(run_id)
         state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
+        status: str
         if state is not None:
             status = state.status
         elif (run_dir / "approval.json").exists():

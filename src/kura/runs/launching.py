@@ -160,7 +160,7 @@ def _check_image(image: str) -> None:
 def _sky_accelerator(gpu_class: str | None) -> str:
     from kura.planning.gpus import SKYPILOT_ACCELERATORS
 
-    if gpu_class not in SKYPILOT_ACCELERATORS:
+    if gpu_class is None or gpu_class not in SKYPILOT_ACCELERATORS:
         raise UsageError(
             f"execution.gpu_class {gpu_class!r} has no SkyPilot accelerator name",
             hint="set execution.gpu_class to one of "

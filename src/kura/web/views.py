@@ -169,7 +169,7 @@ def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:
 def knowledge_view(workspace: Workspace) -> dict[str, Any]:
     """Every card in ``knowledge/`` with its entries and problems, and the regrets."""
     skip = {regrets_path(workspace).name, preferences_path(workspace).name}
-    cards = []
+    cards: list[dict[str, Any]] = []
     folder = workspace.knowledge_dir
     paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
     names = [path.stem for path in paths if path.name not in skip]
