@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from kura.architectures import ARCHITECTURES
+
 __all__ = [
     "ARCHITECTURES",
     "BASE_PREFIXES",
@@ -51,20 +53,6 @@ FORMATS = ("comfyui", "diffusers", "musubi")
 MUSUBI_PREFIX = "lora_unet_"
 DIFFUSERS_PREFIX = "diffusion_model."
 
-ARCHITECTURES = (
-    "hunyuan_video",
-    "hunyuan_video_1_5",
-    "wan",
-    "framepack",
-    "flux_kontext",
-    "flux2",
-    "qwen_image",
-    "zimage",
-    "kandinsky5",
-    "hidream_o1",
-    "ideogram4",
-    "krea2",
-)
 
 BASE_PREFIXES = ("model.diffusion_model.", "diffusion_model.", "transformer.")
 """Key prefixes a DiT file may carry in front of its module paths (ComfyUI full

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kura.fsutil import atomic_write_text
@@ -24,6 +23,7 @@ from kura.runs.accommodations import (
     rung_change,
 )
 from kura.runs.compile import CompileReport, compile_in_workspace
+from kura.runs.plan_render import render
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
@@ -102,7 +102,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         "chosen_by": gpu_source,
         "usd_per_hour": _price(gpu_class),
     }
-    text = render_plan(
+    text = render(
         spec=spec,
         gpu=gpu_doc,
         host=host.to_dict() if local else None,
@@ -282,13 +282,3 @@ def _downloads(compiled: CompileReport) -> dict[str, Any]:
 def _price(gpu: Any) -> float | None:
     offer = gpu.cheapest_offer()
     return offer.usd_per_hour if offer else None
-
-
-def render_plan(**parts: Any) -> str:
-    from kura.runs.plan_render import render
-
-    return render(**parts)
-
-
-def plan_file(workspace: Workspace, run_id: str) -> Path:
-    return workspace.run_dir(run_id) / PLAN_NAME
