@@ -98,8 +98,8 @@ def estimate_command(
     """What-if calculator: peak memory, step time and fit for a configuration, without a run."""
     from kura.cli.dataset import parse_resolution
     from kura.models.bundles import get_bundle
-    from kura.planning.config import EstimateConfig
-    from kura.planning.estimate import estimate
+    from kura.backends.musubi.estimator.config import EstimateConfig
+    from kura.backends.musubi.estimator.estimate import estimate
     from kura.planning.gpus import get_gpu_class
     from kura.runs.accommodations import estimator_model
 

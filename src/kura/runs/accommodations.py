@@ -1,7 +1,7 @@
 """The bridge between run.yaml and the estimator.
 
 ``backend.config`` speaks Musubi (``fp8_base``, ``blocks_to_swap`` …); the estimator speaks
-:class:`~kura.planning.config.EstimateConfig`. This module translates both ways, in one
+:class:`~kura.backends.musubi.estimator.config.EstimateConfig`. This module translates both ways, in one
 place, so the fit ladder's choices land in run.yaml under the trainer's own names, each with
 its reason.
 """
@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from kura.errors import Unsupported
-from kura.planning.config import Attention, Fp8Mode, GcMode
+from kura.backends.musubi.estimator.config import Attention, Fp8Mode, GcMode
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
@@ -64,7 +64,7 @@ def estimator_model(bundle: Any) -> str:
 
 def _buckets(workspace: Workspace, spec: RunSpec) -> tuple[Any, ...]:
     from kura.dataset.registry import load_dataset
-    from kura.planning.config import Bucket
+    from kura.backends.musubi.estimator.config import Bucket
 
     buckets = []
     for use in spec.datasets:
@@ -96,7 +96,7 @@ def steps_per_epoch(
 def estimate_config(workspace: Workspace, spec: RunSpec) -> Any:
     """The run exactly as written, as an estimator configuration."""
     from kura.models.bundles import get_bundle
-    from kura.planning.config import EstimateConfig
+    from kura.backends.musubi.estimator.config import EstimateConfig
 
     config = spec.backend.config
     micro = int(config.get("batch_size", 1))
@@ -160,7 +160,7 @@ def config_changes(estimate_config: Any) -> dict[str, Any]:
 def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
     """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
     from kura.models.bundles import get_bundle
-    from kura.planning.shapes import get_shape
+    from kura.backends.musubi.estimator.shapes import get_shape
 
     bundle = get_bundle(spec.model.base)
     config = dict(spec.backend.config)

@@ -14,7 +14,7 @@ __all__ = ["estimate_run"]
 def estimate_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> dict[str, Any]:
     """A ``run-estimate`` document; the fit verdict needs a GPU (``--gpu``, run.yaml, local)."""
     from kura.errors import UsageError
-    from kura.planning.estimate import estimate
+    from kura.backends.musubi.estimator.estimate import estimate
     from kura.runs.gpu_choice import choose_gpu
 
     spec, _ = load_run(workspace, run_id)

@@ -75,9 +75,9 @@ class PlanReport:
 
 
 def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
-    from kura.planning.estimate import estimate
+    from kura.backends.musubi.estimator.estimate import estimate
     from kura.planning.host import host_facts
-    from kura.planning.ladder import fastest_fitting
+    from kura.backends.musubi.fit import fastest_fitting
     from kura.runs.gpu_choice import choose_gpu
 
     spec, _ = load_run(workspace, run_id)
