@@ -17,14 +17,17 @@ variables it needs passed through, and the executor reads them at start.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
+    from kura.planning.ladder import Rung
+    from kura.spec.dataset import DatasetSpec
     from kura.spec.run import RunSpec
+    from kura.workspace import Workspace
 
 __all__ = [
     "AidChoice",
@@ -32,13 +35,17 @@ __all__ = [
     "CompileInputs",
     "CompiledRun",
     "ContainerSpec",
+    "Contingency",
     "DatasetInput",
+    "Diagnosis",
     "DraftedConfig",
     "Evaluation",
     "FitProblem",
     "MemoryAid",
     "Mount",
     "OutputLayout",
+    "PlanFit",
+    "PlanInputs",
     "Remedy",
     "Step",
     "StepCost",
@@ -122,7 +129,8 @@ class ContainerSpec:
     """The image, GPU request, mounts and environment a container executor needs."""
 
     image: str
-    gpus: int
+    gpus: int | str
+    """A GPU count, ``all``, or device ids (``0,1``), as docker's ``--gpus`` takes them."""
     workdir: str
     mounts: tuple[Mount, ...]
     env: Mapping[str, str]
@@ -277,22 +285,95 @@ class Remedy:
     why: str
 
 
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a backend plans from besides the run spec, loaded once by the caller."""
+
+    bundle: Bundle
+    datasets: Mapping[str, DatasetSpec]
+
+
+@dataclass(frozen=True)
+class PlanFit:
+    """A backend's fit for one run on one GPU class, after the ladder's walk.
+
+    ``settings`` are the ladder-managed ``backend.config`` values the choice needs (off
+    values included, so an aid an earlier plan set can be undone); ``reasons`` say why each
+    key is set; ``document`` is the JSON the plan shows (``kind: fit-plan``).
+    """
+
+    gpu: str
+    fits: bool
+    rungs: tuple[Rung, ...]
+    settings: Mapping[str, object]
+    reasons: Mapping[str, str]
+    document: Mapping[str, object]
+
+    @property
+    def ask_first(self) -> bool:
+        return any(rung.ask_first for rung in self.rungs)
+
+
+@dataclass(frozen=True)
+class Contingency:
+    """The one change the plan approves in advance for an out-of-memory in training."""
+
+    on: str
+    rung: Mapping[str, object]
+    change: Mapping[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"on": self.on, "rung": dict(self.rung), "change": dict(self.change)}
+
+
 # ---------------------------------------------------------------------------------------
 # Follow: progress of a running step, where its results land
 
 
 @dataclass(frozen=True)
 class StepProgress:
-    """Where a step stands, read from the trainer's own log or metrics."""
+    """Where a step stands, read from the trainer's own log or metrics; fields are None
+    until the trainer shows them."""
 
     step: int | None = None
     total: int | None = None
-    loss: float | None = None
-    learning_rate: float | None = None
-    seconds_per_step: float | None = None
-    eta_seconds: float | None = None
     epoch: int | None = None
     epochs: int | None = None
+    loss: float | None = None
+    loss_ema: float | None = None
+    seconds_per_step: float | None = None
+    elapsed_seconds: int | None = None
+    eta_seconds: int | None = None
+    last_checkpoint: str | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if self.step is None or not self.total:
+            return None
+        return self.step / self.total
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a step failed: one plain finding, the log line that proves it, the next action.
+
+    Codes shared by every backend: ``cuda_oom``, ``host_oom``, ``missing_files``,
+    ``offline``, ``bad_arguments``, ``dataset_config``, ``nan_loss``, ``unknown``; a backend
+    may add its own. For ``cuda_oom`` ``next`` is the backend's remedy (one rung up its
+    memory aids).
+    """
+
+    code: str
+    step: str
+    message: str
+    evidence: str
+    next: Mapping[str, object]
+    phase: str | None = None
+    exit_code: int | None = None
+    details: dict[str, object] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -324,24 +405,51 @@ class Backend(Protocol):
         """The ``backend.config`` keys this backend reads for ``architecture``."""
         ...
 
-    def validate(self, spec: RunSpec, bundle: Bundle) -> None:
-        """Refuse a run spec the trainer would refuse (SpecError naming key and fix)."""
+    def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        """The trainer's checkout or install as a step sees it (SpecError when unknown)."""
         ...
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
-        """The exact files and steps the trainer runs; pure (no I/O)."""
+        """The exact files and steps the trainer runs; pure (no I/O). Refusals raise
+        SpecError/Unsupported naming the key and the fix."""
         ...
 
-    def fit_problem(self, spec: RunSpec, bundle: Bundle, gpu: GpuClass) -> FitProblem:
-        """The recipe on ``gpu`` with the memory aids the ladder may choose."""
+    def fit(
+        self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+    ) -> PlanFit:
+        """Walk the one fit ladder (``kura.planning.ladder``) over this trainer's aids."""
         ...
 
-    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> Remedy | None:
-        """The next memory aid after an out-of-memory in ``step`` (None: none left)."""
+    def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        """Every step's cost with the run exactly as written (no aid added)."""
         ...
 
-    def progress(self, run_dir: Path, step: str) -> StepProgress:
-        """Progress of ``step`` from the trainer's log or metrics under ``run_dir``."""
+    def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
+        """The change to approve in advance for an out-of-memory in training."""
+        ...
+
+    def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
+        """What a failure's diagnosis needs to know of the run's settings (JSON values)."""
+        ...
+
+    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
+        """The next memory aid after an out-of-memory in ``step`` during ``phase``, as a
+        rung document (``action``, ``key``, ``from``/``to`` or ``why``)."""
+        ...
+
+    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
+        """Extra train arguments that continue from the newest saved state (CheckFailed
+        when there is none). ``trainer_run_dir`` is the run folder as the step sees it."""
+        ...
+
+    def diagnose(
+        self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]
+    ) -> Diagnosis:
+        """Why ``step`` failed, from the log it wrote in this attempt."""
+        ...
+
+    def progress(self, log_path: Path) -> StepProgress:
+        """Progress of a step from its log file."""
         ...
 
     def outputs(self, run_dir: Path) -> OutputLayout:

@@ -267,7 +267,8 @@ def walk(problem: FitProblem, *, host_ram_gib: float | None = None) -> LadderRes
     if evaluate(base) is None:
         raise ValueError("the recipe without memory aids is refused by the trainer")
     if evaluate.fits(base):
-        return LadderResult(True, base, evaluate(base), notes=("Fits with headroom: no memory aid.",))
+        headroom = ("Fits with headroom: no memory aid.",)
+        return LadderResult(True, base, evaluate(base), notes=headroom)
     found = _fitting(problem, base, evaluate)
     if not found:
         return LadderResult(False, base, None)

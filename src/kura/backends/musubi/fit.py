@@ -19,7 +19,6 @@ class that fits as is.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -482,7 +481,7 @@ def fastest_fitting(
     """
     problem = MusubiFitProblem(recipe, gpu)
     shape, bare = problem.shape, problem.recipe
-    start = estimate(bare, gpu)  # raises for a recipe Musubi refuses outright
+    estimate(bare, gpu)  # raises Unsupported for a recipe Musubi refuses outright
     result: LadderResult = walk(problem, host_ram_gib=host_ram_gib)
     if result.fits:
         chosen = problem.estimate(result.choice)
@@ -496,7 +495,6 @@ def fastest_fitting(
             "A smaller effective batch does not lower the peak: the aided configuration "
             "already runs micro-batch 1 with accumulation."
         )
-    del start
     return FitPlan(
         gpu.id,
         False,

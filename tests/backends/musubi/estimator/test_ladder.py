@@ -8,8 +8,8 @@ import pytest
 
 from kura.backends.musubi.estimator.config import EstimateConfig
 from kura.backends.musubi.estimator.estimate import estimate
-from kura.planning.gpus import get_gpu_class
 from kura.backends.musubi.fit import ASK_FIRST_SLOWDOWN, fastest_fitting
+from kura.planning.gpus import get_gpu_class
 
 LADDER_ORDER = [
     "fp8",

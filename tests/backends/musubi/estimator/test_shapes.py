@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kura.errors import NotFound
 from kura.backends.musubi.estimator.memory import swap_split
 from kura.backends.musubi.estimator.shapes import (
     ARCHITECTURE_IDS,
@@ -12,6 +11,7 @@ from kura.backends.musubi.estimator.shapes import (
     get_shape,
     shapes_for_architecture,
 )
+from kura.errors import NotFound
 
 
 def test_every_architecture_has_a_model() -> None:

@@ -24,9 +24,9 @@ from functools import cache
 from typing import Literal
 
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
-from kura.planning.gpus import get_gpu_class
 from kura.backends.musubi.estimator.memory import peak_memory
 from kura.backends.musubi.estimator.shapes import ModelShape
+from kura.planning.gpus import get_gpu_class
 
 __all__ = [
     "MEMORY_POINTS",

@@ -1,9 +1,9 @@
 """The estimate: peak VRAM with its band, host RAM, step time and whether it fits.
 
 ``estimate(config, gpu)`` is pure: it validates the configuration, sizes every bucket,
-computes the memory terms at the largest bucket (:mod:`kura.backends.musubi.estimator.memory`), the band from
-the calibration points (:mod:`kura.backends.musubi.estimator.calibration`) and, given a GPU class, the step
-time (:mod:`kura.backends.musubi.estimator.steptime`) and the fit.
+computes the memory terms at the largest bucket (:mod:`.memory`), the band from the
+calibration points (:mod:`.calibration`) and, given a GPU class, the step time
+(:mod:`.steptime`) and the fit.
 
 Fit rule: ``peak + band / 2 <= usable`` with usable = 95 % of the card's memory. The upper
 half of the band covers the worst calibration miss of the architecture, and the 5 % keeps
@@ -18,12 +18,12 @@ from typing import Any
 
 from kura.backends.musubi.estimator.calibration import band_fraction
 from kura.backends.musubi.estimator.config import EstimateConfig
-from kura.planning.gpus import GpuClass
 from kura.backends.musubi.estimator.memory import ALPHA, host_ram, lora_params, peak_memory
 from kura.backends.musubi.estimator.optimizers import get_optimizer
 from kura.backends.musubi.estimator.shapes import GIB
 from kura.backends.musubi.estimator.steptime import StepTime, step_time
 from kura.backends.musubi.estimator.tokens import BucketTokens
+from kura.planning.gpus import GpuClass
 
 __all__ = ["Estimate", "estimate"]
 

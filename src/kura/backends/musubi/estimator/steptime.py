@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kura.backends.musubi.estimator.config import EstimateConfig
-from kura.planning.gpus import GpuClass
 from kura.backends.musubi.estimator.memory import MemoryBreakdown, lora_params
 from kura.backends.musubi.estimator.shapes import GIB, ModelShape
 from kura.backends.musubi.estimator.tokens import BucketTokens
+from kura.planning.gpus import GpuClass
 
 __all__ = ["MFU_HALF_TOKENS", "MFU_MAX", "StepTime", "mfu", "step_time"]
 
