@@ -9,6 +9,7 @@ error that names the backends that do.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -34,16 +35,29 @@ _MODULES: dict[str, str] = {
 _EXTRA: dict[str, Backend] = {}
 """Backends registered at run time (the tests' fake trainer)."""
 
+PLUGIN_VARIABLE = "KURA_BACKEND_MODULES"
+"""``name=module,name=module``: backends outside Kura, importable by every Kura process (a
+detached supervisor too, which inherits the variable)."""
+
+
+def _plugins() -> dict[str, str]:
+    plugins: dict[str, str] = {}
+    for entry in os.environ.get(PLUGIN_VARIABLE, "").split(","):
+        name, sep, module = entry.strip().partition("=")
+        if sep and name and module:
+            plugins[name.strip()] = module.strip()
+    return plugins
+
 
 def backend_names() -> tuple[str, ...]:
-    return tuple(sorted({*_MODULES, *_EXTRA}))
+    return tuple(sorted({*_MODULES, *_plugins(), *_EXTRA}))
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; an unknown name lists the registered ones."""
     if name in _EXTRA:
         return _EXTRA[name]
-    module = _MODULES.get(name)
+    module = _MODULES.get(name) or _plugins().get(name)
     if module is None:
         raise SpecError(
             f"unknown backend {name!r}",

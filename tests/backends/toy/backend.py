@@ -1,0 +1,220 @@
+"""The toy backend: a second, tiny trainer of the tests' own invention behind the seam.
+
+It has its own step names (``prepare``, ``train``), its own memory aids (``shrink`` and
+``small-batch``), its own config keys and log format. Driving Kura's whole path with it
+proves that nothing above ``kura.backends.base`` knows Musubi (the httpx mock-transport
+idea: the seam is the test seam). It is registered for a subprocess through
+``KURA_BACKEND_MODULES``, the registry's plug-in hook.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from kura.backends.base import (
+    AidChoice,
+    CompiledRun,
+    CompileInputs,
+    Contingency,
+    Diagnosis,
+    DraftedConfig,
+    Evaluation,
+    MemoryAid,
+    OutputLayout,
+    PlanFit,
+    PlanInputs,
+    Step,
+    StepCost,
+    StepProgress,
+)
+from kura.errors import CheckFailed, SpecError
+from kura.models.bundles import Bundle
+from kura.planning.gpus import GpuClass
+from kura.planning.ladder import walk
+from kura.spec.run import RunSpec
+from kura.workspace import Workspace
+
+TRAINER = Path(__file__).with_name("toy_trainer.py")
+_STEP = re.compile(r"toy: step (\d+)/(\d+) loss=([\d.]+)")
+_OOM = re.compile(r"ToyOOM: .*")
+AIDS = (
+    MemoryAid(
+        name="shrink",
+        rung=1,
+        keys=("shrink_activations",),
+        saves="half the activations",
+        costs="20 % slower",
+    ),
+    MemoryAid(
+        name="small-batch",
+        rung=2,
+        keys=("batch",),
+        saves="the second sample's activations",
+        costs="half the work per step",
+        levels=(2, 1),
+    ),
+)
+
+
+def _peak(batch: int, shrink: bool) -> float:
+    return 10.0 + 6.0 * batch * (0.5 if shrink else 1.0)
+
+
+def _seconds(batch: int, shrink: bool) -> float:
+    # batch 1 keeps the effective batch by accumulating twice: slower per optimizer step
+    return (1.2 if shrink else 1.0) * (1.0 if batch == 2 else 1.3)
+
+
+class ToyProblem:
+    def __init__(self, gpu: GpuClass):
+        self.gpu = gpu
+        self.aids = AIDS
+
+    def baseline(self) -> AidChoice:
+        return {"shrink": False, "small-batch": 2}
+
+    def evaluate(self, choice: AidChoice) -> Evaluation:
+        batch, shrink = int(str(choice["small-batch"])), bool(choice["shrink"])
+        return _evaluation(batch, shrink, self.gpu)
+
+    def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
+        return dict(self.settings(choice))
+
+    def reason(self, aid: MemoryAid, before: Evaluation, after: Evaluation) -> str:
+        return f"toy peak {before.worst.peak_gib} -> {after.worst.peak_gib} GiB"
+
+    def settings(self, choice: AidChoice) -> Mapping[str, object]:
+        return {"shrink_activations": bool(choice["shrink"]), "batch": choice["small-batch"]}
+
+
+def _evaluation(batch: int, shrink: bool, gpu: GpuClass | None) -> Evaluation:
+    peak = _peak(batch, shrink)
+    fits = None if gpu is None else peak + 1.0 <= gpu.usable_gib
+    seconds = 100 * _seconds(batch, shrink)
+    cost = StepCost("train", "train", peak, peak + 1.0, 4.0, seconds, fits, "toy")
+    ready = None if gpu is None else True
+    prepare = StepCost("prepare", "prepare", 2.0, 2.5, 1.0, 5.0, ready, "toy")
+    detail = {
+        "peak_vram_gib": peak,
+        "band_gib": 2.0,
+        "usable_gib": None if gpu is None else gpu.usable_gib,
+        "fits": fits,
+        "confidence": "toy",
+        "breakdown": {"weights": 10.0, "activations": peak - 10.0},
+        "host_ram_gib": 4.0,
+        "step_seconds": _seconds(batch, shrink),
+        "total_hours": 100 * _seconds(batch, shrink) / 3600,
+        "config": {"total_steps": 100},
+    }
+    return Evaluation(costs=(prepare, cost), step_seconds=_seconds(batch, shrink), detail=detail)
+
+
+class ToyBackend:
+    name = "toy-trainer"
+    title = "Toy trainer"
+    release = "1.0"
+
+    def serves(self, architecture: str) -> bool:
+        return architecture == "zimage"
+
+    def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
+        return DraftedConfig({"batch": 2}, {"batch": "adapter default (the toy's own)"})
+
+    def config_keys(self, architecture: str) -> frozenset[str]:
+        return frozenset({"batch", "shrink_activations", "steps"})
+
+    def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        if in_container:
+            raise SpecError("the toy trainer runs on the host only", hint="executor: host")
+        return str(TRAINER.parent)
+
+    def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
+        config = spec.backend.config
+        unknown = set(config) - self.config_keys(inputs.architecture)
+        if unknown:
+            raise SpecError(f"unknown backend.config key(s): {sorted(unknown)}", hint="toy keys")
+        document = {
+            "batch": config.get("batch", 2),
+            "shrink_activations": bool(config.get("shrink_activations", False)),
+            "steps": int(config.get("steps", 5)),
+            "learning_rate": spec.training.learning_rate,
+            "output_dir": f"{inputs.run_dir}/output",
+        }
+        path = f"{inputs.run_dir}/compiled/toy.json"
+        argv = (sys.executable, str(TRAINER))
+        steps = (
+            Step("prepare", (*argv, "prepare", path), {}, inputs.trainer_dir, kind="prepare"),
+            Step("train", (*argv, "train", path), {}, inputs.trainer_dir, kind="train"),
+        )
+        files = {"toy.json": json.dumps(document, sort_keys=True) + "\n"}
+        return CompiledRun(self.name, self.release, files, steps, None)
+
+    def fit(
+        self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+    ) -> PlanFit:
+        problem = ToyProblem(gpu)
+        result = walk(problem, host_ram_gib=host_ram_gib)
+        settings = problem.settings(result.choice) if result.fits else {}
+        reasons = {key: f"fit ladder: {aid}" for aid in AIDS for key in aid.keys}
+        document = {
+            "kind": "fit-plan",
+            "gpu": gpu.id,
+            "fits": result.fits,
+            "ask_first": result.ask_first,
+            "rungs": [rung.to_dict() for rung in result.rungs],
+            "recipe_options": [],
+            "notes": list(result.notes),
+        }
+        return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document)
+
+    def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        config = spec.backend.config
+        return _evaluation(
+            int(config.get("batch", 2)), bool(config.get("shrink_activations", False)), gpu
+        )
+
+    def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
+        rung = self.remedy(spec.backend.config, step="train", phase="training")
+        if rung.get("action") != "enable":
+            return None
+        return Contingency("out-of-memory in training", rung, {str(rung["key"]): True})
+
+    def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
+        return dict(spec.backend.config)
+
+    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
+        if not config.get("shrink_activations"):
+            return {"action": "enable", "key": "shrink_activations"}
+        return {"action": "change", "key": "gpu", "why": "every toy aid is in use"}
+
+    def diagnose(
+        self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]
+    ) -> Diagnosis:
+        found = _OOM.findall(log_text)
+        if found:
+            return Diagnosis(
+                "cuda_oom", step, "the toy ran out of memory", found[-1],
+                self.remedy(config, step=step, phase="training"), "training", exit_code,
+            )
+        return Diagnosis("unknown", step, "toy failed", "", {"action": "read_log"}, None, exit_code)
+
+    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
+        raise CheckFailed("the toy trainer cannot resume", hint="relaunch instead")
+
+    def progress(self, log_path: Path) -> StepProgress:
+        text = log_path.read_text(errors="replace") if log_path.exists() else ""
+        hits = _STEP.findall(text)
+        if not hits:
+            return StepProgress()
+        step, total, loss = hits[-1]
+        return StepProgress(step=int(step), total=int(total), loss=float(loss))
+
+    def outputs(self, run_dir: Path) -> OutputLayout:
+        return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())
+
+
+BACKEND = ToyBackend()

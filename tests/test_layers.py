@@ -1,0 +1,66 @@
+"""The package layers, pinned by reading every module's imports (no import is executed).
+
+Above the seam nothing imports a trainer package; below it nothing imports the layers that
+use it. ``MUSUBI_DEBT`` names the modules still tied to Musubi on purpose (its image build,
+its doctor and the Musubi what-if estimator command); a new one fails this test.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "kura"
+TRAINERS = ("kura.backends.musubi",)
+ABOVE_THE_SEAM = ("runs", "planning", "execution", "export", "web", "cli", "knowledge")
+BELOW = {
+    # spec validates backend.name against the registry's names (no trainer is imported).
+    "spec": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends.musubi"),
+    "models": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
+    "dataset": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends"),
+    "planning": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
+    "backends": ("kura.runs", "kura.execution.executors", "kura.cli", "kura.web"),
+}
+MUSUBI_DEBT = {"images.py", "doctor.py", "cli/planning.py"}
+
+
+def imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((SRC / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", ABOVE_THE_SEAM)
+def test_nothing_above_the_seam_imports_a_trainer(package: str) -> None:
+    offenders = {
+        str(path.relative_to(SRC)): sorted(i for i in imports(path) if i.startswith(TRAINERS))
+        for path in modules(package)
+        if str(path.relative_to(SRC)) not in MUSUBI_DEBT
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+@pytest.mark.parametrize("package", sorted(BELOW))
+def test_lower_layers_do_not_import_upper_ones(package: str) -> None:
+    banned = BELOW[package]
+    offenders = {
+        str(path.relative_to(SRC)): sorted(i for i in imports(path) if i.startswith(banned))
+        for path in modules(package)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_debt_list_is_still_true() -> None:
+    """A module on the debt list that no longer imports Musubi must leave the list."""
+    for name in MUSUBI_DEBT:
+        assert any(i.startswith(TRAINERS) for i in imports(SRC / name)), name
