@@ -104,3 +104,14 @@ def test_a_backend_never_swaps_for_another(toy_ws: Workspace) -> None:
     assert "musubi-tuner" in (caught.value.hint or "")
     with pytest.raises(SpecError, match="toy-trainer does not train"):
         create_run(toy_ws, datasets=["myaku"], base="flux2-klein-base-4b", backend="toy-trainer")
+
+
+def test_model_bundles_lists_each_bundles_backends(toy_ws: Workspace) -> None:
+    import io
+
+    from kura.cli.main import main
+
+    out = io.StringIO()
+    assert main(["--json", "model", "bundles", "--arch", "zimage"], stdout=out) == 0
+    bundles = json.loads(out.getvalue())["bundles"]
+    assert bundles and all(b["backends"] == ["musubi-tuner", "toy-trainer"] for b in bundles)

@@ -102,18 +102,26 @@ def _render_check(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def bundles_command(state: AppState, architecture: str | None) -> None:
     """List the known bundles: architecture, trainer setting and the file for each role."""
+    from kura.backends.registry import backends_serving
     from kura.models.bundles import list_bundles
 
-    bundles = [b.to_dict() for b in list_bundles() if architecture in (None, b.architecture)]
+    bundles = [
+        {**b.to_dict(), "backends": list(backends_serving(b.architecture))}
+        for b in list_bundles()
+        if architecture in (None, b.architecture)
+    ]
     state.out.result({"kind": "model-bundles", "bundles": bundles}, _render_bundles)
 
 
 def _render_bundles(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("bundle", "architecture", "trainer", "roles", box=None)
+    table = Table("bundle", "architecture", "backends", "trainer", "roles", box=None)
     for bundle in doc["bundles"]:
         trainer = " ".join(f"{k}={v}" for k, v in bundle["trainer"].items())
         name = bundle["id"] if bundle["supported"] else f"{bundle['id']} (unsupported)"
-        table.add_row(name, bundle["architecture"], trainer, ", ".join(bundle["roles"]))
+        backends = ", ".join(bundle["backends"]) or "none"
+        table.add_row(
+            name, bundle["architecture"], backends, trainer, ", ".join(bundle["roles"])
+        )
     console.print(table)
 
 
