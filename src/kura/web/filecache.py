@@ -84,7 +84,7 @@ class FileCache:
             if held is not None and held[0] == current:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return copy.deepcopy(held[1])  # type: ignore[no-any-return]
+                return copy.deepcopy(held[1])
         value = compute()
         with self._lock:
             self.misses += 1
