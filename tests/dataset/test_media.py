@@ -90,10 +90,13 @@ def test_exact_and_near_duplicates(build) -> None:
     result = inspect_dataset(build.root)
     data = result.to_dict()
     assert data["duplicates"] == [["copy.png", "orig.png"]]
-    assert data["near_duplicates"] == [["copy.png", "orig.png", "smaller.jpg"]]
+    assert data["near_duplicates"] == [["copy.png", "smaller.jpg"], ["orig.png", "smaller.jpg"]]
+    assert {p["kind"] for p in data["near_duplicate_pairs"]} == {"resized"}
     found = codes_by_path(result)
     assert found["orig.png"] == {"duplicate"}
     assert found["smaller.jpg"] == {"near-duplicate"}
+    (near,) = [p for p in result.problems if p.code == "near-duplicate"]
+    assert near.message.startswith("looks like a resized copy of 'copy.png'")
     assert "other.png" not in found
     assert not result.blocking_problems()
 

@@ -6,12 +6,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kura.dataset.images import color_mode_issue
+from kura.dataset.likeness import Likeness
 from kura.dataset.problems import Problem
 from kura.dataset.videos import frames_suit_targets, usable_frames
 
 __all__ = [
     "caption_problems",
     "group_problems",
+    "likeness_problems",
     "media_problems",
     "video_problems",
 ]
@@ -157,14 +159,32 @@ def caption_problems(rel: str, facts: Mapping[str, Any]) -> list[Problem]:
 
 def group_problems(code: str, groups: Iterable[list[str]], what: str) -> list[Problem]:
     """One problem per extra member of each duplicate group, naming the first member."""
-    fixes = {
-        "duplicate": "Delete the copy, unless the extra weight is intended.",
-        "near-duplicate": "Keep the best version and delete the others, unless the extra "
-        "weight is intended.",
-    }
+    fixes = {"duplicate": "Delete the copy, unless the extra weight is intended."}
     found: list[Problem] = []
     for group in groups:
         first, *rest = group
         for rel in rest:
             found.append(Problem(rel, code, f"{what} {first!r}", fixes[code]))
     return found
+
+
+LIKENESS_WORDS = {
+    "resized": "a resized copy of",
+    "re-encoded": "a re-encoded copy of",
+    "cropped": "a slightly cropped copy of",
+    "flipped": "a mirrored copy of",
+}
+
+
+def likeness_problems(pairs: Iterable[Likeness]) -> list[Problem]:
+    """One ``near-duplicate`` problem per likeness pair, on the copy."""
+    return [
+        Problem(
+            pair.copy,
+            "near-duplicate",
+            f"looks like {LIKENESS_WORDS[pair.kind]} {pair.original!r} (pHash distance "
+            f"{pair.distance}, correlation {pair.correlation:.2f})",
+            "Keep the best version and delete the others, unless the extra weight is intended.",
+        )
+        for pair in pairs
+    ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 from kura.dataset.checks import (
     caption_problems,
     group_problems,
+    likeness_problems,
     media_problems,
     video_problems,
 )
 from kura.dataset.context import Context
+from kura.dataset.likeness import Likeness
 from kura.dataset.pairs import Pairing
 from kura.dataset.problems import Problem
 
@@ -18,11 +20,11 @@ __all__ = ["problems"]
 def problems(
     ctx: Context,
     duplicates: list[list[str]],
-    near: list[list[str]],
+    near: list[Likeness],
     pairing: Pairing | None,
 ) -> list[Problem]:
     """Every problem: per file, caption pairing, unsupported and nested files, duplicate
-    groups and control pairing."""
+    groups, likeness pairs and control pairing."""
     found: list[Problem] = []
     for entry in ctx.scan.images:
         found += media_problems(entry.rel, ctx.of(entry))
@@ -54,29 +56,24 @@ def problems(
             )
         )
     found += group_problems("duplicate", duplicates, "same bytes as")
-    found += group_problems(
-        "near-duplicate", _one_per_content(ctx, near), "looks like the same picture as"
-    )
+    found += likeness_problems(_one_per_content(ctx, near))
     if ctx.controls is not None and pairing is not None:
         found += _control_problems(ctx, pairing)
     return found
 
 
-def _one_per_content(ctx: Context, groups: list[list[str]]) -> list[list[str]]:
-    """Near-duplicate groups with exact copies folded into their first member (exact copies
-    already get a ``duplicate`` problem)."""
-    content = {e.rel: ctx.of(e).get("sha256") for e in (*ctx.scan.images, *ctx.scan.videos)}
-    folded = []
-    for group in groups:
-        seen: set[str | None] = set()
-        kept = []
-        for rel in group:
-            if content.get(rel) not in seen:
-                seen.add(content.get(rel))
-                kept.append(rel)
-        if len(kept) > 1:
-            folded.append(kept)
-    return folded
+def _one_per_content(ctx: Context, pairs: list[Likeness]) -> list[Likeness]:
+    """One likeness pair per pair of contents: a pair that only repeats another through an
+    exact copy (which already gets a ``duplicate`` problem) is left out."""
+    content = {e.rel: ctx.of(e).get("sha256") for e in ctx.scan.images}
+    seen: set[tuple[str | None, str | None]] = set()
+    kept = []
+    for pair in pairs:
+        contents = (content.get(pair.original), content.get(pair.copy))
+        if contents not in seen:
+            seen.add(contents)
+            kept.append(pair)
+    return kept
 
 
 def _caption_pairing_problems(ctx: Context) -> list[Problem]:

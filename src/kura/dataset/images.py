@@ -3,13 +3,14 @@
 Integrity is checked by decoding, but cheaply: a JPEG is decoded at 1/8 scale through
 libjpeg's DCT scaling (``Image.draft``), which still reads every entropy-coded byte and so
 notices truncation; other formats are decoded in full (a PNG decode inflates every IDAT
-chunk and stops at a missing end). The small decode also feeds the perceptual hash.
+chunk and stops at a missing end). The small decode also feeds the perceptual hashes
+(``similarity.likeness_hashes``).
 
 A PNG without transparency is not decoded at all: walking its chunks and checking every
 CRC (``Image.verify``) finds truncation and flipped bytes in well under a millisecond, where
-inflating a 2-megapixel PNG takes tens of milliseconds. Its perceptual hash is left out
-(``dhash`` is ``None``) and filled in by :func:`read_pixel_facts` only when the inspection
-needs it (another picture has the same aspect ratio, so it could be a resized copy).
+inflating a 2-megapixel PNG takes tens of milliseconds. Its perceptual hashes are left out
+(no ``likeness`` entry) and filled in by :func:`read_pixel_facts` only when the inspection
+needs them (another picture has the same aspect ratio, so it could be a copy).
 
 What Musubi does with each colour mode (``src/musubi_tuner/dataset/datasources.py``,
 ``ImageDirectoryDatasource.get_image_data``, and ``cache_latents.py``): any mode other than
@@ -25,7 +26,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from kura.dataset.similarity import dhash, sha256_hex
+from kura.dataset.similarity import hash_decode_size, likeness_hashes, sha256_hex
 
 __all__ = ["color_mode_issue", "read_image_facts", "read_pixel_facts"]
 
@@ -70,29 +71,26 @@ def _decoded_facts(data: bytes) -> dict[str, Any]:
         if image.format == "PNG" and not _may_be_transparent(image, mode):
             image.verify()
             facts["transparent"] = False
-            facts["dhash"] = None
             return facts
         if image.format == "JPEG":
-            image.draft(
-                "L" if mode in ("L", "RGB") else None, (max(1, width // 8), max(1, height // 8))
-            )
+            image.draft("L" if mode in ("L", "RGB") else None, hash_decode_size(width, height))
         image.load()
         facts["transparent"] = _has_transparency(image, mode)
-        facts["dhash"] = dhash(image)
+        facts["likeness"] = likeness_hashes(image)
     return facts
 
 
 def read_pixel_facts(path: Path) -> dict[str, Any]:
-    """Decode an image fully: ``{"dhash": …}``, or ``{"error": …}`` when the pixel data is
+    """Decode an image fully: ``{"likeness": …}``, or ``{"error": …}`` when the pixel data is
     damaged even though the file's structure checked out."""
     from PIL import Image
 
     try:
         with Image.open(Path(path)) as image:
             if image.format == "JPEG":
-                image.draft("L", (max(1, image.width // 8), max(1, image.height // 8)))
+                image.draft("L", hash_decode_size(image.width, image.height))
             image.load()
-            return {"dhash": dhash(image)}
+            return {"likeness": likeness_hashes(image)}
     except Exception as exc:  # Pillow raises many types for bad data; each is a broken file.
         return {"error": f"{type(exc).__name__}: {exc}"}
 

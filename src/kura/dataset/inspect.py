@@ -22,6 +22,7 @@ from kura.dataset.buckets import BucketRule
 from kura.dataset.captions import find_trigger
 from kura.dataset.context import Context
 from kura.dataset.facts import add_pixel_facts, gather_facts
+from kura.dataset.likeness import Likeness, Picture, find_likenesses
 from kura.dataset.pairs import pair_controls
 from kura.dataset.problems import BLOCKING_CODES, Problem
 from kura.dataset.scan import (
@@ -32,7 +33,7 @@ from kura.dataset.scan import (
     scan_controls,
     scan_dataset,
 )
-from kura.dataset.similarity import exact_groups, near_groups, resize_candidates
+from kura.dataset.similarity import exact_groups, hash_candidates
 from kura.dataset.statcache import StatCache
 from kura.errors import InvalidInput
 
@@ -54,7 +55,7 @@ class Inspection:
     captions: dict[str, Any]
     trigger: dict[str, Any] | None
     duplicates: tuple[tuple[str, ...], ...]
-    near_duplicates: tuple[tuple[str, ...], ...]
+    likenesses: tuple[Likeness, ...]
     videos: tuple[dict[str, Any], ...]
     pairs: dict[str, Any] | None
     task_suggestion: dict[str, Any]
@@ -81,7 +82,8 @@ class Inspection:
             "captions": self.captions,
             "trigger": self.trigger,
             "duplicates": [list(g) for g in self.duplicates],
-            "near_duplicates": [list(g) for g in self.near_duplicates],
+            "near_duplicates": [[item.original, item.copy] for item in self.likenesses],
+            "near_duplicate_pairs": [item.to_dict() for item in self.likenesses],
             "videos": list(self.videos),
             "pairs": self.pairs,
             "task_suggestion": self.task_suggestion,
@@ -119,7 +121,7 @@ def inspect_dataset(
     scan = scan_dataset(root, caption_ext, skip=control_root)
     controls = scan_controls(control_root) if control_root is not None else None
     facts = gather_facts(_jobs(scan, controls), cache=cache, progress=progress)
-    add_pixel_facts(resize_candidates(scan, facts), facts, cache=cache)
+    add_pixel_facts(hash_candidates(scan, facts), facts, cache=cache)
     return _build(root, control_root, scan, controls, facts, rule, caption_ext)
 
 
@@ -192,7 +194,7 @@ def _build(
         captions=sections.captions_section(ctx, texts),
         trigger=trigger.to_dict() if trigger is not None else None,
         duplicates=tuple(tuple(g) for g in duplicates),
-        near_duplicates=tuple(tuple(g) for g in near),
+        likenesses=tuple(near),
         videos=tuple(sections.video_rows(ctx)),
         pairs=sections.pairs_section(ctx, pairing) if pairing is not None else None,
         task_suggestion=task,
@@ -201,12 +203,14 @@ def _build(
     )
 
 
-def _similar_media(ctx: Context) -> tuple[list[list[str]], list[list[str]]]:
+def _similar_media(ctx: Context) -> tuple[list[list[str]], list[Likeness]]:
+    """Exact-duplicate groups of media, and the likeness pairs among the images."""
     media = [e for e in (*ctx.scan.images, *ctx.scan.videos) if ctx.of(e).get("sha256")]
     media = [e for e in media if not ctx.of(e).get("error")]
     digests = {e.rel: ctx.of(e)["sha256"] for e in media}
-    hashes = {e.rel: ctx.of(e)["dhash"] for e in media if ctx.of(e).get("dhash")}
-    return exact_groups(digests), near_groups(hashes, same_content=digests)
+    images = {e.path for e in ctx.scan.images}
+    pictures = [Picture.of(e.rel, e.path, ctx.of(e)) for e in media if e.path in images]
+    return exact_groups(digests), find_likenesses([p for p in pictures if p is not None])
 
 
 def _digest(ctx: Context) -> str:

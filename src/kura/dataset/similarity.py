@@ -1,57 +1,136 @@
-"""Content identity and perceptual likeness.
+"""Content identity and the perceptual hashes that find likeness candidates.
 
-Exact duplicates share a SHA-256 of their bytes. Near duplicates (the same picture resized,
-re-encoded or lightly edited) share a 64-bit difference hash (dHash: a 9x8 grayscale
-thumbnail, one bit per horizontally adjacent pair saying whether brightness rises) within a
-small Hamming distance.
+Exact duplicates share a SHA-256 of their bytes. A likeness candidate (the same picture
+resized, re-encoded, slightly cropped or mirrored) is found through pHash (imagehash's DCT
+hash: a 32x32 grayscale thumbnail, the top-left 8x8 DCT coefficients, one bit per
+coefficient saying whether it lies above their median). Each image keeps 32 of them:
 
-Hashing a PNG needs a full decode (tens of milliseconds for a few megapixels), so
-``resize_candidates`` picks the images whose shape allows them to be a resized copy of
-another image; only those are decoded.
+* ``hash``: the whole picture;
+* ``more``: the mirrored picture, then 30 crop windows (5 % and 10 % cut from one or both
+  axes, at the start, centre or end), so that a crop of this picture matches one window.
+
+A picture with almost no detail (its thumbnail's standard deviation below
+``FLAT_DEVIATION``) gets no hash at all: its DCT coefficients are noise around zero and
+would put every plain picture next to every other. The hashes only nominate candidates;
+``kura.dataset.likeness`` confirms each pair on the pixels before reporting it.
+
+Hashing a PNG needs a full decode (zlib inflation is most of its cost and has no reduced
+mode), so :func:`hash_candidates` picks the PNGs whose shape allows them to be a resized,
+re-encoded or mirrored copy of another image; only those are decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
     from PIL import Image
 
     from kura.dataset.scan import Scan
 
 __all__ = [
-    "NEAR_DISTANCE",
-    "dhash",
+    "CROP_WINDOWS",
+    "FLAT_DEVIATION",
     "exact_groups",
-    "near_groups",
-    "resize_candidates",
+    "hash_candidates",
+    "hash_decode_size",
+    "likeness_hashes",
+    "phash_batch",
     "sha256_hex",
 ]
 
-NEAR_DISTANCE = 6
-"""Largest Hamming distance (of 64 bits) still called a near duplicate."""
+FLAT_DEVIATION = 3.0
+"""Grayscale standard deviation (0–255) below which a picture counts as flat and is not hashed."""
+
+HASH_SIDE = 32
+"""pHash's thumbnail side (imagehash: ``hash_size * highfreq_factor``)."""
+
+BASE_SIDE = 96
+"""Side of the square grayscale base the 32 thumbnails are cut from."""
+
+
+def _crop_windows() -> tuple[tuple[float, float, float, float], ...]:
+    """``(left, top, right, bottom)`` fractions of every crop window."""
+    windows: list[tuple[float, float, float, float]] = []
+    for cut in (0.05, 0.10):
+        for where in (0.0, 0.5, 1.0):
+            left, right = cut * where, 1.0 - cut * (1.0 - where)
+            windows.append((left, 0.0, right, 1.0))
+            windows.append((0.0, left, 1.0, right))
+            for where_y in (0.0, 0.5, 1.0):
+                top, bottom = cut * where_y, 1.0 - cut * (1.0 - where_y)
+                windows.append((left, top, right, bottom))
+    return tuple(windows)
+
+
+CROP_WINDOWS = _crop_windows()
+"""The crop windows whose hashes follow the mirrored hash in ``more`` (30 of them)."""
+
+
+def hash_decode_size(width: int, height: int) -> tuple[int, int]:
+    """The least size a JPEG is decoded at (``Image.draft``) for hashing: 1/8 scale, but
+    never below twice the hash base, where DCT scaling would blur fine texture away."""
+    return (
+        min(width, max(width // 8, 2 * BASE_SIDE)),
+        min(height, max(height // 8, 2 * BASE_SIDE)),
+    )
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def dhash(image: Image.Image) -> str:
-    """The 64-bit difference hash of ``image`` as 16 hex digits."""
+def phash_batch(thumbnails: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """pHash of each 32x32 grayscale thumbnail in an ``(n, 32, 32)`` array.
+
+    The same arithmetic as ``imagehash.phash`` (a test holds them equal), done for all
+    thumbnails in one call: imagehash's per-image call costs about 0.2 ms, which for 32
+    hashes an image would cost more than reading a JPEG."""
+    import numpy as np
+    import scipy.fftpack
+
+    pixels = thumbnails.astype(np.float64)
+    dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=1), axis=2)
+    low = dct[:, :8, :8].reshape(len(pixels), 64)
+    bits = low > np.median(low, axis=1, keepdims=True)
+    return np.packbits(bits, axis=1).view(">u8").reshape(-1).astype(np.uint64)
+
+
+def likeness_hashes(image: Image.Image) -> dict[str, Any]:
+    """``{"hash": 16 hex digits, "more": 31 x 16 hex digits}``, or ``{"flat": True}``."""
+    import imagehash
+    import numpy as np
     from PIL import Image as PILImage
 
-    small = image.convert("L").resize((9, 8), PILImage.Resampling.BOX)
-    pixels = small.tobytes()
-    bits = 0
-    for row in range(8):
-        base = row * 9
-        for col in range(8):
-            bits = (bits << 1) | (pixels[base + col + 1] > pixels[base + col])
-    return f"{bits:016x}"
+    base = _grayscale_base(image)
+    whole = base.resize((HASH_SIDE, HASH_SIDE), PILImage.Resampling.BILINEAR)
+    if float(np.asarray(whole, dtype=np.float64).std()) < FLAT_DEVIATION:
+        return {"flat": True}
+    side = float(BASE_SIDE)
+    thumbnails = [np.asarray(whole)[:, ::-1]]
+    for left, top, right, bottom in CROP_WINDOWS:
+        box = (left * side, top * side, right * side, bottom * side)
+        window = base.resize((HASH_SIDE, HASH_SIDE), PILImage.Resampling.BILINEAR, box=box)
+        thumbnails.append(np.asarray(window))
+    more = phash_batch(np.stack(thumbnails))
+    return {
+        "hash": str(imagehash.phash(whole)),
+        "more": "".join(f"{int(value):016x}" for value in more),
+    }
+
+
+def _grayscale_base(image: Image.Image) -> Image.Image:
+    from PIL import Image as PILImage
+
+    if image.mode not in ("L", "RGB"):
+        image = image.convert("RGB")
+    small = image.resize((BASE_SIDE, BASE_SIDE), PILImage.Resampling.BOX)
+    return small.convert("L")
 
 
 def exact_groups(digests: Mapping[str, str]) -> list[list[str]]:
@@ -62,96 +141,33 @@ def exact_groups(digests: Mapping[str, str]) -> list[list[str]]:
     return sorted(sorted(keys) for keys in by_digest.values() if len(keys) > 1)
 
 
-def near_groups(
-    hashes: Mapping[str, str],
-    *,
-    same_content: Mapping[str, str] | None = None,
-    distance: int = NEAR_DISTANCE,
-) -> list[list[str]]:
-    """Groups of keys whose perceptual hashes lie within ``distance`` of each other.
+def hash_candidates(scan: Scan, facts: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Images read without hashes whose shape allows them to be a resized, re-encoded or
+    mirrored copy of another image (or another to be theirs).
 
-    Keys with the same ``same_content`` value (exact duplicates, reported separately) are
-    never linked to each other; a group needs two different contents."""
-    keys = sorted(hashes)
-    content = same_content or {}
-    parent = list(range(len(keys)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    values = [int(hashes[key], 16) for key in keys]
-    for a, b in _close_pairs(values, distance):
-        ca, cb = content.get(keys[a]), content.get(keys[b])
-        if ca is not None and ca == cb:
-            continue
-        parent[find(a)] = find(b)
-
-    groups: dict[int, list[str]] = defaultdict(list)
-    for i, key in enumerate(keys):
-        groups[find(i)].append(key)
-    return sorted(sorted(g) for g in groups.values() if _distinct_contents(g, content))
-
-
-def _close_pairs(values: list[int], distance: int) -> Iterable[tuple[int, int]]:
-    """Index pairs ``(i, j)``, ``i < j``, with Hamming distance at most ``distance``.
-
-    All pairs are compared with numpy in blocks of rows (XOR, then a population count), which
-    for 10,000 hashes is 50 million comparisons in a few tenths of a second."""
-    import numpy as np
-
-    array = np.array(values, dtype=np.uint64)
-    block = 512
-    for start in range(0, len(array), block):
-        rows = array[start : start + block]
-        counts = np.bitwise_count(rows[:, None] ^ array[None, start:])
-        width = counts.shape[1]
-        for flat in np.flatnonzero(counts <= distance).tolist():
-            i, j = divmod(flat, width)
-            if i < j:
-                yield start + i, start + j
-
-
-def _distinct_contents(group: list[str], content: Mapping[str, str]) -> bool:
-    if len(group) < 2:
-        return False
-    return len({content.get(key, key) for key in group}) > 1
-
-
-def resize_candidates(scan: Scan, facts: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Images read without a perceptual hash that could be a resized copy of another image.
-
-    A resize keeps the aspect ratio up to rounding, so a candidate is an image whose other
-    side, scaled to a partner's size, lands within one pixel of the partner's side. That
-    bounds the ratio difference by one over the smaller picture's side, which limits the
-    search to a narrow window of ratios around each image still lacking a hash."""
-    sized: list[tuple[float, int, int, str, bool]] = []
+    Those keep the aspect ratio up to rounding, so each image stands for the interval of
+    ratios within one pixel of its smaller side; an image is a candidate when its interval
+    overlaps another's. Sorting the intervals by start finds every overlap in one sweep
+    (``n log n``, whatever the sizes), where testing pairs of equal ratio was quadratic
+    when all images share one size. Crops that change the aspect ratio are found only
+    between hashed images (JPEGs, transparent PNGs and the PNGs chosen here)."""
+    spans: list[tuple[float, float, str, bool]] = []
     for entry in scan.images:
         item = facts[entry.path]
         width, height = item.get("width"), item.get("height")
-        if not item.get("error") and isinstance(width, int) and isinstance(height, int):
-            sized.append((width / height, width, height, entry.path, item.get("dhash") is None))
-    lacking = [item for item in sized if item[4]]
-    if not lacking:
-        return []
-    sized.sort()
-    ratios = [item[0] for item in sized]
-    window = 1.0 + 1.0 / max(1, min(min(w, h) for _, w, h, _, _ in sized)) + 1e-9
+        if item.get("error") or not isinstance(width, int) or not isinstance(height, int):
+            continue
+        if width < 1 or height < 1:
+            continue
+        ratio, slack = width / height, 1.0 + 1.0 / min(width, height)
+        spans.append((ratio / slack, ratio * slack, entry.path, "likeness" not in item))
+    spans.sort()
     wanted: set[str] = set()
-    for ratio, width, height, path, _ in lacking:
-        low = bisect_left(ratios, ratio / window)
-        high = bisect_right(ratios, ratio * window)
-        for other in sized[low:high]:
-            if other[3] != path and _same_shape((width, height), (other[1], other[2])):
-                wanted.add(path)
-                if other[4]:
-                    wanted.add(other[3])
+    reach = float("-inf")
+    for index, (start, end, path, lacking) in enumerate(spans):
+        overlaps_earlier = reach >= start
+        overlaps_later = index + 1 < len(spans) and spans[index + 1][0] <= end
+        if lacking and (overlaps_earlier or overlaps_later):
+            wanted.add(path)
+        reach = max(reach, end)
     return sorted(wanted)
-
-
-def _same_shape(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether one size is the other scaled, up to one pixel of rounding."""
-    (small_w, small_h), (big_w, big_h) = sorted((a, b))
-    return abs(small_w * big_h / big_w - small_h) <= 1.0

@@ -22,7 +22,7 @@ from kura.errors import InvalidInput
 
 __all__ = ["SCHEMA_VERSION", "FileKey", "StatCache"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_NAME = "dataset-facts.sqlite3"
 
 

@@ -22,11 +22,17 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from kura.errors import InvalidInput, KuraError, NotFound, UsageError
 from kura.runs.evidence import evaluate_run
-from kura.runs.following import list_runs
 from kura.runs.store import list_run_ids
 from kura.web.samples import RunSamples, parse_side, prompt_text, run_samples
 from kura.web.security import MEDIA_TYPES, is_loopback, resolve_media, same_secret
-from kura.web.views import json_safe, knowledge_view, live_view, run_entry, run_file_html
+from kura.web.views import (
+    json_safe,
+    knowledge_view,
+    live_view,
+    run_entry,
+    run_file_html,
+    run_list,
+)
 from kura.workspace import Workspace, check_name
 
 __all__ = ["COOKIE_NAME", "create_app"]
@@ -131,8 +137,8 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
         )
 
     @app.get("/", response_class=HTMLResponse)
-    def run_list() -> HTMLResponse:
-        return page("runs.html", title="Runs", runs=list_runs(workspace)["runs"])
+    def run_list_page() -> HTMLResponse:
+        return page("runs.html", title="Runs", runs=run_list(workspace)["runs"])
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:

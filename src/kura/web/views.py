@@ -2,22 +2,30 @@
 
 The live-progress JSON and the first render of the run page share :func:`live_view`, so
 the page reads the same before and after its first poll.
+
+What a settled run shows (never launched, or finished) depends only on its files, so it is
+kept in a :class:`~kura.web.filecache.FileCache` until one of them changes; a run still in
+flight is read afresh on every request, because settling it (noticing that its processes
+are gone) depends on more than its files.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from kura.errors import KuraError, NotFound
-from kura.execution.state import TERMINAL
+from kura.execution.state import TERMINAL, read_state
 from kura.execution.tensorboard import read_scalars
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
 from kura.runs.following import list_runs, run_status, tail_logs
+from kura.runs.store import list_run_ids
 from kura.web.charts import line_chart, loss_series, lr_series
+from kura.web.filecache import FileCache, FileSignature, signature_of, tree_signature
 from kura.web.markdown import render_markdown
 from kura.workspace import Workspace
 
@@ -28,9 +36,14 @@ __all__ = [
     "live_view",
     "run_entry",
     "run_file_html",
+    "run_list",
 ]
 
 LOG_LINES = 80
+
+CACHE = FileCache()
+"""What the pages derived from unchanged files (shared by every app in the process; keys
+hold absolute paths, so workspaces never share entries)."""
 
 
 def json_safe(value: Any) -> Any:
@@ -129,8 +142,34 @@ def _log_text(workspace: Workspace, run_id: str, launched: bool) -> str:
     return str(tail_logs(workspace, run_id, step=None, lines=LOG_LINES)["text"])
 
 
+def _settled(run_dir: Path) -> bool:
+    """Whether the run's files alone say what it shows: not launched, or finished."""
+    if not (run_dir / "state.json").exists():
+        return True
+    try:
+        return read_state(run_dir).is_terminal
+    except KuraError:
+        return False
+
+
+def _run_signature(workspace: Workspace, run_id: str) -> tuple[FileSignature, ...] | None:
+    """The signature of everything in the run's folder, or None while the run is in flight."""
+    run_dir = workspace.run_dir(run_id)
+    if not _settled(run_dir):
+        return None
+    return tree_signature(run_dir)
+
+
 def live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     """Status, formatted progress, the log tail and both charts of one run."""
+    signature = _run_signature(workspace, run_id)
+    if signature is None:
+        return _live_view(workspace, run_id)
+    key = ("live", str(workspace.run_dir(run_id)))
+    return CACHE.get(key, signature, lambda: _live_view(workspace, run_id))
+
+
+def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     status = run_status(workspace, run_id)
     scalars = read_scalars(workspace.run_dir(run_id) / "logs")
     return {
@@ -150,9 +189,20 @@ def live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     }
 
 
+def run_list(workspace: Workspace) -> dict[str, Any]:
+    """``kura run list``'s document, kept while every run is settled and unchanged."""
+    signature: list[FileSignature] = [signature_of(workspace.runs_dir)]
+    for run_id in list_run_ids(workspace):
+        run_signature = _run_signature(workspace, run_id)
+        if run_signature is None:
+            return list_runs(workspace)
+        signature += run_signature
+    return CACHE.get(("runs", str(workspace.runs_dir)), signature, lambda: list_runs(workspace))
+
+
 def run_entry(workspace: Workspace, run_id: str) -> dict[str, Any]:
     """The run's row of ``kura run list``."""
-    for entry in list_runs(workspace)["runs"]:
+    for entry in run_list(workspace)["runs"]:
         if entry["id"] == run_id:
             return dict(entry)
     raise NotFound(f"no run {run_id!r} in {workspace.root}")
@@ -163,7 +213,11 @@ def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:
     path = workspace.run_dir(run_id) / name
     if not path.is_file():
         return None
-    return render_markdown(path.read_text(encoding="utf-8"))
+    return CACHE.get(
+        ("markdown", str(path)),
+        [signature_of(path)],
+        lambda: render_markdown(path.read_text(encoding="utf-8")),
+    )
 
 
 def knowledge_view(workspace: Workspace) -> dict[str, Any]:
