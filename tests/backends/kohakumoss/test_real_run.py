@@ -21,8 +21,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from kura.backends.kohakumoss.compile import (
-    MossCompileInputs,
     MossCompiled,
+    MossCompileInputs,
     MossDataset,
     MossModel,
     MossStep,
@@ -66,7 +66,9 @@ CPU_KNOBS = {
 
 def make_dataset(folder: Path) -> Path:
     folder.mkdir(parents=True)
-    for i, (size, caption) in enumerate(zip(((64, 64), (96, 64), (64, 96), (80, 80)), CAPTIONS)):
+    for i, (size, caption) in enumerate(
+        zip(((64, 64), (96, 64), (64, 96), (80, 80)), CAPTIONS, strict=True)
+    ):
         image = Image.new("RGB", size, (40 * i, 100, 150))
         ImageDraw.Draw(image).ellipse((8, 8, size[0] - 8, size[1] - 8), fill=(200, 50, 50))
         image.save(folder / f"img{i}.png")
@@ -76,9 +78,17 @@ def make_dataset(folder: Path) -> Path:
 
 def recipe(steps: int) -> MossRecipe:
     return MossRecipe(
-        learning_rate=1e-4, steps=steps, rank=4, alpha=4.0, seed=0, warmup_steps=0,
-        max_grad_norm=1.0, save_every=3, sample_every=3,
-        sample_prompts=("kura, 1girl, smile, red hair",), log_every=1,
+        learning_rate=1e-4,
+        steps=steps,
+        rank=4,
+        alpha=4.0,
+        seed=0,
+        warmup_steps=0,
+        max_grad_norm=1.0,
+        save_every=3,
+        sample_every=3,
+        sample_prompts=("kura, 1girl, smile, red hair",),
+        log_every=1,
     )
 
 
@@ -94,34 +104,55 @@ def run_step(step: MossStep, log: Path) -> int:
     env = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"} | dict(step.env)
     with log.open("wb") as out:
         return subprocess.run(
-            list(step.argv), cwd=step.cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=subprocess.STDOUT, check=False, timeout=600,
+            list(step.argv),
+            cwd=step.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+            timeout=600,
         ).returncode
 
 
 @pytest.fixture(scope="module")
-def inputs(moss_env: EnvLocation, tiny_root: Path, tmp_path_factory: pytest.TempPathFactory) -> MossCompileInputs:
+def inputs(
+    moss_env: EnvLocation, tiny_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> MossCompileInputs:
     base = tmp_path_factory.mktemp("moss-run")
     arch = infer_arch(moss_env, tiny_root)
     assert not arch.is_named and arch.dim == 64 and arch.depth == 2
-    stack = layer_stack(moss_env, LayerChoice(algo="lora", source="folder", precision="bf16", vram_gib=8))
+    stack = layer_stack(
+        moss_env, LayerChoice(algo="lora", source="folder", precision="bf16", vram_gib=8)
+    )
     assert stack.vram_layer == "8g"
     dataset = make_dataset(base / "datasets" / "kura" / "media")
     return MossCompileInputs(
-        run_id="tiny-run", run_dir=base / "runs" / "tiny-run", env=moss_env, stack=stack,
+        run_id="tiny-run",
+        run_dir=base / "runs" / "tiny-run",
+        env=moss_env,
+        stack=stack,
         model=MossModel(root=tiny_root, arch=arch),
         datasets=(MossDataset("kura", dataset, ".txt", repeats=10, trigger="kura"),),
-        recipe=recipe(6), knob_types=knob_types(moss_env), overrides=CPU_KNOBS, device="cpu",
+        recipe=recipe(6),
+        knob_types=knob_types(moss_env),
+        overrides=CPU_KNOBS,
+        device="cpu",
     )
 
 
-def test_tiny_model_trains_for_real(moss_env: EnvLocation, inputs: MossCompileInputs, tiny_root: Path) -> None:
+def test_tiny_model_trains_for_real(
+    moss_env: EnvLocation, inputs: MossCompileInputs, tiny_root: Path
+) -> None:
     run_dir = inputs.run_dir
     compiled = compile_moss(inputs)
     write(compiled, run_dir)
     train_text = compiled.files["compiled/kohakumoss/train.py"]
     assert "scripts/train/moss.py" in train_text.split('"""')[1]
-    assert f"use_config({(inputs.stack.root / 'configs/moss/vram/vram_8g.py').as_posix()!r})" in train_text
+    assert (
+        f"use_config({(inputs.stack.root / 'configs/moss/vram/vram_8g.py').as_posix()!r})"
+        in train_text
+    )
 
     checked = config_problems(moss_env, (compiled.train_config, compiled.data_config))
     assert [c.blocking for c in checked] == [(), ()], checked
@@ -158,7 +189,9 @@ def test_tiny_model_trains_for_real(moss_env: EnvLocation, inputs: MossCompileIn
     assert sorted(p.name for p in inputs.datasets[0].media_dir.iterdir()) == sorted(
         [f"img{i}.png" for i in range(4)] + [f"img{i}.txt" for i in range(4)]
     )
-    assert (compiled.cache_dir / "latents.db").exists() and (compiled.cache_dir / "text.db").exists()
+    assert (compiled.cache_dir / "latents.db").exists() and (
+        compiled.cache_dir / "text.db"
+    ).exists()
 
     # Resume: three more steps continue from the last periodic checkpoint.
     longer = compile_moss(replace(inputs, recipe=recipe(9)))
@@ -171,8 +204,12 @@ def test_tiny_model_trains_for_real(moss_env: EnvLocation, inputs: MossCompileIn
     assert (resumed.step, resumed.total) == (9, 9)
 
 
-def test_sigterm_leaves_the_last_periodic_checkpoint(moss_env: EnvLocation, inputs: MossCompileInputs) -> None:
-    run = replace(inputs, run_id="tiny-term", run_dir=inputs.run_dir.parent / "tiny-term", recipe=recipe(400))
+def test_sigterm_leaves_the_last_periodic_checkpoint(
+    moss_env: EnvLocation, inputs: MossCompileInputs
+) -> None:
+    run = replace(
+        inputs, run_id="tiny-term", run_dir=inputs.run_dir.parent / "tiny-term", recipe=recipe(400)
+    )
     compiled = compile_moss(replace(run, overrides={**CPU_KNOBS, "SAMPLE_STEPS": 1}))
     write(compiled, run.run_dir)
     for step in compiled.steps[:3]:
@@ -181,7 +218,14 @@ def test_sigterm_leaves_the_last_periodic_checkpoint(moss_env: EnvLocation, inpu
     env = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"} | dict(train.env)
     log = run.run_dir / "train.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(list(train.argv), cwd=train.cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            list(train.argv),
+            cwd=train.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if (compiled.output_dir / "checkpoints" / "step_00000003" / "state.json").is_file():

@@ -48,9 +48,24 @@ SIDECARS = (".txt", ".caption", ".json")
 
 KURA_OWNED = frozenset(
     {
-        "WEIGHTS", "VARIANT", "ARCH_OVERRIDES", "TEXT_ENCODER", "VAE", "DATASETS",
-        "RUN_NAME", "OUTPUT_DIR", "CACHE_DIR", "RESUME", "LR", "STEPS", "DIM", "ALPHA",
-        "SEED", "SAVE_EVERY", "SAMPLE_EVERY", "SAMPLE_PROMPTS",
+        "WEIGHTS",
+        "VARIANT",
+        "ARCH_OVERRIDES",
+        "TEXT_ENCODER",
+        "VAE",
+        "DATASETS",
+        "RUN_NAME",
+        "OUTPUT_DIR",
+        "CACHE_DIR",
+        "RESUME",
+        "LR",
+        "STEPS",
+        "DIM",
+        "ALPHA",
+        "SEED",
+        "SAVE_EVERY",
+        "SAMPLE_EVERY",
+        "SAMPLE_PROMPTS",
     }
 )
 """Knobs Kura writes from run.yaml's model, datasets and training sections; setting one
@@ -167,8 +182,13 @@ def _train_knobs(inputs: MossCompileInputs) -> dict[str, KnobValue]:
     if any(ds.trigger for ds in inputs.datasets) and inputs.caption_style == "tags":
         # The trigger opens each caption: keep that tag first when tags are shuffled.
         knobs["CAPTION"] = {
-            "template": "tags", "keep": ["artist"], "keep_first": 1, "shuffle": True,
-            "tag_dropout": 0.1, "underscores": True, "unescape": True,
+            "template": "tags",
+            "keep": ["artist"],
+            "keep_first": 1,
+            "shuffle": True,
+            "tag_dropout": 0.1,
+            "underscores": True,
+            "unescape": True,
         }
     return knobs
 
@@ -209,16 +229,26 @@ def compile_moss(inputs: MossCompileInputs) -> MossCompiled:
     kogine = str(inputs.env.tool("kogine"))
     env = {"NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
     scripts = inputs.stack.data_scripts
-    steps = tuple(
-        MossStep(name, (kogine, "run", str(scripts[script]), "--config", str(data_path)), env, inputs.run_dir)
-        for name, script in (
-            ("inspect", "inspect_data"),
-            ("cache_text", "cache_text"),
-            ("cache_latents", "cache_latents"),
-        )
-    ) + (
+    data_steps: tuple[tuple[StepName, str], ...] = (
+        ("inspect", "inspect_data"),
+        ("cache_text", "cache_text"),
+        ("cache_latents", "cache_latents"),
+    )
+    steps = (
+        *(
+            MossStep(
+                name,
+                (kogine, "run", str(scripts[script]), "--config", str(data_path)),
+                env,
+                inputs.run_dir,
+            )
+            for name, script in data_steps
+        ),
         MossStep(
-            "train", (kogine, "run", str(inputs.stack.train_script), "--config", str(train_path)), env, inputs.run_dir
+            "train",
+            (kogine, "run", str(inputs.stack.train_script), "--config", str(train_path)),
+            env,
+            inputs.run_dir,
         ),
     )
     rel = COMPILED_DIR

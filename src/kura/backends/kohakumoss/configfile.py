@@ -44,7 +44,11 @@ def render_config(
     notes: Sequence[str] = (),
 ) -> str:
     """One kogine config: a docstring ("<title> Drives <scripts>."), the layers, the knobs."""
-    doc = [f"{title} Drives {', '.join(scripts)}.", "", "Written by Kura; edit run.yaml, not this file."]
+    doc = [
+        f"{title} Drives {', '.join(scripts)}.",
+        "",
+        "Written by Kura; edit run.yaml, not this file.",
+    ]
     doc += list(notes)
     lines = ['"""' + "\n".join(doc) + '\n"""', "", "from kohakuengine import use_config", ""]
     lines += [f"use_config({path.as_posix()!r})" for path in uses]

@@ -16,8 +16,15 @@ from typing import Literal
 __all__ = ["MossDiagnosis", "diagnose"]
 
 Kind = Literal[
-    "ok", "oom", "cache-miss", "invalid-config", "non-finite", "arch-mismatch",
-    "missing-path", "cancelled", "failed",
+    "ok",
+    "oom",
+    "cache-miss",
+    "invalid-config",
+    "non-finite",
+    "arch-mismatch",
+    "missing-path",
+    "cancelled",
+    "failed",
 ]
 
 _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|no profile fits")
@@ -42,11 +49,15 @@ def _problem_lines(tail: str) -> str:
     return "; ".join(ln[2:] for ln in lines[:6])
 
 
-def diagnose(step: str, returncode: int, log_tail: str, *, checkpoint: str | None = None) -> MossDiagnosis:
+def diagnose(
+    step: str, returncode: int, log_tail: str, *, checkpoint: str | None = None
+) -> MossDiagnosis:
     """Map ``returncode`` and the end of the log to a diagnosis naming the fix."""
     if returncode == 0:
         return MossDiagnosis("ok", f"{step} finished", "")
-    saved = f"the last periodic checkpoint is {checkpoint}" if checkpoint else "no checkpoint was saved"
+    saved = (
+        f"the last periodic checkpoint is {checkpoint}" if checkpoint else "no checkpoint was saved"
+    )
     if returncode in (143, -15):
         return MossDiagnosis(
             "cancelled",
@@ -65,9 +76,11 @@ def diagnose(step: str, returncode: int, log_tail: str, *, checkpoint: str | Non
     if found:
         return MossDiagnosis(
             "cache-miss",
-            f"{step}: the offline cache does not hold what training asks for ({found.group(1)[:300]})",
+            f"{step}: the offline cache does not hold what training asks for "
+            f"({found.group(1)[:300]})",
             "the cache is missing or stale: run the cache steps again (delete the run's cache/ "
-            "folder and launch), and keep the data and encoder knobs of data.py equal to train.py's",
+            "folder and launch), and keep the data and encoder knobs of data.py equal to "
+            "train.py's",
         )
     found = _NONFINITE.search(log_tail)
     if found:
@@ -88,7 +101,8 @@ def diagnose(step: str, returncode: int, log_tail: str, *, checkpoint: str | Non
     if found:
         return MossDiagnosis(
             "invalid-config",
-            f"{step}: KohakuMoss refused the configuration: {_problem_lines(found.group(1)) or found.group(1)[:300]}",
+            f"{step}: KohakuMoss refused the configuration: "
+            f"{_problem_lines(found.group(1)) or found.group(1)[:300]}",
             "fix the named knob in run.yaml (backend.config or training) and plan again",
         )
     found = _MISSING.search(log_tail)
@@ -99,4 +113,6 @@ def diagnose(step: str, returncode: int, log_tail: str, *, checkpoint: str | Non
             "fix model.root / model.paths (or the dataset) in run.yaml and plan again",
         )
     last = [ln for ln in log_tail.splitlines() if ln.strip()][-1:] or [""]
-    return MossDiagnosis("failed", f"{step} failed (exit {returncode}): {last[0][:300]}", "see the step's log")
+    return MossDiagnosis(
+        "failed", f"{step} failed (exit {returncode}): {last[0][:300]}", "see the step's log"
+    )

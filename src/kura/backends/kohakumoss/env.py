@@ -111,7 +111,9 @@ def require_env(location: EnvLocation) -> EnvLocation:
     return location
 
 
-def install_commands(location: EnvLocation, base_python: str | None = None) -> tuple[tuple[str, ...], ...]:
+def install_commands(
+    location: EnvLocation, base_python: str | None = None
+) -> tuple[tuple[str, ...], ...]:
     """The argv lists that make the environment, in order (never a shell string)."""
     python = base_python or sys.executable
     env_python = str(location.python)
@@ -126,7 +128,9 @@ def install_commands(location: EnvLocation, base_python: str | None = None) -> t
 class HelperFailed(CheckFailed):
     """The helper answered with an error (``kind`` says which class)."""
 
-    def __init__(self, message: str, *, kind: str, hint: str = "", path: Path | str | None = None) -> None:
+    def __init__(
+        self, message: str, *, kind: str, hint: str = "", path: Path | str | None = None
+    ) -> None:
         super().__init__(message, hint=hint, path=path)
         self.kind = kind
 
@@ -171,7 +175,8 @@ def call_helper(
         tail = "\n".join(done.stderr.strip().splitlines()[-12:])
         raise KuraError(
             f"the KohakuMoss helper `{command}` failed (exit {done.returncode}):\n{tail}",
-            hint="run `kura doctor kohakumoss`; reinstall with `kura backend install kohakumoss --force`",
+            hint="run `kura doctor kohakumoss`; reinstall with "
+            "`kura backend install kohakumoss --force`",
             path=location.path,
         )
     answer = json.loads(lines[-1])
@@ -179,7 +184,9 @@ def call_helper(
         raise KuraError(f"the KohakuMoss helper `{command}` answered {answer!r}")
     if not answer.get("ok"):
         raise HelperFailed(
-            f"KohakuMoss: {answer.get('error')}", kind=str(answer.get("kind", "")), path=location.path
+            f"KohakuMoss: {answer.get('error')}",
+            kind=str(answer.get("kind", "")),
+            path=location.path,
         )
     result: JSON = answer.get("result")
     return result

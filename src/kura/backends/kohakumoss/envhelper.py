@@ -38,7 +38,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)
 
 TRAIN = "scripts/train/moss.py"
-TINY_ARCH = {
+TINY_ARCH: dict[str, Any] = {
     "dim": 64,
     "depth": 2,
     "heads": 2,
@@ -78,7 +78,6 @@ def _root() -> Path:
 
 def cmd_versions(_: dict[str, Any]) -> dict[str, Any]:
     import torch
-
     from kohakumoss.cli.config import presets
 
     root = _root()
@@ -100,9 +99,7 @@ def cmd_versions(_: dict[str, Any]) -> dict[str, Any]:
         "bundle_root": str(root),
         "catalogue": presets.catalogue(root),
         "cuda": bool(torch.cuda.is_available()),
-        "cuda_devices": [
-            torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
-        ],
+        "cuda_devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
     }
 
 
@@ -218,7 +215,6 @@ def cmd_estimate(req: dict[str, Any]) -> dict[str, Any]:
     import dataclasses
 
     import torch
-
     from kohakumoss.cli.config.validate import config_knobs, load_knobs
     from kohakumoss.memory.catalog_table import lora_params
     from kohakumoss.memory.estimate import GIB, estimate
@@ -237,9 +233,7 @@ def cmd_estimate(req: dict[str, Any]) -> dict[str, Any]:
         compute = DTYPES.get(k["PRECISION"], torch.bfloat16)
         work = workload(k, compute)
         if not is_full(k):
-            work = dataclasses.replace(
-                work, trainable_params=lora_params(work.arch, int(k["DIM"]))
-            )
+            work = dataclasses.replace(work, trainable_params=lora_params(work.arch, int(k["DIM"])))
         if k["MEMORY_PROFILE"] == "auto":
             rows.append({"name": option["name"], "error": "MEMORY_PROFILE='auto'"})
             continue
@@ -314,14 +308,13 @@ def cmd_build_tiny(req: dict[str, Any]) -> dict[str, Any]:
     text_encoder/ (a 4-layer Qwen3.5 text model), tokenizer/ (byte-level BPE with the
     Qwen chat template), vae/ (AutoencoderKLFlux2, 32 latent channels); all random."""
     from diffusers import AutoencoderKLFlux2
-    from transformers import Qwen3_5TextConfig, Qwen3_5TextModel
-
     from kohakumoss.model import build_backbone, save_diffusers, save_single
     from kohakumoss.types.arch import MossArchConfig
+    from transformers import Qwen3_5TextConfig, Qwen3_5TextModel
 
     out = Path(req["out"])
     out.mkdir(parents=True, exist_ok=True)
-    arch = dict(TINY_ARCH)
+    arch: dict[str, Any] = dict(TINY_ARCH)
     arch["negative_skip_layers"] = tuple(arch["negative_skip_layers"])
     cfg = MossArchConfig(**arch)
     model = build_backbone(cfg, device="cpu", init=True, seed=int(req.get("seed", 0)))
@@ -378,7 +371,7 @@ def main(argv: list[str]) -> int:
         result = COMMANDS[argv[0]](request)
     except HelperError as err:
         answer: dict[str, Any] = {"ok": False, "error": str(err), "kind": err.kind}
-    except Exception as err:  # noqa: BLE001 - every failure becomes a JSON answer
+    except Exception as err:
         traceback.print_exc(file=sys.stderr)
         answer = {"ok": False, "error": f"{type(err).__name__}: {err}", "kind": "crash"}
     else:

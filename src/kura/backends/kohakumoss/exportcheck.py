@@ -18,7 +18,9 @@ from kura.models.header import read_header
 
 __all__ = ["ExportCheck", "check_export", "dit_linears"]
 
-_LINEAR = re.compile(r"^(?:model\.diffusion_model\.|diffusion_model\.|transformer\.)?(layers\.\d+\.proj\.\w+)\.weight$")
+_LINEAR = re.compile(
+    r"^(?:model\.diffusion_model\.|diffusion_model\.|transformer\.)?(layers\.\d+\.proj\.\w+)\.weight$"
+)
 _LORA = re.compile(r"^lora_unet_(layers_\d+_proj_\w+?)\.(lora_down\.weight|lora_up\.weight|alpha)$")
 
 
@@ -85,7 +87,8 @@ def check_export(path: Path, linears: Mapping[str, tuple[int, int]]) -> ExportCh
         ranks.add(rank)
         if tuple(down) != (rank, in_dim) or tuple(up) != (out_dim, rank):
             problems.append(
-                f"{name}: down {list(down)} / up {list(up)} do not fit the DiT's [{out_dim}, {in_dim}]"
+                f"{name}: down {list(down)} / up {list(up)} do not fit the DiT's "
+                f"[{out_dim}, {in_dim}]"
             )
     if len(ranks) > 1:
         problems.append(f"mixed ranks {sorted(ranks)}")

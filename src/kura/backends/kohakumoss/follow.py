@@ -107,7 +107,9 @@ def last_checkpoint(output_dir: Path) -> Path | None:
     return max(found, key=lambda p: p.name) if found else None
 
 
-def read_progress(output_dir: Path, total_steps: int | None = None, window: int = 10) -> MossProgress:
+def read_progress(
+    output_dir: Path, total_steps: int | None = None, window: int = 10
+) -> MossProgress:
     """Progress of the run folder ``OUTPUT_DIR/RUN_NAME``."""
     rows = read_metrics(output_dir / "metrics.jsonl")
     log = output_dir / "log.txt"
@@ -119,11 +121,15 @@ def read_progress(output_dir: Path, total_steps: int | None = None, window: int 
     resumed = _RESUMED.findall(text)
     exported = tuple(dict.fromkeys(_EXPORTED.findall(text)))
     last = rows[-1] if rows else None
-    times = [r.step_time for r in rows[-window:] if r.step_time is not None and math.isfinite(r.step_time)]
+    times = [
+        r.step_time
+        for r in rows[-window:]
+        if r.step_time is not None and math.isfinite(r.step_time)
+    ]
     per_step = statistics.median(times) if times else None
     eta = None
     if last is not None and total is not None and per_step is not None:
-        eta = int(round(max(0, total - last.step) * per_step))
+        eta = round(max(0, total - last.step) * per_step)
     checkpoint = last_checkpoint(output_dir)
     return MossProgress(
         step=last.step if last else None,

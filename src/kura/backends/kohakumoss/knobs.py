@@ -25,9 +25,7 @@ __all__ = [
     "recipe_knobs",
 ]
 
-KnobValue = (
-    str | int | float | bool | None | Sequence["KnobValue"] | Mapping[str, "KnobValue"]
-)
+KnobValue = str | int | float | bool | None | Sequence["KnobValue"] | Mapping[str, "KnobValue"]
 """A value a kogine config can hold as a Python literal."""
 
 _NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")

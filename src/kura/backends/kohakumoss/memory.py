@@ -51,20 +51,28 @@ class MossMemoryAid:
 
 AIDS: tuple[MossMemoryAid, ...] = (
     MossMemoryAid(
-        "vram_layer", 1, ("MEMORY_PROFILE", "MAX_TOKENS", "TEXT_ENCODE", "VAE_ENCODE"),
+        "vram_layer",
+        1,
+        ("MEMORY_PROFILE", "MAX_TOKENS", "TEXT_ENCODE", "VAE_ENCODE"),
         ("24g", "16g", "12g", "8g", "6g"),
         "streams DiT blocks from host RAM, offloads activations/gradients/AdamW states",
         "speed (3090, LoRA r32: balanced 0.39 samples/s, minimal 0.37) and host RAM "
         "(8g: ~19 GiB during steps, ~32 GiB at build)",
     ),
     MossMemoryAid(
-        "max_tokens", 2, ("MAX_TOKENS",), (12288, 8192, 6144, 4352, 2048),
+        "max_tokens",
+        2,
+        ("MAX_TOKENS",),
+        (12288, 8192, 6144, 4352, 2048),
         "fewer joint tokens per batch: activations shrink linearly",
         "fewer samples per step (more steps for the same epochs); samples longer than "
         "MAX_TOKENS are dropped or cut (OVERLONG)",
     ),
     MossMemoryAid(
-        "memory_profile", 3, ("MEMORY_PROFILE",), ("speed", "balanced", "low", "minimal"),
+        "memory_profile",
+        3,
+        ("MEMORY_PROFILE",),
+        ("speed", "balanced", "low", "minimal"),
         "checkpointing, fewer resident blocks, host optimizer states",
         "recompute and host↔device transfers each step",
     ),
@@ -105,7 +113,9 @@ HOST_RAM: Mapping[str, HostRam] = {
 }
 
 
-def host_ram(*, named_variant: bool, full_ft: bool, profile: str, text_encoder_at_build: bool) -> HostRam:
+def host_ram(
+    *, named_variant: bool, full_ft: bool, profile: str, text_encoder_at_build: bool
+) -> HostRam:
     """Host RAM for a plan: the README's figures for the named MOSS variants; unknown for
     another shape (a custom or tiny DiT). Without sample prompts and with both caches
     offline the text encoder never loads, so the build peak is the steps figure."""
@@ -145,8 +155,11 @@ def calibration_options() -> tuple[MemoryOption, ...]:
             c.name,
             None,
             {
-                "MEMORY_PROFILE": c.profile, "MAX_TOKENS": c.max_tokens, "DIM": 32,
-                "TARGET_AREA": 1024 * 1024, "BATCHING": "tokens",
+                "MEMORY_PROFILE": c.profile,
+                "MAX_TOKENS": c.max_tokens,
+                "DIM": 32,
+                "TARGET_AREA": 1024 * 1024,
+                "BATCHING": "tokens",
                 "ARCH_OVERRIDES": {},
             },
         )

@@ -85,7 +85,9 @@ def env_report(env: EnvLocation) -> EnvReport:
     return EnvReport(
         python=_s(d, "python"),
         executable=_s(d, "executable"),
-        packages=MappingProxyType({k: (str(v) if v is not None else None) for k, v in packages.items()}),
+        packages=MappingProxyType(
+            {k: (str(v) if v is not None else None) for k, v in packages.items()}
+        ),
         bundle_root=Path(_s(d, "bundle_root")),
         layers=MappingProxyType({k: _strs(v) for k, v in moss.items()}),
         cuda=bool(d.get("cuda")),
@@ -249,7 +251,9 @@ class MemoryEstimate:
     error: str | None = None
 
 
-def estimate(env: EnvLocation, config: Path, options: Sequence[MemoryOption]) -> tuple[MemoryEstimate, ...]:
+def estimate(
+    env: EnvLocation, config: Path, options: Sequence[MemoryOption]
+) -> tuple[MemoryEstimate, ...]:
     request = {
         "config": str(config),
         "options": [
@@ -265,8 +269,15 @@ def estimate(env: EnvLocation, config: Path, options: Sequence[MemoryOption]) ->
         if row.get("error"):
             out.append(
                 MemoryEstimate(
-                    name=_s(row, "name"), profile="", max_tokens=0, img_tokens=0, txt_tokens=0,
-                    trainable_params=0, total_gib=float("nan"), parts_gib={}, error=str(row["error"]),
+                    name=_s(row, "name"),
+                    profile="",
+                    max_tokens=0,
+                    img_tokens=0,
+                    txt_tokens=0,
+                    trainable_params=0,
+                    total_gib=float("nan"),
+                    parts_gib={},
+                    error=str(row["error"]),
                 )
             )
             continue
@@ -328,7 +339,9 @@ def data_plan(env: EnvLocation, data_config: Path) -> DataPlan:
     )
 
 
-def build_tiny(env: EnvLocation, out: Path, *, single_file: bool = False, fused: bool = False) -> Path:
+def build_tiny(
+    env: EnvLocation, out: Path, *, single_file: bool = False, fused: bool = False
+) -> Path:
     """A tiny random MOSS-shaped pipeline root at ``out`` (KohakuMoss's own builder)."""
     request = {"out": str(out), "single_file": single_file, "fused": fused}
     d = _obj(call_helper(env, "build-tiny", request, timeout=300), "build-tiny")
