@@ -12,16 +12,16 @@ from __future__ import annotations
 import statistics
 import sys
 
-from kura.planning.calibration import (
+from kura.backends.musubi.estimator.calibration import (
     MEMORY_POINTS,
     TIME_POINTS,
     band_fraction,
     evaluate_memory_points,
     median_abs_error,
 )
-from kura.planning.estimate import estimate
+from kura.backends.musubi.estimator.estimate import estimate
+from kura.backends.musubi.estimator.shapes import get_shape
 from kura.planning.gpus import get_gpu_class
-from kura.planning.shapes import get_shape
 
 TARGET_MEDIAN = 0.10
 

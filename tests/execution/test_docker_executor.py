@@ -21,9 +21,9 @@ CONTAINER = ContainerSpec(
     image="ghcr.io/example/musubi:0.3.4",
     gpus="all",
     mounts=[
-        Mount("/data/ds one", "/workspace/dataset", True),
-        Mount("/models", "/workspace/models", True),
-        Mount("/runs/r1/output", "/workspace/output", False),
+        Mount(source="/data/ds one", target="/workspace/dataset", read_only=True, purpose="test"),
+        Mount(source="/models", target="/workspace/models", read_only=True, purpose="test"),
+        Mount(source="/runs/r1/output", target="/workspace/output", read_only=False, purpose="t"),
     ],
     env={"HF_HUB_OFFLINE": "1"},
     workdir="/app/musubi-tuner",

@@ -15,6 +15,7 @@ import pytest
 from run_helpers import make_spec, pid_gone, wait_until
 from safetensors.numpy import load_file
 
+from kura.backends.musubi.progress import tail_progress
 from kura.errors import LockBusy, UsageError
 from kura.execution import (
     HostExecutor,
@@ -24,7 +25,6 @@ from kura.execution import (
     read_state,
     refresh_state,
     step_log,
-    tail_progress,
     wait_for_run,
 )
 from kura.execution.procutil import thread_caps
@@ -333,7 +333,7 @@ def test_run_summary_is_json_ready(tmp_path: Path) -> None:
 
     spec = make_spec(tmp_path)
     launch(spec, foreground=True)
-    summary = run_summary(spec.run_dir, logging_dir=spec.run_dir / "tb")
+    summary = run_summary(spec.run_dir, progress=tail_progress, logging_dir=spec.run_dir / "tb")
     json.dumps(summary)
     assert summary["state"]["status"] == "succeeded"
     assert summary["progress"]["step"] == 6

@@ -25,9 +25,9 @@ CONTAINER = ContainerSpec(
     image="ghcr.io/example/musubi:0.3.4",
     gpus="all",
     mounts=[
-        Mount(HOSTILE_MOUNT, "/workspace/dataset", True),
-        Mount("/models", "/workspace/models", True),
-        Mount("/runs/r1/output", "/workspace/output", False),
+        Mount(source=HOSTILE_MOUNT, target="/workspace/dataset", read_only=True, purpose="test"),
+        Mount(source="/models", target="/workspace/models", read_only=True, purpose="test"),
+        Mount(source="/runs/r1/output", target="/workspace/output", read_only=False, purpose="t"),
     ],
     env={"HF_HUB_ENABLE_HF_TRANSFER": "1"},
     workdir="/app/musubi-tuner",
@@ -133,7 +133,13 @@ def test_writable_mount_needs_a_bucket(tmp_path: Path) -> None:
 
 
 def test_dollar_in_mount_path_is_refused(tmp_path: Path) -> None:
-    container = ContainerSpec("img", "all", [Mount("/data/$HOME", "/d", True)], {}, "/app")
+    container = ContainerSpec(
+        image="img",
+        gpus="all",
+        mounts=(Mount(source="/data/$HOME", target="/d", read_only=True, purpose="test"),),
+        env={},
+        workdir="/app",
+    )
     with pytest.raises(UsageError, match=r"\$"):
         sky_task(_spec(tmp_path, container=container), accelerator="A100")
 

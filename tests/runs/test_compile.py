@@ -68,7 +68,8 @@ def test_compiling_twice_is_byte_identical_and_reports_no_change(
     again = compile_in_workspace(ws, run_id)
     assert not again.changed
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-    assert json.loads(before["steps.json"])["musubi_release"] == "0.3.4"
+    steps = json.loads(before["steps.json"])
+    assert (steps["backend"], steps["release"]) == ("musubi-tuner", "0.3.4")
 
 
 def test_host_executor_needs_a_musubi_checkout(ws: Workspace) -> None:

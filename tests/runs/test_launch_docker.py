@@ -83,6 +83,6 @@ def test_docker_launch_refuses_an_image_of_another_release(
     log = tmp_path / "docker.log"
     _docker(tmp_path / "bin", log, "0.3.1")
     run_id = _approved(docker_ws)
-    with pytest.raises(CheckFailed, match=r"holds Musubi 0\.3\.1"):
+    with pytest.raises(CheckFailed, match=r"holds Musubi Tuner 0\.3\.1"):
         launch_run(docker_ws, run_id, detach=False)
     assert not any(line.startswith("run ") for line in log.read_text().splitlines())

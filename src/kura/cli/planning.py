@@ -96,12 +96,12 @@ def estimate_command(
     state: AppState, base: str, resolution: str, gpu_id: str | None, **knobs: Any
 ) -> None:
     """What-if calculator: peak memory, step time and fit for a configuration, without a run."""
+    from kura.backends.musubi.estimation import estimator_model
+    from kura.backends.musubi.estimator.config import EstimateConfig
+    from kura.backends.musubi.estimator.estimate import estimate
     from kura.cli.dataset import parse_resolution
     from kura.models.bundles import get_bundle
-    from kura.planning.config import EstimateConfig
-    from kura.planning.estimate import estimate
     from kura.planning.gpus import get_gpu_class
-    from kura.runs.accommodations import estimator_model
 
     width, height = parse_resolution(resolution) or (1024, 1024)
     config = EstimateConfig.at_resolution(

@@ -29,15 +29,28 @@ def run_group() -> None:
     help="What the LoRA learns (default: the datasets' intent or inspection).",
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Any run.yaml path.")
+@click.option(
+    "--backend", default=None, help="Trainer (`kura model bundles` lists each bundle's)."
+)
 @click.pass_obj
 def new_command(
-    state: AppState, datasets: tuple[str, ...], base: str, task: str | None, sets: tuple[str, ...]
+    state: AppState,
+    datasets: tuple[str, ...],
+    base: str,
+    task: str | None,
+    sets: tuple[str, ...],
+    backend: str | None,
 ) -> None:
     """Draft runs/<id>/run.yaml; every drafted value says where it came from."""
     from kura.runs.new import create_run
 
     created = create_run(
-        state.workspace(), datasets=list(datasets), base=base, task=task, sets=list(sets)
+        state.workspace(),
+        datasets=list(datasets),
+        base=base,
+        task=task,
+        sets=list(sets),
+        backend=backend,
     )
     state.out.result(created.to_dict(), _render_new)
 

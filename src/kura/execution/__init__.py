@@ -1,10 +1,10 @@
-"""Launch, follow and stop Musubi Tuner runs: executors, run state, progress, diagnosis.
+"""Launch, follow and stop a trainer's runs: executors, run state, logs, diagnosis.
 
 The CLI's entry points::
 
     launch(spec, foreground=..., backend_config=..., executor=...)  # run launch/relaunch/resume
     refresh_state(run_dir), run_summary(run_dir, logging_dir=...)   # run status
-    wait_for_run(run_dir, timeout=...)                              # run watch (with tail_progress)
+    wait_for_run(run_dir, timeout=...)                              # run watch
     step_log(run_dir, step=None), read_log_tail / read_log_since    # run logs [-f]
     cancel_run(run_dir, grace=...)                                  # run cancel
 """
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kura.execution.diagnose import Diagnosis, diagnose_log_file, diagnose_text, oom_next_rung
     from kura.execution.executors import (
         DockerExecutor,
         Executor,
@@ -27,19 +26,14 @@ if TYPE_CHECKING:
     )
     from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
     from kura.execution.logs import collapse_redraws, read_log_since, read_log_tail
-    from kura.execution.progress import Progress, ema, parse_progress, tail_progress
     from kura.execution.runs import cancel_run, refresh_state, wait_for_run
     from kura.execution.state import ACTIVE, TERMINAL, RunState, StepState, read_state
-    from kura.execution.summary import run_summary
+    from kura.execution.summary import ema, run_summary
     from kura.execution.tensorboard import read_scalars
 
 # Names are imported on first use, so the supervisor process (which imports this package
 # on its way to kura.execution.supervisor) starts without loading every executor.
 _LAZY = {
-    "Diagnosis": "diagnose",
-    "diagnose_log_file": "diagnose",
-    "diagnose_text": "diagnose",
-    "oom_next_rung": "diagnose",
     "DockerExecutor": "executors",
     "Executor": "executors",
     "Handle": "executors",
@@ -53,10 +47,7 @@ _LAZY = {
     "collapse_redraws": "logs",
     "read_log_since": "logs",
     "read_log_tail": "logs",
-    "Progress": "progress",
-    "ema": "progress",
-    "parse_progress": "progress",
-    "tail_progress": "progress",
+    "ema": "summary",
     "cancel_run": "runs",
     "refresh_state": "runs",
     "wait_for_run": "runs",
@@ -83,27 +74,21 @@ __all__ = [
     "ACTIVE",
     "TERMINAL",
     "ContainerSpec",
-    "Diagnosis",
     "DockerExecutor",
     "Executor",
     "Handle",
     "HostExecutor",
     "LaunchSpec",
     "Mount",
-    "Progress",
     "RunState",
     "SkyPilotExecutor",
     "Step",
     "StepState",
     "cancel_run",
     "collapse_redraws",
-    "diagnose_log_file",
-    "diagnose_text",
     "ema",
     "executor_for",
     "launch",
-    "oom_next_rung",
-    "parse_progress",
     "read_log_since",
     "read_log_tail",
     "read_scalars",
@@ -111,7 +96,6 @@ __all__ = [
     "refresh_state",
     "run_summary",
     "step_log",
-    "tail_progress",
     "wait_for_run",
 ]
 
@@ -120,6 +104,7 @@ def launch(
     spec: LaunchSpec,
     *,
     foreground: bool = False,
+    backend: str = "musubi-tuner",
     backend_config: dict[str, Any] | None = None,
     executor: Executor | None = None,
     executor_options: dict[str, Any] | None = None,
@@ -127,9 +112,10 @@ def launch(
     """Start ``spec`` (a new attempt when the run finished before) and return its state.
 
     Detached by default: the run goes on after this process exits. ``foreground`` waits for
-    the end. ``backend_config`` (the run's flat backend keys) lets a failure's diagnosis pick
-    the next memory saving. Pass a configured ``executor`` (e.g. a SkyPilotExecutor with its
-    accelerator and bucket), or ``executor_options`` for :func:`executor_for`.
+    the end. ``backend`` (its name) diagnoses a failure; ``backend_config`` (what its
+    diagnosis needs of the run's settings) lets it pick the next memory saving. Pass a
+    configured ``executor`` (e.g. a SkyPilotExecutor with its accelerator and bucket), or
+    ``executor_options`` for :func:`executor_for`.
     """
     from kura.execution.executors import executor_for
     from kura.execution.runs import refresh_state
@@ -137,7 +123,9 @@ def launch(
     if executor is None:
         executor = executor_for(spec.executor, **(executor_options or {}))
     chosen = executor
-    handle = chosen.submit(spec, foreground=foreground, backend_config=backend_config)
+    handle = chosen.submit(
+        spec, foreground=foreground, backend=backend, backend_config=backend_config
+    )
     return refresh_state(handle.run_dir)
 
 

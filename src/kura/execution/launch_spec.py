@@ -1,4 +1,4 @@
-"""What the Musubi backend hands the execution layer: the steps of one run, ready to run.
+"""What the runs layer hands an executor: the steps of one run, ready to run.
 
 Every command is an argv list, never a shell string. Secret values never travel in a
 spec: ``pass_env`` holds only the names of variables read from Kura's environment at the
@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kura.backends.base import ContainerSpec, Mount, Step
 from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
 
@@ -30,32 +31,6 @@ __all__ = [
 ExecutorName = Literal["host", "docker", "skypilot"]
 CACHE_STEPS = ("cache_latents", "cache_text_encoder")
 LAUNCH_RECORD = "launch.json"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One process of a run: ``cache_latents``, ``cache_text_encoder`` or ``train``."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: str
-    target: str
-    read_only: bool
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    image: str
-    gpus: str
-    mounts: list[Mount]
-    env: dict[str, str]
-    workdir: str
 
 
 @dataclass(frozen=True)
@@ -77,6 +52,8 @@ class LaunchRecord:
     spec: LaunchSpec
     backend_config: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    backend: str = "musubi-tuner"
+    """The backend whose diagnosis reads this run's failures (``backend.name``)."""
 
 
 def save_launch_record(record: LaunchRecord) -> Path:
@@ -85,6 +62,7 @@ def save_launch_record(record: LaunchRecord) -> Path:
     data = {
         "spec": {**asdict(spec), "run_dir": str(spec.run_dir)},
         "backend_config": record.backend_config,
+        "backend": record.backend,
         "options": record.options,
     }
     path = Path(spec.run_dir) / LAUNCH_RECORD
@@ -103,18 +81,31 @@ def load_launch_record(run_dir: Path) -> LaunchRecord:
             run_id=str(raw["run_id"]),
             run_dir=Path(raw["run_dir"]),
             steps=[
-                Step(s["name"], list(s["argv"]), dict(s["env"]), s["cwd"]) for s in raw["steps"]
+                Step(
+                    name=s["name"],
+                    argv=tuple(s["argv"]),
+                    env=dict(s["env"]),
+                    cwd=s["cwd"],
+                    kind=s.get("kind", "train"),
+                    generated=bool(s.get("generated", True)),
+                )
+                for s in raw["steps"]
             ],
             executor=raw["executor"],
             container=None
             if container is None
             else ContainerSpec(
                 image=container["image"],
-                gpus=str(container["gpus"]),
-                mounts=[
-                    Mount(m["source"], m["target"], bool(m["read_only"]))
+                gpus=container["gpus"],
+                mounts=tuple(
+                    Mount(
+                        target=m["target"],
+                        read_only=bool(m["read_only"]),
+                        purpose=m.get("purpose", ""),
+                        source=m["source"],
+                    )
                     for m in container["mounts"]
-                ],
+                ),
                 env=dict(container["env"]),
                 workdir=container["workdir"],
             ),
@@ -123,7 +114,10 @@ def load_launch_record(run_dir: Path) -> LaunchRecord:
             skip_steps=list(raw["skip_steps"]),
         )
         return LaunchRecord(
-            spec, dict(data.get("backend_config", {})), dict(data.get("options", {}))
+            spec,
+            dict(data.get("backend_config", {})),
+            dict(data.get("options", {})),
+            backend=str(data.get("backend", "musubi-tuner")),
         )
     except FileNotFoundError:
         raise InvalidInput(

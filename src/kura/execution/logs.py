@@ -7,6 +7,7 @@ redrawn with carriage returns are collapsed to their last redraw, as a terminal 
 from __future__ import annotations
 
 import codecs
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["collapse_redraws", "read_log_since", "read_log_tail"]
@@ -61,3 +62,30 @@ def read_log_since(
     text = decoder.decode(data, final=False)
     pending, _ = decoder.getstate()
     return text, offset + len(data) - len(pending)
+
+
+ATTEMPT_LOG_BYTES = 4 * 1024 * 1024
+"""How much of a failed step's log its diagnosis reads (from the end)."""
+
+
+def read_attempt_log(path: Path, *, offset: int = 0) -> str:
+    """What a step wrote since ``offset`` (this attempt), at most the last 4 MiB of it."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(offset, size - ATTEMPT_LOG_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def diagnose_step(
+    path: Path, *, backend: str, step: str, exit_code: int | None, config: Mapping[str, object],
+    offset: int = 0,
+) -> dict[str, object]:
+    """The backend's diagnosis of a failed step, as state.json stores it."""
+    from kura.backends.registry import get_backend
+
+    text = read_attempt_log(path, offset=offset)
+    found = get_backend(backend).diagnose(text, step=step, exit_code=exit_code, config=config)
+    return found.to_dict()

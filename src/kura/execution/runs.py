@@ -14,7 +14,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from kura.execution.diagnose import diagnose_log_file
 from kura.execution.launch_spec import load_launch_record
 from kura.execution.procutil import group_alive, process_alive, signal_group, signal_process
 from kura.execution.state import RunState, exit_file, read_state, update_state
@@ -107,10 +106,17 @@ def _settle(run_dir: Path, state: RunState) -> None:
 
 def _diagnose(run_dir: Path, name: str, code: int | None) -> dict[str, object]:
     step = read_state(run_dir).step(name)
-    config = load_launch_record(run_dir).backend_config
-    return diagnose_log_file(
-        Path(step.log), step=name, exit_code=code, config=config, offset=step.log_offset
-    ).to_dict()
+    from kura.execution.logs import diagnose_step
+
+    record = load_launch_record(run_dir)
+    return diagnose_step(
+        Path(step.log),
+        backend=record.backend,
+        step=name,
+        exit_code=code,
+        config=record.backend_config,
+        offset=step.log_offset,
+    )
 
 
 def _read_exit(run_dir: Path, step: str) -> int | None:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kura.execution.commands import StepCommand, step_command
-from kura.execution.diagnose import diagnose_log_file
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
+from kura.execution.logs import diagnose_step
 from kura.execution.procutil import process_start_ticks, signal_group
 from kura.execution.state import RunState, exit_file, now_iso, read_state, update_state
 from kura.fsutil import atomic_write_text
@@ -142,13 +142,14 @@ def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current)
 
 
 def _finish_failed(run_dir: Path, record: LaunchRecord, name: str, code: int) -> None:
-    diagnosis = diagnose_log_file(
+    diagnosis = diagnose_step(
         Path(run_dir) / "logs" / f"{name}.log",
+        backend=record.backend,
         step=name,
         exit_code=code,
         config=record.backend_config,
         offset=_log_offset(run_dir, name),
-    ).to_dict()
+    )
 
     def fail(state: RunState) -> None:
         state.exit_code = code

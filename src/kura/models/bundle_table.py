@@ -861,4 +861,4 @@ ESTIMATOR_MODELS: dict[str, str] = {
     "hidream-o1-dev": "hidream-o1",
     "ideogram4": "ideogram4",
 }
-"""Bundle id → the memory/step-time estimator's model id (``kura.planning.shapes``)."""
+"""Bundle id → the memory/step-time estimator's model id (Musubi's estimator shapes)."""

@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kura.errors import InvalidInput, SpecError
+from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
 from kura.runs.store import load_run
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.backends.base import Backend
 
 __all__ = ["COMPILED_DIR", "CompileReport", "compile_in_workspace", "lock_path"]
 
@@ -60,18 +63,26 @@ def lock_path(workspace: Workspace, run_id: str) -> Path:
 
 def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     """Compile one run and write its ``compiled/`` folder (only files whose bytes change)."""
-    from kura.backends.musubi import compile_run
+    from kura.backends.documents import container_document, step_document
+    from kura.backends.registry import get_backend, require_serves
+    from kura.models.bundles import get_bundle
 
     spec, _ = load_run(workspace, run_id)
-    inputs, paths, resolution = _inputs(workspace, spec)
-    compiled = compile_run(spec, inputs)
-    lock = _lock(workspace, spec, resolution)
+    backend = get_backend(spec.backend.name)
+    require_serves(backend, get_bundle(spec.model.base).architecture)
+    inputs, paths, resolution = _inputs(workspace, spec, backend)
+    compiled = backend.compile(spec, inputs)
+    lock = _lock(workspace, spec, resolution, compiled.release)
     container = (
-        _container_with_hosts(compiled.container.to_dict(), paths) if paths.in_container else None
+        _container_with_hosts(container_document(compiled.container), paths)
+        if paths.in_container and compiled.container is not None
+        else None
     )
-    steps = [s.to_dict() for s in compiled.steps]
+    steps = [step_document(s) for s in compiled.steps]
     outputs = dict(compiled.files.items())
-    outputs["steps.json"] = _canonical({"steps": steps, "musubi_release": compiled.musubi_release})
+    outputs["steps.json"] = _canonical(
+        {"steps": steps, "backend": compiled.backend, "release": compiled.release}
+    )
     if container is not None:
         outputs["container.json"] = _canonical(container)
     outputs[LOCK_NAME] = _canonical(lock)
@@ -97,9 +108,8 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     )
 
 
-def _inputs(workspace: Workspace, spec: RunSpec) -> tuple[Any, PathMap, Any]:
-    from kura.backends.musubi import CompileInputs
-    from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
+def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any, PathMap, Any]:
+    from kura.backends.base import CompileInputs
     from kura.models.bundles import get_bundle
     from kura.models.resolve import resolve_bundle
 
@@ -119,14 +129,14 @@ def _inputs(workspace: Workspace, spec: RunSpec) -> tuple[Any, PathMap, Any]:
             paths.model(role.spec.slot, shard)
         if role.report is not None:
             dtypes[role.spec.slot] = _weight_dtype(role.report.dtype, role.report.quantization)
-    musubi_dir = IMAGE_MUSUBI_DIR if paths.in_container else _host_musubi(workspace)
+    trainer_dir = backend.trainer_dir(workspace, in_container=paths.in_container)
     inputs = CompileInputs(
         architecture=bundle.architecture,
         model_version=_model_version(bundle.trainer),
         model_paths=model_paths,
-        datasets=[_dataset_input(workspace, use.name, paths) for use in spec.datasets],
+        datasets=tuple(_dataset_input(workspace, use.name, paths) for use in spec.datasets),
         run_dir=paths.run_dir(workspace.run_dir(spec.id)),
-        musubi_dir=musubi_dir,
+        trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
         container_image=workspace.config().executor.musubi_image,
     )
@@ -146,20 +156,8 @@ def _weight_dtype(dtype: str, quantization: str) -> str:
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype.upper(), dtype.lower())
 
 
-def _host_musubi(workspace: Workspace) -> str:
-    checkout = workspace.config().executor.musubi_checkout
-    if not checkout:
-        raise SpecError(
-            "execution.executor is `host` but kura.toml names no Musubi checkout",
-            hint='set `musubi_checkout = "/path/to/musubi-tuner"` under [executor] in '
-            "kura.toml, or use execution.executor: docker",
-            path=workspace.config_path,
-        )
-    return checkout
-
-
 def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
-    from kura.backends.musubi import DatasetInput
+    from kura.backends.base import DatasetInput
     from kura.dataset.registry import control_dir, load_dataset, media_dir
 
     spec, _ = load_dataset(workspace, name)
@@ -192,8 +190,9 @@ def _control_count(workspace: Workspace, name: str) -> int | None:
     return int(next(iter(counts))) if len(counts) == 1 else None
 
 
-def _lock(workspace: Workspace, spec: RunSpec, resolution: Any) -> dict[str, Any]:
-    from kura.backends.musubi import MUSUBI_RELEASE
+def _lock(
+    workspace: Workspace, spec: RunSpec, resolution: Any, release: str
+) -> dict[str, Any]:
     from kura.dataset.registry import load_dataset
     from kura.models.lockdoc import build_lock
 
@@ -205,7 +204,7 @@ def _lock(workspace: Workspace, spec: RunSpec, resolution: Any) -> dict[str, Any
     return {
         "version": 1,
         "run": spec.id,
-        "trainer": {"name": spec.backend.name, "release": MUSUBI_RELEASE},
+        "trainer": {"name": spec.backend.name, "release": release},
         "models": build_lock(resolution),
         "datasets": datasets,
     }
@@ -234,7 +233,7 @@ def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[s
         {
             "check": "trainer release in the image",
             "status": "pending",
-            "detail": "checked at launch (`kura doctor musubi`)",
+            "detail": "checked at launch (`kura doctor`)",
         }
     )
     return checks

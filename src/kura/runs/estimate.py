@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kura.runs.accommodations import estimate_config
-from kura.runs.store import load_run
+from kura.runs.context import load_context
 from kura.workspace import Workspace
 
 __all__ = ["estimate_run"]
@@ -14,14 +13,15 @@ __all__ = ["estimate_run"]
 def estimate_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> dict[str, Any]:
     """A ``run-estimate`` document; the fit verdict needs a GPU (``--gpu``, run.yaml, local)."""
     from kura.errors import UsageError
-    from kura.planning.estimate import estimate
     from kura.runs.gpu_choice import choose_gpu
+    from kura.runs.plan import estimate_document
 
-    spec, _ = load_run(workspace, run_id)
+    context = load_context(workspace, run_id)
     try:
-        gpu_class, _ = choose_gpu(gpu, spec.execution.gpu_class)
+        gpu_class, _ = choose_gpu(gpu, context.spec.execution.gpu_class)
     except UsageError:
         gpu_class = None
-    document = estimate(estimate_config(workspace, spec), gpu_class).to_dict()
+    written = context.backend.estimate(context.spec, context.plan_inputs, gpu_class)
+    document = estimate_document(written)
     document["run"] = run_id
     return document

@@ -40,7 +40,7 @@ def _value(spec: Any, key: str) -> Any:
     return node
 
 
-def _measured(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def _measured(workspace: Workspace, run_id: str, backend: str) -> dict[str, Any]:
     run_dir = workspace.run_dir(run_id)
     facts: dict[str, Any] = {}
     plan = run_dir / "plan.json"
@@ -49,9 +49,10 @@ def _measured(workspace: Workspace, run_id: str) -> dict[str, Any]:
         facts["gpu"] = doc.get("gpu", {}).get("name")
         facts["estimated_peak_gib"] = doc.get("estimate", {}).get("peak_vram_gib")
     if (run_dir / "state.json").exists():
+        from kura.backends.registry import get_backend
         from kura.execution.summary import run_summary
 
-        summary = run_summary(run_dir)
+        summary = run_summary(run_dir, progress=get_backend(backend).progress)
         facts["state"] = summary["state"]["status"]
         progress = summary.get("progress") or {}
         facts["seconds_per_step"] = progress.get("seconds_per_step")
@@ -67,7 +68,7 @@ def evaluate_run(
     if rating is not None and not 1 <= rating <= 5:
         raise UsageError(f"--rating {rating} is outside 1-5", hint="1 = unusable … 5 = excellent")
     spec, _ = load_run(workspace, run_id)
-    measured = _measured(workspace, run_id)
+    measured = _measured(workspace, run_id, spec.backend.name)
     flags = {k: v for k, v in spec.backend.config.items() if v not in (False, None, 0)}
     stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
     lines = [f"## {stamp}", ""]

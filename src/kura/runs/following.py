@@ -14,9 +14,10 @@ __all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
 
 def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
     """State (re-attached if the run was detached), progress, last scalars, diagnosis."""
+    from kura.backends.registry import get_backend
     from kura.execution.summary import run_summary
 
-    load_run(workspace, run_id)
+    spec, _ = load_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     if not (run_dir / "state.json").exists():
         return {
@@ -26,7 +27,8 @@ def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
             "progress": None,
             "scalars": None,
         }
-    summary = run_summary(run_dir, logging_dir=run_dir / "logs")
+    progress = get_backend(spec.backend.name).progress
+    summary = run_summary(run_dir, progress=progress, logging_dir=run_dir / "logs")
     return {"kind": "run-status", "run": run_id, **summary}
 
 

@@ -12,7 +12,6 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from kura.runs.accommodations import LADDER_KEYS
 from kura.runs.store import list_run_ids
 from kura.workspace import Workspace
 
@@ -40,12 +39,14 @@ class PastRun:
 
 
 def ladder_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The memory-relevant part of backend.config, for comparing configurations."""
-    return {k: config[k] for k in LADDER_KEYS if config.get(k) not in (None, False, 0)}
+    """The part of backend.config that was set (for comparing configurations): every key
+    whose value is not off, since any of them can move memory."""
+    return {k: v for k, v in sorted(config.items()) if v not in (None, False, 0)}
 
 
 def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> list[PastRun]:
     """Launched runs of ``base`` planned for ``gpu``, oldest first."""
+    from kura.backends.registry import get_backend
     from kura.execution.summary import run_summary
 
     found = []
@@ -61,7 +62,8 @@ def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> lis
         approved = approval.get("run_yaml", {})
         if plan.get("gpu", {}).get("id") != gpu or approved.get("model", {}).get("base") != base:
             continue
-        summary = run_summary(run_dir)
+        backend = get_backend(approved.get("backend", {}).get("name", "musubi-tuner"))
+        summary = run_summary(run_dir, progress=backend.progress)
         state = summary["state"]
         progress = summary.get("progress") or {}
         found.append(

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, UsageError
-from kura.runs.accommodations import diagnosis_config
 from kura.runs.approval import approval_path, approve_run, check_approval
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
+from kura.runs.context import RunContext, load_context
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
@@ -60,27 +60,43 @@ def _check_inputs(workspace: Workspace, run_id: str) -> None:
 
 
 def _launch_spec(
-    workspace: Workspace, run_id: str, *, skip: list[str], extra_train: list[str]
+    workspace: Workspace, context: RunContext, *, skip: list[str], extra_train: tuple[str, ...]
 ) -> Any:
-    from kura.execution import ContainerSpec, LaunchSpec, Mount, Step
+    from kura.backends.base import ContainerSpec, Mount, Step
+    from kura.execution import LaunchSpec
 
-    spec, _ = load_run(workspace, run_id)
+    spec = context.spec
+    run_id = spec.id
     steps_doc = _compiled(workspace, run_id, "steps.json")
     container_doc = _compiled(workspace, run_id, "container.json")
     steps = []
     for step in steps_doc["steps"]:
-        argv = list(step["argv"]) + (extra_train if step["name"] == "train" else [])
-        steps.append(Step(step["name"], argv, dict(step["env"]), step["cwd"]))
+        argv = tuple(step["argv"]) + (extra_train if step["name"] == "train" else ())
+        steps.append(
+            Step(
+                name=step["name"],
+                argv=argv,
+                env=dict(step["env"]),
+                cwd=step["cwd"],
+                kind=step.get("kind", "train"),
+                generated=bool(step.get("generated", True)),
+            )
+        )
     container = None
     if container_doc is not None:
-        mounts = [
-            Mount(m["source"], m["target"], m["read_only"])
+        mounts = tuple(
+            Mount(
+                target=m["target"],
+                read_only=m["read_only"],
+                purpose=m.get("purpose", ""),
+                source=m["source"],
+            )
             for m in container_doc["mounts"]
             if not m["baked"] and m["source"]
-        ]
+        )
         container = ContainerSpec(
             image=container_doc["image"],
-            gpus=str(container_doc["gpus"]) if container_doc["gpus"] != 1 else "1",
+            gpus=container_doc["gpus"],
             mounts=mounts,
             env=dict(container_doc["env"]),
             workdir=container_doc["workdir"],
@@ -97,7 +113,7 @@ def _launch_spec(
         gpus=spec.execution.gpus,
         pass_env=[],
         skip_steps=skip,
-    ), spec
+    )
 
 
 def _cached_steps(run_dir: Path) -> list[str]:
@@ -118,24 +134,25 @@ def launch_run(
     *,
     detach: bool = True,
     skip: list[str] | None = None,
-    extra_train: list[str] | None = None,
+    extra_train: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     from kura.execution import launch
 
     check_approval(workspace, run_id)
     _check_inputs(workspace, run_id)
-    launch_spec, spec = _launch_spec(
-        workspace, run_id, skip=skip or [], extra_train=extra_train or []
-    )
+    context = load_context(workspace, run_id)
+    spec = context.spec
+    launch_spec = _launch_spec(workspace, context, skip=skip or [], extra_train=extra_train)
     if spec.execution.executor == "docker" and launch_spec.container is not None:
-        _check_image(launch_spec.container.image)
+        _check_image(context, launch_spec.container.image)
     options: dict[str, Any] = {}
     if spec.execution.executor == "skypilot":
         options["accelerator"] = _sky_accelerator(spec.execution.gpu_class)
     state = launch(
         launch_spec,
         foreground=not detach,
-        backend_config=diagnosis_config(spec),
+        backend=context.backend.name,
+        backend_config=dict(context.backend.failure_config(spec, context.plan_inputs)),
         executor_options=options,
     )
     from dataclasses import asdict
@@ -143,16 +160,17 @@ def launch_run(
     return {"kind": "run-launch", "run": run_id, "detached": detach, "state": asdict(state)}
 
 
-def _check_image(image: str) -> None:
+def _check_image(context: RunContext, image: str) -> None:
     """The trainer release inside the image must be the one Kura compiled for."""
-    from kura.backends.musubi import MUSUBI_RELEASE
     from kura.images import image_release
 
+    backend = context.backend
     found = image_release(image)
-    if found != MUSUBI_RELEASE:
-        state = "is not built" if found is None else f"holds Musubi {found}"
+    if found != backend.release:
+        state = "is not built" if found is None else f"holds {backend.title} {found}"
         raise CheckFailed(
-            f"image {image} {state}; this run was compiled for Musubi {MUSUBI_RELEASE}",
+            f"image {image} {state}; this run was compiled for {backend.title} "
+            f"{backend.release}",
             hint="run `kura image build musubi --run`, then launch again",
         )
 
@@ -213,28 +231,11 @@ def _describe(suggestion: dict[str, Any]) -> str:
 
 
 def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
-    """Continue training from the newest saved trainer state (``--save_state`` folders)."""
+    """Continue training from the newest state the trainer saved."""
+    context = load_context(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    states = sorted(
-        (p for p in (run_dir / "output").glob("*-state") if p.is_dir()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not states:
-        raise CheckFailed(
-            f"run {run_id} has no saved trainer state to resume from",
-            hint="states are saved with each checkpoint; relaunch to start over",
-        )
-    spec, _ = load_run(workspace, run_id)
-    latest = states[-1]
-    seen = (
-        str(latest)
-        if spec.execution.executor == "host"
-        else f"{CONTAINER_RUN_DIR}/output/{latest.name}"
-    )
+    seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
+    extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
     return launch_run(
-        workspace,
-        run_id,
-        detach=detach,
-        skip=_cached_steps(run_dir),
-        extra_train=["--resume", seen],
+        workspace, run_id, detach=detach, skip=_cached_steps(run_dir), extra_train=extra
     )

@@ -100,27 +100,6 @@ def _dataset_entry(workspace: Workspace, name: str) -> dict[str, Any]:
     return {"name": name, "resolution": list(resolution), "repeats": 1}
 
 
-def _backend_config(
-    architecture: str, explicit: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The adapter's execution settings, written out with their sources as reasons."""
-    from kura.backends.musubi import adapter_for
-    from kura.backends.musubi.config import known_keys
-
-    adapter = adapter_for(architecture)
-    if adapter is None:
-        return {}, {}
-    known = known_keys(adapter)
-    config: dict[str, Any] = {}
-    reasons: dict[str, str] = {}
-    for name, default in sorted(adapter.defaults.items()):
-        if name not in known or f"backend.config.{name}" in explicit:
-            continue
-        config[name] = default.value
-        reasons[name] = f"adapter default ({default.source})"
-    return config, reasons
-
-
 def create_run(
     workspace: Workspace,
     *,
@@ -128,15 +107,22 @@ def create_run(
     base: str,
     task: str | None = None,
     sets: list[str] | None = None,
+    backend: str | None = None,
     now: datetime | None = None,
 ) -> RunCreated:
-    """Draft ``runs/<id>/run.yaml`` and return what was decided and why."""
+    """Draft ``runs/<id>/run.yaml`` and return what was decided and why.
+
+    ``backend`` picks the trainer (default: the bundle's own); one that does not train the
+    bundle's architecture is an error naming those that do, never a quiet switch."""
+    from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
 
     if not datasets:
         raise UsageError("a run needs at least one dataset", hint="pass --dataset NAME")
     bundle = get_bundle(base)
     architecture = bundle.architecture
+    trainer = get_backend(backend or bundle.backend)
+    require_serves(trainer, architecture)
     explicit = _parse_sets(sets or [])
     chosen_task, task_evidence = _task(workspace, datasets, task)
     defaults = recipe_keys()
@@ -148,20 +134,27 @@ def create_run(
         explicit={k: v for k, v in explicit.items() if k in defaults},
         defaults=defaults,
     )
-    config, reasons = _backend_config(architecture, explicit)
+    drafted = trainer.draft_config(bundle, explicit)
     document: dict[str, Any] = {
         "id": "",
         "task": chosen_task,
         "model": {"base": bundle.id},
         "datasets": [_dataset_entry(workspace, name) for name in datasets],
         "training": _nest(decisions),
-        "backend": {"name": bundle.backend, "config": config, "reasons": reasons},
+        "backend": {
+            "name": trainer.name,
+            "config": dict(drafted.config),
+            "reasons": dict(drafted.reasons),
+        },
         "execution": {"executor": workspace.config().executor.default, "gpus": 1},
         "provenance": {
             k: d.label(architecture) for k, d in decisions.items() if d.origin != "default"
         },
     }
     document["provenance"]["task"] = task_evidence
+    document["provenance"]["backend.name"] = (
+        "your instruction (--backend)" if backend else f"bundle {bundle.id}'s trainer"
+    )
     for key, value in explicit.items():
         if key not in defaults:
             set_dotted(document, key, value)

@@ -12,21 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.fsutil import atomic_write_text
-from kura.runs.accommodations import (
-    LADDER_KEYS,
-    config_changes,
-    diagnosis_config,
-    estimate_config,
-    rung_change,
-)
 from kura.runs.compile import CompileReport, compile_in_workspace
+from kura.runs.context import RunContext, load_context
 from kura.runs.plan_render import render
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
+
+if TYPE_CHECKING:
+    from kura.backends.base import Evaluation, PlanFit
 
 __all__ = ["PLAN_JSON", "PLAN_NAME", "PlanReport", "plan_run"]
 
@@ -75,25 +72,27 @@ class PlanReport:
 
 
 def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
-    from kura.planning.estimate import estimate
     from kura.planning.host import host_facts
-    from kura.planning.ladder import fastest_fitting
     from kura.runs.gpu_choice import choose_gpu
 
-    spec, _ = load_run(workspace, run_id)
+    context = load_context(workspace, run_id)
+    spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
     host = host_facts(workspace.root)
-    recipe = estimate_config(workspace, spec)
     # This machine's RAM bounds block swap only when the plan is for this machine's GPU.
     local = gpu_source.startswith("local GPU")
-    fit = fastest_fitting(recipe, gpu_class, host_ram_gib=host.ram_total_gib if local else None)
-    applied = _apply_ladder(workspace, run_id, fit) if fit.fits and not fit.ask_first else {}
-    spec, _ = load_run(workspace, run_id)
-    written = estimate(estimate_config(workspace, spec), gpu_class)
-    evidence = _evidence(workspace, spec, gpu_class.id)
-    contingency = _contingency(spec)
+    fit = context.backend.fit(
+        spec, context.plan_inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
+    )
+    applied = _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else {}
+    context = load_context(workspace, run_id)
+    spec = context.spec
+    written = context.backend.estimate(spec, context.plan_inputs, gpu_class)
+    evidence = _evidence(workspace, context, gpu_class.id)
+    contingency = context.backend.contingency(spec, context.plan_inputs)
+    contingency_doc = None if contingency is None else contingency.to_dict()
     compiled = compile_in_workspace(workspace, run_id)
-    regrets = _last_look(workspace, spec, gpu_class.id)
+    regrets = _last_look(workspace, context, gpu_class.id)
     downloads = _downloads(compiled)
     gpu_doc = {
         "id": gpu_class.id,
@@ -102,15 +101,16 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         "chosen_by": gpu_source,
         "usd_per_hour": _price(gpu_class),
     }
+    estimate_doc = _with_evidence(estimate_document(written), evidence)
     text = render(
         spec=spec,
         gpu=gpu_doc,
         host=host.to_dict() if local else None,
-        fit=fit.to_dict(),
-        written=_with_evidence(written.to_dict(), evidence),
+        fit=dict(fit.document),
+        written=estimate_doc,
         evidence=evidence,
         applied=applied,
-        contingency=contingency,
+        contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
         compiled=compiled,
@@ -119,11 +119,11 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     report = PlanReport(
         run_id=run_id,
         gpu=gpu_doc,
-        fit=fit.to_dict(),
-        estimate=_with_evidence(written.to_dict(), evidence),
+        fit=dict(fit.document),
+        estimate=estimate_doc,
         evidence=evidence,
         applied=applied,
-        contingency=contingency,
+        contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
         compile=compiled.to_dict(),
@@ -140,24 +140,41 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     return report
 
 
-def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]:
+def estimate_document(written: Evaluation) -> dict[str, Any]:
+    """The backend's estimate document, with every step's cost under ``steps``."""
+    detail = written.detail.get("estimate")
+    document: dict[str, Any] = (
+        dict(detail.to_dict()) if hasattr(detail, "to_dict") else dict(written.detail)
+    )
+    document["steps"] = [
+        {
+            "step": c.step,
+            "kind": c.kind,
+            "peak_gib": c.peak_gib,
+            "upper_gib": c.upper_gib,
+            "host_ram_gib": c.host_ram_gib,
+            "seconds": c.seconds,
+            "fits": c.fits,
+            "source": c.source,
+        }
+        for c in written.costs
+    ]
+    return document
+
+
+def _apply_ladder(workspace: Workspace, context: RunContext, fit: PlanFit) -> dict[str, Any]:
     """Write the ladder's aids into backend.config; undo aids an earlier plan set that are no
     longer needed. Aids a person set (their reason is not the ladder's) are left alone."""
-    from kura.backends.musubi import adapter_for
-    from kura.backends.musubi.config import known_keys
     from kura.spec import RunSpec, validate_spec
 
-    reasons = {r.aid: r.reason for r in fit.rungs}
-    wanted = config_changes(fit.config)
+    run_id = context.spec.id
     with workspace.lock():
-        spec, document = load_run(workspace, run_id)
-        adapter = adapter_for(spec_architecture(spec))
-        known = known_keys(adapter) if adapter else {}
+        _, document = load_run(workspace, run_id)
+        known = context.backend.config_keys(context.bundle.architecture)
         config = document["backend"].setdefault("config", {})
         why = document["backend"].setdefault("reasons", {})
         changed: dict[str, Any] = {}
-        for key in LADDER_KEYS:
-            value = wanted.get(key)
+        for key, value in fit.settings.items():
             person_set = key in why and not str(why[key]).startswith(KURA_REASONS)
             if person_set or key not in known:
                 continue
@@ -166,64 +183,17 @@ def _apply_ladder(workspace: Workspace, run_id: str, fit: Any) -> dict[str, Any]
                 continue
             config[key] = value
             changed[key] = {"from": current, "to": value}
-            why[key] = (
-                f"{LADDER_REASON}: {_reason_for(key, reasons)}"
-                if value
-                else f"{LADDER_REASON}: not needed on this GPU"
-            )
+            why[key] = fit.reasons.get(key, LADDER_REASON)
         if changed:
             validate_spec(RunSpec, document, source=run_file(workspace, run_id))
             write_yaml(run_file(workspace, run_id), document)
     return changed
 
 
-def spec_architecture(spec: Any) -> str:
-    from kura.models.bundles import get_bundle
-
-    return get_bundle(spec.model.base).architecture
-
-
-_AID_OF_KEY = {
-    "fp8_base": "fp8",
-    "fp8_scaled": "fp8",
-    "gradient_checkpointing": "gradient_checkpointing",
-    "gradient_checkpointing_cpu_offload": "gradient_checkpointing",
-    "batch_size": "micro_batch",
-    "gradient_accumulation_steps": "micro_batch",
-    "blocks_to_swap": "block_swap",
-    "block_swap_h2d_only": "block_swap",
-    "block_swap_ring_size": "block_swap",
-    "use_pinned_memory_for_block_swap": "block_swap",
-    "split_attn": "split_attn",
-}
-
-
-def _reason_for(key: str, reasons: dict[str, str]) -> str:
-    aid = _AID_OF_KEY.get(key, key)
-    for name, reason in reasons.items():
-        name = name.replace("-", "_")
-        if name == aid or name.startswith(aid) or aid.startswith(name):
-            return reason
-    return "part of the configuration the ladder chose"
-
-
-def _contingency(spec: Any) -> dict[str, Any] | None:
-    """The one rung to take if training still runs out of memory: the same next rung the
-    failure diagnosis would propose, so relaunch can apply it under this approval."""
-    from kura.execution.diagnose import oom_next_rung
-
-    config = diagnosis_config(spec)
-    rung = oom_next_rung(config, step="train", phase="training")
-    change = rung_change(rung, config)
-    if change is None:
-        return None
-    change = {k: v for k, v in change.items() if spec.backend.config.get(k) != v}
-    return {"on": "out-of-memory in training", "rung": rung, "change": change}
-
-
-def _evidence(workspace: Workspace, spec: Any, gpu_id: str) -> dict[str, Any]:
+def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[str, Any]:
     from kura.runs.history import ladder_config, past_runs, step_time_factor
 
+    spec = context.spec
     runs = past_runs(workspace, exclude=spec.id, base=spec.model.base, gpu=gpu_id)
     mine = ladder_config(dict(spec.backend.config))
     ooms = [r.run_id for r in runs if r.diagnosis == "cuda_oom" and r.config == mine]
@@ -257,14 +227,15 @@ def _with_evidence(estimate: dict[str, Any], evidence: dict[str, Any]) -> dict[s
     return out
 
 
-def _last_look(workspace: Workspace, spec: Any, gpu_id: str) -> list[dict[str, Any]]:
+def _last_look(workspace: Workspace, context: RunContext, gpu_id: str) -> list[dict[str, Any]]:
     from kura.knowledge.regrets import matching_regrets, read_regrets
 
-    context = {spec.model.base, spec_architecture(spec), gpu_id, spec.training.optimizer}
+    spec = context.spec
+    words = {spec.model.base, context.bundle.architecture, gpu_id, spec.training.optimizer}
     if spec.task:
-        context.add(spec.task)
-    context |= {k for k, v in spec.backend.config.items() if v is True}
-    return [r.to_dict() for r in matching_regrets(read_regrets(workspace), context)]
+        words.add(spec.task)
+    words |= {k for k, v in spec.backend.config.items() if v is True}
+    return [r.to_dict() for r in matching_regrets(read_regrets(workspace), words)]
 
 
 def _downloads(compiled: CompileReport) -> dict[str, Any]:

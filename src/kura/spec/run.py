@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kura.spec.base import StrictModel
 
@@ -108,7 +108,9 @@ class ModelSection(StrictModel):
 
 
 class BackendSection(StrictModel):
-    name: Literal["musubi-tuner"] = "musubi-tuner"
+    name: str = Field(
+        "musubi-tuner", description="The trainer: a registered backend (`kura model bundles`)."
+    )
     config: dict[str, Any] = Field(
         {},
         description=(
@@ -117,6 +119,17 @@ class BackendSection(StrictModel):
         ),
     )
     reasons: dict[str, str] = Field({}, description="config key → why it is set.")
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from kura.backends.registry import backend_names
+
+        if name not in backend_names():
+            raise ValueError(
+                f"unknown backend {name!r}; registered: {', '.join(backend_names())}"
+            )
+        return name
 
     @model_validator(mode="after")
     def _reasons_name_config_keys(self) -> BackendSection:

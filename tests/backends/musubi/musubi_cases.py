@@ -97,7 +97,7 @@ def make_inputs(
         model_paths=paths,
         datasets=datasets if datasets is not None else [image_dataset()],
         run_dir=RUN_DIR,
-        musubi_dir=MUSUBI_DIR,
+        trainer_dir=MUSUBI_DIR,
         weight_dtypes=weight_dtypes or {},
     )
 

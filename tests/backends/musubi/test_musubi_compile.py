@@ -7,27 +7,30 @@ from dataclasses import replace
 
 from musubi_cases import RUN_DIR, image_dataset, make_inputs, make_spec, video_dataset
 
+from kura.backends.documents import compiled_document
 from kura.backends.musubi import DEFAULT_IMAGE, MUSUBI_RELEASE, compile_run
 
 
 def test_to_dict_shape() -> None:
-    result = compile_run(make_spec(), make_inputs("zimage", None)).to_dict()
+    result = compiled_document(compile_run(make_spec(), make_inputs("zimage", None)))
     assert set(result) == {
-        "musubi_release",
+        "backend",
+        "release",
         "files",
         "steps",
         "container",
         "warnings",
         "escape_hatch",
     }
-    assert result["musubi_release"] == MUSUBI_RELEASE
+    assert result["release"] == MUSUBI_RELEASE
+    assert result["backend"] == "musubi-tuner"
     assert [s["name"] for s in result["steps"]] == [
         "cache_latents",
         "cache_text_encoder",
         "train",
     ]
     for step in result["steps"]:
-        assert set(step) == {"name", "argv", "env", "cwd", "generated"}
+        assert set(step) == {"name", "kind", "argv", "env", "cwd", "generated"}
         assert all(isinstance(a, str) for a in step["argv"])
         assert step["env"] == {"HF_HUB_OFFLINE": "1"}
     container = result["container"]

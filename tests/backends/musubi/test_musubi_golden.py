@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from musubi_cases import CASES, Case
 
+from kura.backends.documents import compiled_document
 from kura.backends.musubi import compile_run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -21,7 +22,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def rendered(case: Case) -> dict[str, str]:
     """The golden files of one case: each compiled file, plus the rest as JSON."""
-    result = compile_run(*case.build()).to_dict()
+    result = compiled_document(compile_run(*case.build()))
     files = result.pop("files")
     result["files"] = sorted(files)
     out = dict(files.items())

@@ -66,7 +66,7 @@ def compile_with(dataset_name: str, media: str, control: str, dit: str, run_dir:
         },
         datasets=[dataset],
         run_dir=run_dir,
-        musubi_dir=MUSUBI_DIR,
+        trainer_dir=MUSUBI_DIR,
     )
     return compile_run(spec, inputs)
 
@@ -122,7 +122,7 @@ def test_list_values_stay_separate_elements(args: list[str]) -> None:
         model_paths={"dit": "/m/d", "vae": "/m/v", "text_encoder": "/m/t"},
         datasets=[DatasetInput("photos", "/data/photos", ".txt", None, "image")],
         run_dir="/run",
-        musubi_dir=MUSUBI_DIR,
+        trainer_dir=MUSUBI_DIR,
     )
     train = compile_run(spec, inputs).steps[-1].argv
     if args:
@@ -143,7 +143,7 @@ def test_caption_extension_round_trips(caption_ext: str) -> None:
         model_paths={"dit": "/m/d", "vae": "/m/v", "text_encoder": "/m/t"},
         datasets=[DatasetInput("photos", "/data/photos", caption_ext, None, "image")],
         run_dir="/run",
-        musubi_dir=MUSUBI_DIR,
+        trainer_dir=MUSUBI_DIR,
     )
     parsed = tomllib.loads(compile_run(spec, inputs).files["dataset.toml"])
     assert parsed["datasets"][0]["caption_extension"] == caption_ext

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kura.backends.base import CompiledRun, CompileInputs, Step, StepKind
 from kura.backends.musubi.adapter_model import Adapter, StepName, Variant
 from kura.backends.musubi.adapters import MUSUBI_RELEASE, adapter_for
 from kura.backends.musubi.argv import (
@@ -25,7 +26,6 @@ from kura.backends.musubi.config import (
     read_exec_config,
 )
 from kura.backends.musubi.container import RUN_ENV, container_spec
-from kura.backends.musubi.contract import CompiledRun, CompileInputs, Step
 from kura.backends.musubi.dataset_toml import PlannedDataset, plan_datasets, render_dataset_toml
 from kura.backends.musubi.rules import (
     check_attention,
@@ -111,7 +111,8 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         container=container_spec(spec, inputs),
         warnings=tuple(warnings),
         escape_hatch=escape,
-        musubi_release=MUSUBI_RELEASE,
+        backend="musubi-tuner",
+        release=MUSUBI_RELEASE,
     )
 
 
@@ -168,7 +169,7 @@ def _adapter_steps(
     cfg: ExecConfig,
     plan: TrainPlan,
 ) -> list[Step]:
-    cwd = inputs.musubi_dir
+    cwd = inputs.trainer_dir
     substitutions = _substitutions(spec, inputs, plan.dataset_config)
     latents = cfg.commands.get("cache_latents_command")
     text = cfg.commands.get("cache_text_encoder_command")
@@ -207,21 +208,26 @@ def _step(
 ) -> Step:
     """The generated step, or the escape-hatch argv when one replaces it."""
     if command is None:
-        return Step(name=name, argv=tuple(generate()), env=dict(RUN_ENV), cwd=cwd)
+        return Step(name=name, argv=tuple(generate()), env=dict(RUN_ENV), cwd=cwd, kind=_kind(name))
     return Step(
         name=name,
         argv=tuple(_substitute(command, substitutions)),
         env=dict(RUN_ENV),
         cwd=cwd,
+        kind=_kind(name),
         generated=False,
     )
+
+
+def _kind(name: StepName) -> StepKind:
+    return "train" if name == "train" else "cache"
 
 
 def _substitutions(spec: RunSpec, inputs: CompileInputs, dataset_config: str) -> dict[str, str]:
     """Placeholders an escape-hatch argv element may be exactly equal to."""
     values = {
         "{run_dir}": inputs.run_dir,
-        "{musubi_dir}": inputs.musubi_dir,
+        "{musubi_dir}": inputs.trainer_dir,
         "{dataset_config}": dataset_config,
         "{output_dir}": run_path(inputs.run_dir, "output"),
         "{logging_dir}": run_path(inputs.run_dir, "logs"),
@@ -282,7 +288,8 @@ def _compile_without_adapter(spec: RunSpec, inputs: CompileInputs) -> CompiledRu
             name=name,
             argv=tuple(_substitute(commands[key], substitutions)),
             env=dict(RUN_ENV),
-            cwd=inputs.musubi_dir,
+            cwd=inputs.trainer_dir,
+            kind=_kind(name),
             generated=False,
         )
         for name, key in _ESCAPE_STEPS
@@ -300,7 +307,8 @@ def _compile_without_adapter(spec: RunSpec, inputs: CompileInputs) -> CompiledRu
         container=container_spec(spec, inputs),
         warnings=tuple(warnings),
         escape_hatch=True,
-        musubi_release=MUSUBI_RELEASE,
+        backend="musubi-tuner",
+        release=MUSUBI_RELEASE,
     )
 
 

@@ -44,7 +44,7 @@ def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
     return ContainerSpec(
         image=inputs.container_image or DEFAULT_IMAGE,
         gpus=spec.execution.gpus,
-        workdir=inputs.musubi_dir,
+        workdir=inputs.trainer_dir,
         mounts=tuple(_unique(mounts)),
         env={**RUN_ENV, "HF_HOME": IMAGE_HF_HOME},
     )

@@ -29,6 +29,7 @@ class Executor(Protocol):
         spec: LaunchSpec,
         *,
         foreground: bool = False,
+        backend: str = ...,
         backend_config: dict[str, Any] | None = None,
     ) -> Handle: ...
 

@@ -61,7 +61,7 @@ def docker_run_argv(
         "--name",
         container_name(run_id, step.name),
         "--gpus",
-        gpus_argument(container.gpus),
+        gpus_argument(str(container.gpus)),
         # PyTorch data loader workers hand batches over through /dev/shm; Docker's default
         # 64 MiB shm is too small for video latents, so share the host's IPC namespace.
         "--ipc=host",

@@ -10,6 +10,7 @@ a stale lock. In foreground mode ``submit`` also waits for the supervisor (Ctrl-
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -47,11 +48,13 @@ class HostExecutor:
         spec: LaunchSpec,
         *,
         foreground: bool = False,
+        backend: str = "musubi-tuner",
         backend_config: dict[str, Any] | None = None,
     ) -> Handle:
-        """Start the run; detached by default, waiting for it when ``foreground``."""
+        """Start the run; detached by default, waiting for it when ``foreground``.
+        ``backend`` names the trainer whose diagnosis reads a failed step's log."""
         self.check_spec(spec)
-        record = self.prepare(spec, backend_config or {})
+        record = dataclasses.replace(self.prepare(spec, backend_config or {}), backend=backend)
         process = start_supervisor(record)
         handle = Handle(spec.run_id, Path(spec.run_dir), spec.executor)
         if foreground:

@@ -94,7 +94,7 @@ def _file_mounts(spec: LaunchSpec, output_bucket: str | None) -> dict[str, Any]:
     if spec.container is None:
         return mounts
     for mount in spec.container.mounts:
-        for path in (mount.source, mount.target):
+        for path in (mount.source or "", mount.target):
             if "$" in path:
                 raise UsageError(
                     f"the path {path!r} holds a '$', which SkyPilot expands in file_mounts",
@@ -159,7 +159,7 @@ class SkyPilotExecutor(HostExecutor):
         local = LaunchSpec(
             run_id=spec.run_id,
             run_dir=spec.run_dir,
-            steps=[Step(SKY_STEP, sky_launch_argv(spec, task_path), {}, str(spec.run_dir))],
+            steps=[Step(SKY_STEP, tuple(sky_launch_argv(spec, task_path)), {}, str(spec.run_dir))],
             executor="skypilot",
             container=spec.container,
             gpus=spec.gpus,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kura.execution.progress import ema, parse_progress, tail_progress
+from kura.backends.musubi.progress import parse_progress, tail_progress
+from kura.execution.summary import ema
 
 # tqdm redraws with "\r" and no newline: one log line holds many redraws.
 REAL_LINES = (

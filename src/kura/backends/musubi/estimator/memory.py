@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kura.planning.config import EstimateConfig, validate_config
-from kura.planning.optimizers import state_bytes_per_param
-from kura.planning.shapes import GIB, BlockGroup, ModelShape
-from kura.planning.tokens import BucketTokens, bucket_tokens
+from kura.backends.musubi.estimator.config import EstimateConfig, validate_config
+from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
+from kura.backends.musubi.estimator.shapes import GIB, BlockGroup, ModelShape
+from kura.backends.musubi.estimator.tokens import BucketTokens, bucket_tokens
 
 __all__ = [
     "ALPHA",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kura.execution.diagnose import diagnose_log_file, diagnose_text, oom_next_rung
+from kura.backends.musubi.diagnose import diagnose_text, oom_next_rung
+from kura.execution.logs import diagnose_step
 
 OOM = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
@@ -224,6 +225,13 @@ def test_log_file_reads_from_the_attempt_offset(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     first = TRACE_HEAD + OOM + "\n"
     log.write_text(first + TRACE_HEAD + "ValueError: second attempt\n")
-    found = diagnose_log_file(log, step="train", exit_code=1, offset=len(first.encode()))
-    assert found.code == "unknown"
-    assert found.to_dict()["evidence"] == "ValueError: second attempt"
+    found = diagnose_step(
+        log,
+        backend="musubi-tuner",
+        step="train",
+        exit_code=1,
+        config={},
+        offset=len(first.encode()),
+    )
+    assert found["code"] == "unknown"
+    assert found["evidence"] == "ValueError: second attempt"

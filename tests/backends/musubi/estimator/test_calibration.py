@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from kura.planning.calibration import (
+from kura.backends.musubi.estimator.calibration import (
     MEMORY_POINTS,
     TIME_POINTS,
     band_fraction,
     evaluate_memory_points,
     median_abs_error,
 )
-from kura.planning.estimate import estimate
+from kura.backends.musubi.estimator.estimate import estimate
+from kura.backends.musubi.estimator.shapes import get_shape
 from kura.planning.gpus import get_gpu_class
-from kura.planning.shapes import get_shape
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "estimator_accuracy.py"
+BENCH = Path(__file__).resolve().parents[4] / "bench" / "estimator_accuracy.py"
 
 
 def test_points_are_sourced_and_well_formed() -> None:

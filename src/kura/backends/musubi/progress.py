@@ -14,16 +14,15 @@ loss is only in TensorBoard (``loss/current``). Epochs are announced with a line
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_TAIL_BYTES", "Progress", "ema", "parse_progress", "tail_progress"]
+from kura.backends.base import StepProgress
+from kura.execution.summary import ema
+
+__all__ = ["DEFAULT_TAIL_BYTES", "Progress", "parse_progress", "tail_progress"]
 
 DEFAULT_TAIL_BYTES = 256 * 1024
-EMA_ALPHA = 0.1
 
 _BAR = re.compile(
     r"steps:\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
@@ -35,36 +34,8 @@ _POSTFIX = re.compile(r"([A-Za-z_][\w ]*?)=([^,\]]+)")
 _SAVED = re.compile(r"^saving checkpoint: (.+?)\s*$")
 
 
-@dataclass(frozen=True)
-class Progress:
-    """The latest known progress; fields are None until the log shows them."""
-
-    step: int | None = None
-    total: int | None = None
-    epoch: int | None = None
-    epochs: int | None = None
-    loss: float | None = None
-    loss_ema: float | None = None
-    seconds_per_step: float | None = None
-    elapsed_seconds: int | None = None
-    eta_seconds: int | None = None
-    last_checkpoint: str | None = None
-
-    @property
-    def fraction(self) -> float | None:
-        if self.step is None or not self.total:
-            return None
-        return self.step / self.total
-
-
-def ema(values: Iterable[float], alpha: float = EMA_ALPHA) -> float | None:
-    """Exponential moving average of the finite values (None when there are none)."""
-    smoothed: float | None = None
-    for value in values:
-        if not math.isfinite(value):
-            return value
-        smoothed = value if smoothed is None else alpha * value + (1 - alpha) * smoothed
-    return smoothed
+Progress = StepProgress
+"""Musubi's progress is the seam's :class:`~kura.backends.base.StepProgress`."""
 
 
 def parse_progress(text: str) -> Progress:

@@ -1,20 +1,21 @@
-"""The bridge between run.yaml and the estimator.
+"""The bridge between run.yaml and Musubi's estimator.
 
 ``backend.config`` speaks Musubi (``fp8_base``, ``blocks_to_swap`` …); the estimator speaks
-:class:`~kura.planning.config.EstimateConfig`. This module translates both ways, in one
-place, so the fit ladder's choices land in run.yaml under the trainer's own names, each with
-its reason.
+:class:`~kura.backends.musubi.estimator.config.EstimateConfig`. This module translates
+both ways, in one place, so the fit ladder's choices land in run.yaml under the trainer's own
+names, each with its reason.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from kura.backends.musubi.estimator.config import Attention, Fp8Mode, GcMode
 from kura.errors import Unsupported
-from kura.planning.config import Attention, Fp8Mode, GcMode
+from kura.spec.dataset import DatasetSpec
 from kura.spec.run import RunSpec
-from kura.workspace import Workspace
 
 __all__ = [
     "LADDER_KEYS",
@@ -62,14 +63,12 @@ def estimator_model(bundle: Any) -> str:
     return str(model)
 
 
-def _buckets(workspace: Workspace, spec: RunSpec) -> tuple[Any, ...]:
-    from kura.dataset.registry import load_dataset
-    from kura.planning.config import Bucket
+def _buckets(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> tuple[Any, ...]:
+    from kura.backends.musubi.estimator.config import Bucket
 
     buckets = []
     for use in spec.datasets:
-        dataset, _ = load_dataset(workspace, use.name)
-        facts = dataset.facts
+        facts = datasets[use.name].facts
         frames = max(use.frames) if use.frames else 1
         width, height = (use.resolution * 2)[:2]
         if facts and list(facts.resolution) == [width, height] and facts.buckets:
@@ -93,15 +92,15 @@ def steps_per_epoch(
     return max(1, math.ceil(batches / (accumulation * gpus)))
 
 
-def estimate_config(workspace: Workspace, spec: RunSpec) -> Any:
+def estimate_config(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> Any:
     """The run exactly as written, as an estimator configuration."""
+    from kura.backends.musubi.estimator.config import EstimateConfig
     from kura.models.bundles import get_bundle
-    from kura.planning.config import EstimateConfig
 
     config = spec.backend.config
     micro = int(config.get("batch_size", 1))
     accumulation = int(config.get("gradient_accumulation_steps", 1))
-    buckets = _buckets(workspace, spec)
+    buckets = _buckets(spec, datasets)
     epochs = spec.training.epochs or 1
     steps = spec.training.max_steps or epochs * steps_per_epoch(
         buckets, micro, accumulation, spec.execution.gpus
@@ -159,8 +158,8 @@ def config_changes(estimate_config: Any) -> dict[str, Any]:
 
 def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
     """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
+    from kura.backends.musubi.estimator.shapes import get_shape
     from kura.models.bundles import get_bundle
-    from kura.planning.shapes import get_shape
 
     bundle = get_bundle(spec.model.base)
     config = dict(spec.backend.config)

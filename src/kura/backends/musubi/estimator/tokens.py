@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kura.planning.config import Bucket, EstimateConfig
-from kura.planning.shapes import BlockGroup, ModelShape
+from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.shapes import BlockGroup, ModelShape
 
 __all__ = ["BucketTokens", "bucket_tokens", "text_tokens"]
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kura.planning.config import EstimateConfig
+from kura.backends.musubi.estimator.config import EstimateConfig
+from kura.backends.musubi.estimator.memory import MemoryBreakdown, lora_params
+from kura.backends.musubi.estimator.shapes import GIB, ModelShape
+from kura.backends.musubi.estimator.tokens import BucketTokens
 from kura.planning.gpus import GpuClass
-from kura.planning.memory import MemoryBreakdown, lora_params
-from kura.planning.shapes import GIB, ModelShape
-from kura.planning.tokens import BucketTokens
 
 __all__ = ["MFU_HALF_TOKENS", "MFU_MAX", "StepTime", "mfu", "step_time"]
 

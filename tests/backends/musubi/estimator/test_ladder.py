@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from kura.planning.config import EstimateConfig
-from kura.planning.estimate import estimate
+from kura.backends.musubi.estimator.config import EstimateConfig
+from kura.backends.musubi.estimator.estimate import estimate
+from kura.backends.musubi.fit import ASK_FIRST_SLOWDOWN, fastest_fitting
 from kura.planning.gpus import get_gpu_class
-from kura.planning.ladder import ASK_FIRST_SLOWDOWN, fastest_fitting
 
 LADDER_ORDER = [
     "fp8",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kura.planning.config import Bucket, EstimateConfig
-from kura.planning.shapes import get_shape
-from kura.planning.tokens import bucket_tokens
+from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.shapes import get_shape
+from kura.backends.musubi.estimator.tokens import bucket_tokens
 
 
 def _tokens(model: str, width: int, height: int, frames: int = 1, **options: object) -> int:

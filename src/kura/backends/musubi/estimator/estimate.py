@@ -1,9 +1,9 @@
 """The estimate: peak VRAM with its band, host RAM, step time and whether it fits.
 
 ``estimate(config, gpu)`` is pure: it validates the configuration, sizes every bucket,
-computes the memory terms at the largest bucket (:mod:`kura.planning.memory`), the band from
-the calibration points (:mod:`kura.planning.calibration`) and, given a GPU class, the step
-time (:mod:`kura.planning.steptime`) and the fit.
+computes the memory terms at the largest bucket (:mod:`.memory`), the band from the
+calibration points (:mod:`.calibration`) and, given a GPU class, the step time
+(:mod:`.steptime`) and the fit.
 
 Fit rule: ``peak + band / 2 <= usable`` with usable = 95 % of the card's memory. The upper
 half of the band covers the worst calibration miss of the architecture, and the 5 % keeps
@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kura.planning.calibration import band_fraction
-from kura.planning.config import EstimateConfig
+from kura.backends.musubi.estimator.calibration import band_fraction
+from kura.backends.musubi.estimator.config import EstimateConfig
+from kura.backends.musubi.estimator.memory import ALPHA, host_ram, lora_params, peak_memory
+from kura.backends.musubi.estimator.optimizers import get_optimizer
+from kura.backends.musubi.estimator.shapes import GIB
+from kura.backends.musubi.estimator.steptime import StepTime, step_time
+from kura.backends.musubi.estimator.tokens import BucketTokens
 from kura.planning.gpus import GpuClass
-from kura.planning.memory import ALPHA, host_ram, lora_params, peak_memory
-from kura.planning.optimizers import get_optimizer
-from kura.planning.shapes import GIB
-from kura.planning.steptime import StepTime, step_time
-from kura.planning.tokens import BucketTokens
 
 __all__ = ["Estimate", "estimate"]
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from kura.planning.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.memory import peak_memory
+from kura.backends.musubi.estimator.shapes import ModelShape
 from kura.planning.gpus import get_gpu_class
-from kura.planning.memory import peak_memory
-from kura.planning.shapes import ModelShape
 
 __all__ = [
     "MEMORY_POINTS",

@@ -1,4 +1,4 @@
-"""Why a step failed, read from its log: one plain diagnosis with the line that proves it and
+"""Why a Musubi step failed, read from its log: one plain diagnosis with the line that proves it and
 the one thing to do next.
 
 Codes: ``cuda_oom``, ``host_oom``, ``missing_files``, ``offline``, ``bad_arguments``,
@@ -11,13 +11,12 @@ Codes: ``cuda_oom``, ``host_oom``, ``missing_files``, ``offline``, ``bad_argumen
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-__all__ = ["Diagnosis", "diagnose_log_file", "diagnose_text", "oom_next_rung"]
+from kura.backends.base import Diagnosis
 
-_MAX_READ = 4 * 1024 * 1024
+__all__ = ["diagnose_text", "oom_next_rung"]
+
 _TE_FP8_KEYS = ("fp8_llm", "fp8_t5", "fp8_vl", "fp8_text_encoder", "fp8_te")
 _BLOCK_SWAP_RUNG = 8
 
@@ -61,42 +60,6 @@ _TRIED = re.compile(r"Tried to allocate ([\d.]+ [GMK]iB)")
 _SAMPLING = re.compile(r"generating sample images|Sampling timesteps for prompt")
 _PROGRESS = re.compile(r"steps:\s+\d+%\|.*?\|\s*(\d+)/\d+")
 _TRAINING_STARTED = re.compile(r"running training / |^epoch \d+/\d+", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    code: str
-    step: str
-    message: str
-    evidence: str
-    next: dict[str, Any]
-    phase: str | None = None
-    exit_code: int | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def diagnose_log_file(
-    log_path: Path,
-    *,
-    step: str,
-    exit_code: int | None,
-    config: dict[str, Any] | None = None,
-    offset: int = 0,
-) -> Diagnosis:
-    """Diagnose from the log written since ``offset`` (this attempt), reading at most 4 MiB
-    from its end."""
-    try:
-        with open(log_path, "rb") as handle:
-            size = handle.seek(0, 2)
-            start = max(offset, size - _MAX_READ)
-            handle.seek(start)
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        text = ""
-    return diagnose_text(text, step=step, exit_code=exit_code, config=config or {})
 
 
 def diagnose_text(

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kura.backends.musubi.estimator.calibration import band_fraction
+from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.estimate import estimate
+from kura.backends.musubi.estimator.memory import peak_memory
+from kura.backends.musubi.estimator.shapes import GIB, MODEL_SHAPES, get_shape
 from kura.errors import InvalidInput, NotFound, Unsupported
-from kura.planning.calibration import band_fraction
-from kura.planning.config import Bucket, EstimateConfig
-from kura.planning.estimate import estimate
 from kura.planning.gpus import get_gpu_class
-from kura.planning.memory import peak_memory
-from kura.planning.shapes import GIB, MODEL_SHAPES, get_shape
 
 
 def _breakdown(config: EstimateConfig):

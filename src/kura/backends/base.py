@@ -1,0 +1,457 @@
+"""The backend seam: what every trainer package gives the layers above it.
+
+A backend is one package (``kura.backends.musubi``, ``kura.backends.kohakumoss`` …) that
+knows one external trainer. Nothing above this seam spells a trainer's flags: ``runs/``,
+``planning/``, ``execution/``, ``export/``, ``web/`` and ``cli/`` speak these types only.
+
+``Backend`` is a :class:`typing.Protocol`, not an ABC: a backend is checked by shape, so the
+test seam (a fake trainer of the tests' own invention) and a backend living in its own
+package need no common base class and no import of each other; mypy still checks every
+registered backend against the protocol where the registry hands it out.
+
+The values that cross the seam are frozen dataclasses. Steps are argv lists, never shell
+strings (DESIGN invariant 6); env values never hold secrets (invariant 7): a step names the
+variables it needs passed through, and the executor reads them at start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kura.models.bundles import Bundle
+    from kura.planning.gpus import GpuClass
+    from kura.planning.ladder import Rung
+    from kura.spec.dataset import DatasetSpec
+    from kura.spec.run import RunSpec
+    from kura.workspace import Workspace
+
+__all__ = [
+    "AidChoice",
+    "Backend",
+    "CompileInputs",
+    "CompiledRun",
+    "ContainerSpec",
+    "Contingency",
+    "DatasetInput",
+    "Diagnosis",
+    "DraftedConfig",
+    "Evaluation",
+    "FitProblem",
+    "MemoryAid",
+    "Mount",
+    "OutputLayout",
+    "PlanFit",
+    "PlanInputs",
+    "Remedy",
+    "Step",
+    "StepCost",
+    "StepKind",
+    "StepProgress",
+]
+
+StepKind = Literal["prepare", "cache", "train", "sample"]
+"""What a step is for, as the planner sizes it: data preparation, a caching pass, training
+(which may sample along the way), or a sampling-only pass."""
+
+
+# ---------------------------------------------------------------------------------------
+# Compile: run spec + resolved inputs → files and steps
+
+
+@dataclass(frozen=True)
+class DatasetInput:
+    """One dataset of the run, resolved from the workspace by the caller.
+
+    Paths are as the trainer sees them. ``control_count`` is the number of control images
+    per item when inspection knows it; ``source_fps`` the videos' frame rate, if known.
+    """
+
+    name: str
+    media_dir: str
+    caption_ext: str
+    control_dir: str | None
+    kind: Literal["image", "video"]
+    control_count: int | None = None
+    source_fps: float | None = None
+
+
+@dataclass(frozen=True)
+class CompileInputs:
+    """Facts a backend's compiler needs besides the run spec, all resolved by the caller.
+
+    ``model_paths`` maps a bundle role to its file as the trainer sees it; ``weight_dtypes``
+    a role to its weight dtype (``bf16``, ``fp16``, ``fp8``) read from the header.
+    ``trainer_dir`` is the trainer's checkout or install as the step sees it (the image's
+    path for container executors). ``container_image`` overrides the backend's image name.
+    """
+
+    architecture: str
+    model_version: str | None
+    model_paths: Mapping[str, str]
+    datasets: tuple[DatasetInput, ...]
+    run_dir: str
+    trainer_dir: str
+    weight_dtypes: Mapping[str, str] = field(default_factory=dict)
+    container_image: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One process of a run: an argv list, its env and working folder."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str
+    kind: StepKind = "train"
+    generated: bool = True
+    """False when a person's argv replaced the generated one (an escape hatch)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A path a container needs. ``source`` is the host side (None until the caller maps
+    it); ``baked`` paths live inside the image and are never bound."""
+
+    target: str
+    read_only: bool
+    purpose: str
+    source: str | None = None
+    baked: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """The image, GPU request, mounts and environment a container executor needs."""
+
+    image: str
+    gpus: int | str
+    """A GPU count, ``all``, or device ids (``0,1``), as docker's ``--gpus`` takes them."""
+    workdir: str
+    mounts: tuple[Mount, ...]
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class CompiledRun:
+    """Everything one run needs, as the trainer ``release`` accepts it.
+
+    ``files`` are written under ``<run>/compiled/`` (names relative to it); the steps refer
+    to them there. ``container`` is None for a backend that only runs on the host.
+    """
+
+    backend: str
+    release: str
+    files: Mapping[str, str]
+    steps: tuple[Step, ...]
+    container: ContainerSpec | None
+    warnings: tuple[str, ...] = ()
+    escape_hatch: bool = False
+
+
+@dataclass(frozen=True)
+class DraftedConfig:
+    """``backend.config`` values a backend proposes for a new run, each with its reason."""
+
+    config: Mapping[str, object]
+    reasons: Mapping[str, str]
+
+
+# ---------------------------------------------------------------------------------------
+# Plan: per-step costs and the memory aids the one fit ladder walks
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one step costs on one GPU class.
+
+    ``peak_gib`` is the expected device peak and ``upper_gib`` the top of its band;
+    ``host_ram_gib`` the host memory the step needs; ``seconds`` the step's whole duration
+    (None when unknown). ``fits`` is None when the backend cannot size the step (a custom
+    command): such a plan cannot say "fits".
+    """
+
+    step: str
+    kind: StepKind
+    peak_gib: float | None
+    upper_gib: float | None
+    host_ram_gib: float | None
+    seconds: float | None
+    fits: bool | None
+    source: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryAid:
+    """One memory aid a backend offers the fit ladder, as data.
+
+    ``levels`` are the values the ladder may choose, off first; a ``counted`` aid (block
+    swap) takes any whole number from 0 to ``limit`` and is searched by bisection, because
+    memory falls with every unit. ``requires`` names aids that must be on for this one to
+    apply (H2D-only swap needs checkpointing). ``keys`` are the trainer settings it writes.
+    ``preferred`` marks a meaning-preserving artifact (fp8 weights): within the ladder's tie
+    tolerance a fit with it wins over one without, unless it is not needed at all.
+    """
+
+    name: str
+    rung: int
+    keys: tuple[str, ...]
+    saves: str
+    costs: str
+    levels: tuple[object, ...] = (False, True)
+    counted: bool = False
+    limit: int = 0
+    requires: tuple[str, ...] = ()
+    preferred: bool = False
+    modifier_of: str | None = None
+    """A way of taking another aid (H2D-only is a way to swap blocks), not an aid of its
+    own: it is not counted as one and shares that aid's rung."""
+
+    @property
+    def off(self) -> object:
+        return 0 if self.counted else self.levels[0]
+
+
+AidChoice = Mapping[str, object]
+"""A level for every memory aid of a problem (aid name → level)."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A backend's estimate of one aid choice: the cost of every step, and the seconds per
+    training step the ladder compares choices by. ``detail`` is the backend's own estimate
+    document (what plan.md renders under "estimate")."""
+
+    costs: tuple[StepCost, ...]
+    step_seconds: float | None
+    detail: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def worst(self) -> StepCost:
+        """The step with the highest upper edge: the plan's verdict is this step's."""
+        return max(self.costs, key=lambda c: c.upper_gib or 0.0)
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.costs) and all(c.fits is True for c in self.costs)
+
+    @property
+    def host_ram_gib(self) -> float:
+        return max((c.host_ram_gib or 0.0) for c in self.costs) if self.costs else 0.0
+
+
+@runtime_checkable
+class FitProblem(Protocol):
+    """One recipe on one GPU class, as the fit ladder sees it (built by a backend).
+
+    The ladder (``kura.planning.ladder``) searches ``aids`` for the fastest choice that
+    fits; the backend alone knows how a choice turns into trainer settings and what it
+    costs. ``evaluate`` returns None for a choice the trainer refuses.
+    """
+
+    gpu: GpuClass
+    aids: tuple[MemoryAid, ...]
+
+    def baseline(self) -> AidChoice:
+        """The recipe with no memory aid (every aid at its off level)."""
+        ...
+
+    def evaluate(self, choice: AidChoice) -> Evaluation | None: ...
+
+    def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
+        """What taking ``aid`` at its level in ``choice`` changes, for the plan's rung."""
+        ...
+
+    def reason(self, aid: MemoryAid, before: Evaluation, after: Evaluation) -> str:
+        """Why ``aid`` is needed, in the numbers of its own estimate."""
+        ...
+
+    def settings(self, choice: AidChoice) -> Mapping[str, object]:
+        """``backend.config`` values (the trainer's names) that realise ``choice``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """The one change a failure's diagnosis proposes, in the backend's settings."""
+
+    aid: str
+    change: Mapping[str, object]
+    why: str
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a backend plans from besides the run spec, loaded once by the caller."""
+
+    bundle: Bundle
+    datasets: Mapping[str, DatasetSpec]
+
+
+@dataclass(frozen=True)
+class PlanFit:
+    """A backend's fit for one run on one GPU class, after the ladder's walk.
+
+    ``settings`` are the ladder-managed ``backend.config`` values the choice needs (off
+    values included, so an aid an earlier plan set can be undone); ``reasons`` say why each
+    key is set; ``document`` is the JSON the plan shows (``kind: fit-plan``).
+    """
+
+    gpu: str
+    fits: bool
+    rungs: tuple[Rung, ...]
+    settings: Mapping[str, object]
+    reasons: Mapping[str, str]
+    document: Mapping[str, object]
+
+    @property
+    def ask_first(self) -> bool:
+        return any(rung.ask_first for rung in self.rungs)
+
+
+@dataclass(frozen=True)
+class Contingency:
+    """The one change the plan approves in advance for an out-of-memory in training."""
+
+    on: str
+    rung: Mapping[str, object]
+    change: Mapping[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"on": self.on, "rung": dict(self.rung), "change": dict(self.change)}
+
+
+# ---------------------------------------------------------------------------------------
+# Follow: progress of a running step, where its results land
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """Where a step stands, read from the trainer's own log or metrics; fields are None
+    until the trainer shows them."""
+
+    step: int | None = None
+    total: int | None = None
+    epoch: int | None = None
+    epochs: int | None = None
+    loss: float | None = None
+    loss_ema: float | None = None
+    seconds_per_step: float | None = None
+    elapsed_seconds: int | None = None
+    eta_seconds: int | None = None
+    last_checkpoint: str | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if self.step is None or not self.total:
+            return None
+        return self.step / self.total
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a step failed: one plain finding, the log line that proves it, the next action.
+
+    Codes shared by every backend: ``cuda_oom``, ``host_oom``, ``missing_files``,
+    ``offline``, ``bad_arguments``, ``dataset_config``, ``nan_loss``, ``unknown``; a backend
+    may add its own. For ``cuda_oom`` ``next`` is the backend's remedy (one rung up its
+    memory aids).
+    """
+
+    code: str
+    step: str
+    message: str
+    evidence: str
+    next: Mapping[str, object]
+    phase: str | None = None
+    exit_code: int | None = None
+    details: dict[str, object] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class OutputLayout:
+    """Where a finished (or running) run's LoRA files and samples are, newest last."""
+
+    lora_files: tuple[Path, ...]
+    samples: tuple[Path, ...]
+
+
+class Backend(Protocol):
+    """One trainer behind Kura. See the module docstring for why this is a Protocol."""
+
+    name: str
+    """The ``backend.name`` in run.yaml (``musubi-tuner``)."""
+    title: str
+    release: str
+    """The trainer release this backend compiles for."""
+
+    def serves(self, architecture: str) -> bool:
+        """Whether this backend trains ``architecture`` (a ``kura.architectures`` id)."""
+        ...
+
+    def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
+        """``backend.config`` defaults for a new run (keys in ``explicit`` left out)."""
+        ...
+
+    def config_keys(self, architecture: str) -> frozenset[str]:
+        """The ``backend.config`` keys this backend reads for ``architecture``."""
+        ...
+
+    def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        """The trainer's checkout or install as a step sees it (SpecError when unknown)."""
+        ...
+
+    def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
+        """The exact files and steps the trainer runs; pure (no I/O). Refusals raise
+        SpecError/Unsupported naming the key and the fix."""
+        ...
+
+    def fit(
+        self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+    ) -> PlanFit:
+        """Walk the one fit ladder (``kura.planning.ladder``) over this trainer's aids."""
+        ...
+
+    def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        """Every step's cost with the run exactly as written (no aid added)."""
+        ...
+
+    def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
+        """The change to approve in advance for an out-of-memory in training."""
+        ...
+
+    def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
+        """What a failure's diagnosis needs to know of the run's settings (JSON values)."""
+        ...
+
+    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
+        """The next memory aid after an out-of-memory in ``step`` during ``phase``, as a
+        rung document (``action``, ``key``, ``from``/``to`` or ``why``)."""
+        ...
+
+    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
+        """Extra train arguments that continue from the newest saved state (CheckFailed
+        when there is none). ``trainer_run_dir`` is the run folder as the step sees it."""
+        ...
+
+    def diagnose(
+        self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]
+    ) -> Diagnosis:
+        """Why ``step`` failed, from the log it wrote in this attempt."""
+        ...
+
+    def progress(self, log_path: Path) -> StepProgress:
+        """Progress of a step from its log file."""
+        ...
+
+    def outputs(self, run_dir: Path) -> OutputLayout:
+        """The run's LoRA files and samples as the trainer wrote them."""
+        ...

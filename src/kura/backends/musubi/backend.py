@@ -1,0 +1,211 @@
+"""Musubi Tuner behind the seam: :class:`MusubiBackend` implements ``kura.backends.base.Backend``.
+
+Every Musubi flag name Kura knows lives in this package; this module only wires the adapter
+table, the compiler, the estimator and the remedies into the protocol's verbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kura.backends.base import (
+    CompiledRun,
+    CompileInputs,
+    Contingency,
+    Diagnosis,
+    DraftedConfig,
+    Evaluation,
+    OutputLayout,
+    PlanFit,
+    PlanInputs,
+    StepProgress,
+)
+from kura.errors import CheckFailed, SpecError
+
+if TYPE_CHECKING:
+    from kura.models.bundles import Bundle
+    from kura.planning.gpus import GpuClass
+    from kura.spec.run import RunSpec
+    from kura.workspace import Workspace
+
+__all__ = ["BACKEND", "MusubiBackend"]
+
+LADDER_REASON = "fit ladder"
+
+_AID_OF_KEY = {
+    "fp8_base": "fp8",
+    "fp8_scaled": "fp8",
+    "gradient_checkpointing": "gradient-checkpointing",
+    "gradient_checkpointing_cpu_offload": "activation-offload",
+    "batch_size": "micro-batch",
+    "gradient_accumulation_steps": "micro-batch",
+    "blocks_to_swap": "block-swap",
+    "block_swap_h2d_only": "block-swap",
+    "block_swap_ring_size": "block-swap",
+    "use_pinned_memory_for_block_swap": "block-swap",
+    "split_attn": "split-attention",
+}
+"""Which ladder aid sets each backend.config key (for the key's reason)."""
+
+
+class MusubiBackend:
+    name = "musubi-tuner"
+    title = "Musubi Tuner"
+
+    @property
+    def release(self) -> str:
+        from kura.backends.musubi.adapters import MUSUBI_RELEASE
+
+        return MUSUBI_RELEASE
+
+    def serves(self, architecture: str) -> bool:
+        from kura.backends.musubi.adapters import adapter_for
+
+        return adapter_for(architecture) is not None
+
+    def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
+        """The adapter's execution settings, written out with their sources as reasons."""
+        from kura.backends.musubi.adapters import adapter_for
+        from kura.backends.musubi.config import known_keys
+
+        adapter = adapter_for(bundle.architecture)
+        if adapter is None:
+            return DraftedConfig({}, {})
+        known = known_keys(adapter)
+        config: dict[str, object] = {}
+        reasons: dict[str, str] = {}
+        for name, default in sorted(adapter.defaults.items()):
+            if name not in known or f"backend.config.{name}" in explicit:
+                continue
+            config[name] = default.value
+            reasons[name] = f"adapter default ({default.source})"
+        return DraftedConfig(config, reasons)
+
+    def config_keys(self, architecture: str) -> frozenset[str]:
+        from kura.backends.musubi.adapters import adapter_for
+        from kura.backends.musubi.config import known_keys
+
+        return frozenset(known_keys(adapter_for(architecture)))
+
+    def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
+
+        if in_container:
+            return IMAGE_MUSUBI_DIR
+        checkout = workspace.config().executor.musubi_checkout
+        if not checkout:
+            raise SpecError(
+                "execution.executor is `host` but kura.toml names no Musubi checkout",
+                hint='set `musubi_checkout = "/path/to/musubi-tuner"` under [executor] in '
+                "kura.toml, or use execution.executor: docker",
+                path=workspace.config_path,
+            )
+        return checkout
+
+    def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
+        from kura.backends.musubi.compile import compile_run
+
+        return compile_run(spec, inputs)
+
+    def fit(
+        self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+    ) -> PlanFit:
+        from kura.backends.musubi.estimation import LADDER_KEYS, config_changes, estimate_config
+        from kura.backends.musubi.fit import fastest_fitting
+
+        plan = fastest_fitting(
+            estimate_config(spec, inputs.datasets), gpu, host_ram_gib=host_ram_gib
+        )
+        wanted = config_changes(plan.config) if plan.fits else {}
+        rung_reasons = {rung.aid: rung.reason for rung in plan.rungs}
+        reasons = {
+            key: f"{LADDER_REASON}: {_reason_for(key, rung_reasons)}"
+            if value
+            else f"{LADDER_REASON}: not needed on this GPU"
+            for key, value in wanted.items()
+            if key in LADDER_KEYS
+        }
+        return PlanFit(
+            gpu=gpu.id,
+            fits=plan.fits,
+            rungs=plan.rungs,
+            settings=wanted,
+            reasons=reasons,
+            document=plan.to_dict(),
+        )
+
+    def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        from kura.backends.musubi.estimation import estimate_config
+        from kura.backends.musubi.estimator.estimate import estimate
+        from kura.backends.musubi.fit import evaluation_of
+
+        return evaluation_of(estimate(estimate_config(spec, inputs.datasets), gpu))
+
+    def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
+        """The one rung to take if training still runs out of memory: the same next rung
+        the failure diagnosis proposes, so relaunch can apply it under this approval."""
+        from kura.backends.musubi.diagnose import oom_next_rung
+        from kura.backends.musubi.estimation import rung_change
+
+        config = dict(self.failure_config(spec, inputs))
+        rung = oom_next_rung(config, step="train", phase="training")
+        change = rung_change(rung, config)
+        if change is None:
+            return None
+        change = {k: v for k, v in change.items() if spec.backend.config.get(k) != v}
+        return Contingency(on="out-of-memory in training", rung=rung, change=change)
+
+    def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
+        """backend.config plus the model's block-swap limit, as the diagnosis reads it."""
+        from kura.backends.musubi.estimator.shapes import get_shape
+
+        config: dict[str, object] = dict(spec.backend.config)
+        if inputs.bundle.estimator_model:
+            config["max_blocks_to_swap"] = get_shape(inputs.bundle.estimator_model).swap_limit
+        return config
+
+    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
+        from kura.backends.musubi.diagnose import oom_next_rung
+
+        return oom_next_rung(dict(config), step=step, phase=phase)
+
+    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
+        """``--resume`` with the newest ``--save_state`` folder of the run's output."""
+        states = sorted(
+            (p for p in (run_dir / "output").glob("*-state") if p.is_dir()),
+            key=lambda p: p.stat().st_mtime,
+        )
+        if not states:
+            raise CheckFailed(
+                f"run {run_dir.name} has no saved trainer state to resume from",
+                hint="states are saved with each checkpoint; relaunch to start over",
+            )
+        return ("--resume", f"{trainer_run_dir}/output/{states[-1].name}")
+
+    def diagnose(
+        self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]
+    ) -> Diagnosis:
+        from kura.backends.musubi.diagnose import diagnose_text
+
+        return diagnose_text(log_text, step=step, exit_code=exit_code, config=dict(config))
+
+    def progress(self, log_path: Path) -> StepProgress:
+        from kura.backends.musubi.progress import tail_progress
+
+        return tail_progress(log_path)
+
+    def outputs(self, run_dir: Path) -> OutputLayout:
+        output = run_dir / "output"
+        loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
+        samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
+        return OutputLayout(tuple(loras), tuple(samples))
+
+
+def _reason_for(key: str, reasons: Mapping[str, str]) -> str:
+    aid = _AID_OF_KEY.get(key, key)
+    return reasons.get(aid, "part of the configuration the ladder chose")
+
+
+BACKEND = MusubiBackend()

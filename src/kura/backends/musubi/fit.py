@@ -1,0 +1,507 @@
+"""Musubi's memory aids for the fit ladder, and what to do when none is enough.
+
+The recipe's own memory aids are cleared first (fp8, checkpointing, block swap): the planner
+decides them, and a GPU with headroom gets none (DESIGN invariant 3). The aids, in the order
+of vram.md §6 as the planner applies them:
+
+1. meaning-preserving artifacts: fp8 weights (``scaled`` where Musubi supports it for the
+   architecture, plain ``base`` for HunyuanVideo);
+2. speed-only aids: gradient checkpointing, a smaller micro-batch with more accumulation
+   (the effective batch is kept), block swap (the fewest blocks that fit, classic or
+   H2D-only, whichever is faster), activation CPU offload.
+
+:class:`MusubiFitProblem` describes them as data for the one walker
+(:func:`kura.planning.ladder.walk`) and estimates every choice with Musubi's estimator. When
+nothing fits, :func:`fastest_fitting` lists recipe-touching options (lower resolution, fewer
+frames, smaller batch, lower rank) with their estimated peaks and the smallest catalog GPU
+class that fits as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kura.backends.base import AidChoice, Evaluation, MemoryAid, StepCost
+from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
+from kura.backends.musubi.estimator.estimate import Estimate, estimate
+from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
+from kura.backends.musubi.estimator.shapes import ModelShape, get_shape
+from kura.errors import Unsupported
+from kura.planning.gpus import GPU_CLASSES, GpuClass
+from kura.planning.ladder import ASK_FIRST_SLOWDOWN, LadderResult, Rung, walk
+
+__all__ = [
+    "ASK_FIRST_SLOWDOWN",
+    "FitPlan",
+    "MusubiFitProblem",
+    "RecipeOption",
+    "Rung",
+    "fastest_fitting",
+]
+
+RESOLUTION_SCALES = (0.875, 0.75, 0.625, 0.5)
+RANK_FLOOR = 4
+PIXEL_STEP = 64
+
+
+@dataclass(frozen=True)
+class RecipeOption:
+    """A change to the recipe itself, estimated with every memory aid applied."""
+
+    option: str
+    change: dict[str, Any]
+    peak_gib: float
+    upper_gib: float
+    fits: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "option": self.option,
+            "change": dict(self.change),
+            "peak_gib": round(self.peak_gib, 2),
+            "upper_gib": round(self.upper_gib, 2),
+            "fits": self.fits,
+        }
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """The answer for one recipe on one GPU class: the configuration to run and why."""
+
+    gpu: str
+    fits: bool
+    recipe: EstimateConfig
+    estimate: Estimate
+    rungs: tuple[Rung, ...] = ()
+    recipe_options: tuple[RecipeOption, ...] = ()
+    smallest_gpu: dict[str, Any] | None = None
+    cheapest_priced_gpu: dict[str, Any] | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def config(self) -> EstimateConfig:
+        """The configuration to run (the recipe plus the applied aids)."""
+        assert self.estimate.config is not None
+        return self.estimate.config
+
+    @property
+    def ask_first(self) -> bool:
+        return any(rung.ask_first for rung in self.rungs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "fit-plan",
+            "gpu": self.gpu,
+            "fits": self.fits,
+            "ask_first": self.ask_first,
+            "rungs": [rung.to_dict() for rung in self.rungs],
+            "estimate": self.estimate.to_dict(),
+            "recipe_options": [option.to_dict() for option in self.recipe_options],
+            "smallest_gpu": self.smallest_gpu,
+            "cheapest_priced_gpu": self.cheapest_priced_gpu,
+            "notes": list(self.notes),
+        }
+
+
+def _fp8_choice(shape: ModelShape) -> str | None:
+    """The fp8 mode the ladder may add, None when the model has no bf16 alternative."""
+    if "none" not in shape.fp8_modes:
+        return None
+    if "scaled" in shape.fp8_modes:
+        return "scaled"
+    return "base" if "base" in shape.fp8_modes else None
+
+
+def _mask_aid(recipe: EstimateConfig, shape: ModelShape) -> bool:
+    """Whether --split_attn is an aid here: it removes HunyuanVideo's dense SDPA mask."""
+    return shape.dense_sdpa_mask and recipe.attention == "sdpa" and not recipe.split_attn
+
+
+def _bare(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
+    """The recipe without memory aids (an fp8-only model keeps its only weight format)."""
+    return recipe.replace(
+        fp8="none" if "none" in shape.fp8_modes else shape.fp8_modes[0],
+        gradient_checkpointing="off",
+        blocks_to_swap=0,
+        swap_h2d_only=False,
+    )
+
+
+def musubi_aids(recipe: EstimateConfig, shape: ModelShape) -> tuple[MemoryAid, ...]:
+    """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data."""
+    aids: list[MemoryAid] = []
+    fp8 = _fp8_choice(shape)
+    if fp8:
+        aids.append(
+            MemoryAid(
+                name="fp8",
+                rung=1,
+                keys=("fp8_base", "fp8_scaled"),
+                saves="stored DiT weights at 1 byte per parameter",
+                costs="dequantisation time per step; needs checkpointing to pay off",
+                levels=("none", fp8),
+                preferred=True,
+            )
+        )
+    aids.append(
+        MemoryAid(
+            name="gradient-checkpointing",
+            rung=2,
+            keys=("gradient_checkpointing",),
+            saves="every block's activations but one",
+            costs="one more forward pass per step (~30 % slower)",
+        )
+    )
+    if _mask_aid(recipe, shape):
+        aids.append(
+            MemoryAid(
+                name="split-attention",
+                rung=3,
+                keys=("split_attn",),
+                saves="the dense N x N attention mask SDPA builds",
+                costs="attention per sample instead of per batch",
+            )
+        )
+    batch = recipe.micro_batch
+    if batch > 1:
+        aids.append(
+            MemoryAid(
+                name="micro-batch",
+                rung=4,
+                keys=("batch_size", "gradient_accumulation_steps"),
+                saves="activations of the samples not in the micro-batch",
+                costs="less parallel work per step (the effective batch is kept)",
+                levels=tuple(m for m in range(batch, 0, -1) if batch % m == 0),
+            )
+        )
+    if shape.swap_limit >= 1:
+        aids.append(
+            MemoryAid(
+                name="block-swap",
+                rung=5,
+                keys=("blocks_to_swap",),
+                saves="resident weights of each swapped block",
+                costs="host RAM and PCIe transfers per step",
+                counted=True,
+                limit=shape.swap_limit,
+            )
+        )
+        aids.append(
+            MemoryAid(
+                name="h2d-only",
+                rung=5,
+                keys=("block_swap_h2d_only",),
+                saves="the device-to-host copy of swapped blocks",
+                costs="needs gradient checkpointing",
+                requires=("gradient-checkpointing", "block-swap"),
+                modifier_of="block-swap",
+            )
+        )
+    if shape.gc_cpu_offload:
+        aids.append(
+            MemoryAid(
+                name="activation-offload",
+                rung=6,
+                keys=("gradient_checkpointing_cpu_offload",),
+                saves="activation checkpoints (moved to CPU RAM)",
+                costs="PCIe transfers of every checkpoint",
+                requires=("gradient-checkpointing",),
+            )
+        )
+    return tuple(aids)
+
+
+class MusubiFitProblem:
+    """One recipe on one GPU class with Musubi's memory aids, for the ladder."""
+
+    def __init__(self, recipe: EstimateConfig, gpu: GpuClass):
+        self.shape = get_shape(recipe.model)
+        self.recipe = _bare(recipe, self.shape)
+        self.gpu = gpu
+        self.aids = musubi_aids(self.recipe, self.shape)
+        self._estimates: dict[EstimateConfig, Estimate | None] = {}
+
+    def baseline(self) -> AidChoice:
+        return {aid.name: aid.off for aid in self.aids}
+
+    def config(self, choice: AidChoice) -> EstimateConfig:
+        """The estimator configuration ``choice`` stands for."""
+        recipe = self.recipe
+        batch = recipe.micro_batch * recipe.grad_accum
+        micro = int(str(choice.get("micro-batch", recipe.micro_batch)))
+        checkpointing = "off"
+        if choice.get("gradient-checkpointing"):
+            checkpointing = "cpu-offload" if choice.get("activation-offload") else "on"
+        return recipe.replace(
+            fp8=str(choice.get("fp8", recipe.fp8)),
+            gradient_checkpointing=checkpointing,
+            micro_batch=micro,
+            grad_accum=batch // micro,
+            blocks_to_swap=int(str(choice.get("block-swap", 0))),
+            swap_h2d_only=bool(choice.get("h2d-only", False)),
+            split_attn=bool(choice.get("split-attention", recipe.split_attn)),
+        )
+
+    def estimate(self, choice: AidChoice) -> Estimate | None:
+        config = self.config(choice)
+        if config not in self._estimates:
+            try:
+                self._estimates[config] = estimate(config, self.gpu)
+            except Unsupported:
+                self._estimates[config] = None
+        return self._estimates[config]
+
+    def evaluate(self, choice: AidChoice) -> Evaluation | None:
+        found = self.estimate(choice)
+        return None if found is None else evaluation_of(found)
+
+    def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
+        config = self.config(choice)
+        if aid.name == "fp8":
+            return {"fp8": config.fp8}
+        if aid.name == "gradient-checkpointing":
+            return {"gradient_checkpointing": "on"}
+        if aid.name == "micro-batch":
+            return {"micro_batch": config.micro_batch, "grad_accum": config.grad_accum}
+        if aid.name == "block-swap":
+            return {"blocks_to_swap": config.blocks_to_swap, "swap_h2d_only": config.swap_h2d_only}
+        if aid.name == "split-attention":
+            return {"split_attn": True}
+        return {"gradient_checkpointing": "cpu-offload"}
+
+    def reason(self, aid: MemoryAid, before: Evaluation, after: Evaluation) -> str:
+        return _reason(aid.name, _detail(before), _detail(after), self.recipe, self.shape)
+
+    def settings(self, choice: AidChoice) -> Mapping[str, object]:
+        from kura.backends.musubi.estimation import config_changes
+
+        return config_changes(self.config(choice))
+
+
+def evaluation_of(found: Estimate) -> Evaluation:
+    """Musubi's estimate as the ladder's evaluation (training is the only sized step yet)."""
+    train = StepCost(
+        step="train",
+        kind="train",
+        peak_gib=found.peak_vram_gib,
+        upper_gib=found.upper_gib,
+        host_ram_gib=found.host_ram_gib,
+        seconds=None if found.total_hours is None else found.total_hours * 3600,
+        fits=found.fits,
+        source="Musubi estimator (kura.backends.musubi.estimator)",
+    )
+    return Evaluation(costs=(train,), step_seconds=found.step_seconds, detail={"estimate": found})
+
+
+def _detail(result: Evaluation) -> Estimate:
+    found = result.detail["estimate"]
+    assert isinstance(found, Estimate)
+    return found
+
+
+def _reason(
+    aid: str, before: Estimate, after: Estimate, recipe: EstimateConfig, shape: ModelShape
+) -> str:
+    aids = after.config
+    assert aids is not None
+    b, a = before.breakdown, after.breakdown
+    if aid == "fp8":
+        stored = shape.weights_gib
+        return (
+            f"fp8 {aids.fp8} weights for {shape.architecture} (Musubi supports it for LoRA): "
+            f"stored weights {stored[before.config.fp8 if before.config else 'none']:.1f} -> "
+            f"{stored[aids.fp8]:.1f} GiB; autograd keeps a bf16 copy of each dequantised "
+            "weight, so the saving needs gradient checkpointing (vram.md §4.5)"
+        )
+    if aid == "gradient-checkpointing":
+        return (
+            f"without checkpointing every block's activations stay alive: "
+            f"activations {b['activations']:.1f} -> {a['activations']:.1f} GiB"
+        )
+    if aid == "micro-batch":
+        return (
+            f"micro-batch {recipe.micro_batch} -> {aids.micro_batch} with gradient "
+            f"accumulation {recipe.grad_accum} -> {aids.grad_accum} (effective batch "
+            f"{recipe.effective_batch} kept): activations {b['activations']:.1f} -> "
+            f"{a['activations']:.1f} GiB"
+        )
+    if aid == "split-attention":
+        return (
+            f"--split_attn drops the dense N x N attention mask SDPA builds for "
+            f"{shape.architecture}: extras {b['extras']:.1f} -> {a['extras']:.1f} GiB"
+        )
+    if aid == "block-swap":
+        mode = "H2D-only" if aids.swap_h2d_only else "classic"
+        return (
+            f"{aids.blocks_to_swap} blocks swapped ({mode}), the fewest that fit: resident "
+            f"weights {b['weights']:.1f} -> {a['weights']:.1f} GiB, "
+            f"host RAM {after.host_ram_gib:.0f} GiB"
+        )
+    return (
+        f"activation checkpoints to CPU RAM: activations {b['activations']:.1f} -> "
+        f"{a['activations']:.1f} GiB"
+    )
+
+
+def _scaled_buckets(buckets: tuple[Bucket, ...], scale: float) -> tuple[Bucket, ...]:
+    def side(pixels: int) -> int:
+        return max(PIXEL_STEP, int(pixels * scale) // PIXEL_STEP * PIXEL_STEP)
+
+    return tuple(Bucket(side(b.width), side(b.height), b.frames, b.count) for b in buckets)
+
+
+def _fewer_frames(buckets: tuple[Bucket, ...], scale: float) -> tuple[Bucket, ...]:
+    def frames(count: int) -> int:
+        if count <= 1:
+            return count
+        latent = max(1, int(((count - 1) // 4) * scale))
+        return latent * 4 + 1
+
+    return tuple(Bucket(b.width, b.height, frames(b.frames), b.count) for b in buckets)
+
+
+def _most_aided(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
+    """The recipe with every memory aid at its strongest (least VRAM)."""
+    fp8 = _fp8_choice(shape) or shape.fp8_modes[0]
+    gc = "cpu-offload" if shape.gc_cpu_offload else "on"
+    return recipe.replace(
+        fp8=fp8,
+        gradient_checkpointing=gc,
+        micro_batch=1,
+        grad_accum=recipe.micro_batch * recipe.grad_accum,
+        blocks_to_swap=shape.swap_limit,
+        swap_h2d_only=False,
+        offload_inactive_dit=False,
+        split_attn=recipe.split_attn or _mask_aid(recipe, shape),
+    )
+
+
+def _option(
+    name: str, change: dict[str, Any], config: EstimateConfig, gpu: GpuClass
+) -> RecipeOption:
+    est = estimate(config, gpu)
+    return RecipeOption(name, change, est.peak_vram_gib, est.upper_gib, bool(est.fits))
+
+
+def _first_fitting(options: list[RecipeOption]) -> RecipeOption | None:
+    for option in options:
+        if option.fits:
+            return option
+    return options[-1] if options else None
+
+
+def _recipe_options(recipe: EstimateConfig, shape: ModelShape, gpu: GpuClass) -> list[RecipeOption]:
+    """Recipe changes (with every aid applied): the mildest that fits, else the strongest."""
+    aided = _most_aided(recipe, shape)
+    result: list[RecipeOption] = []
+    resolution = [
+        _option(
+            f"resolution x{scale}",
+            {"buckets": [b.to_dict() for b in _scaled_buckets(recipe.buckets, scale)]},
+            aided.replace(buckets=_scaled_buckets(recipe.buckets, scale)),
+            gpu,
+        )
+        for scale in RESOLUTION_SCALES
+    ]
+    result += [option for option in [_first_fitting(resolution)] if option]
+    if shape.video and any(b.frames > 1 for b in recipe.buckets):
+        frames = [
+            _option(
+                f"frames x{scale}",
+                {"buckets": [b.to_dict() for b in _fewer_frames(recipe.buckets, scale)]},
+                aided.replace(buckets=_fewer_frames(recipe.buckets, scale)),
+                gpu,
+            )
+            for scale in RESOLUTION_SCALES
+        ]
+        result += [option for option in [_first_fitting(frames)] if option]
+    if state_bytes_per_param(recipe.optimizer, recipe.rank) > state_bytes_per_param(
+        "adafactor", recipe.rank
+    ):
+        result.append(
+            _option(
+                "optimizer adafactor",
+                {"optimizer": "adafactor"},
+                aided.replace(optimizer="adafactor"),
+                gpu,
+            )
+        )
+    ranks = []
+    rank = recipe.rank // 2
+    while rank >= RANK_FLOOR:
+        ranks.append(_option(f"rank {rank}", {"rank": rank}, aided.replace(rank=rank), gpu))
+        rank //= 2
+    result += [option for option in [_first_fitting(ranks)] if option]
+    return result
+
+
+def _gpu_summary(gpu: GpuClass) -> dict[str, Any]:
+    offer = gpu.cheapest_offer()
+    return {
+        "id": gpu.id,
+        "name": gpu.name,
+        "memory_gib": gpu.memory_gib,
+        "usd_per_hour": None if offer is None else offer.usd_per_hour,
+        "price_provider": None if offer is None else offer.provider,
+        "price_seen": None if offer is None else offer.price_seen,
+    }
+
+
+def _bigger_gpus(
+    recipe: EstimateConfig, shape: ModelShape
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The catalog class with the least memory that fits the recipe with every aid, and the
+    cheapest class that fits among those with a known price (None where there is none)."""
+    aided = _most_aided(recipe, shape)
+    fitting = [gpu for gpu in GPU_CLASSES.values() if estimate(aided, gpu).fits]
+    if not fitting:
+        return None, None
+    smallest = min(fitting, key=lambda gpu: (gpu.memory_gib, gpu.bf16_tflops))
+    priced = [
+        (offer.usd_per_hour, gpu)
+        for gpu in fitting
+        if (offer := gpu.cheapest_offer()) is not None and offer.usd_per_hour is not None
+    ]
+    cheapest = min(priced, key=lambda item: item[0])[1] if priced else None
+    return _gpu_summary(smallest), None if cheapest is None else _gpu_summary(cheapest)
+
+
+
+
+def fastest_fitting(
+    recipe: EstimateConfig, gpu: GpuClass, *, host_ram_gib: float | None = None
+) -> FitPlan:
+    """The fastest configuration of ``recipe`` that fits ``gpu``, and how it got there.
+
+    ``recipe``'s fp8, checkpointing and block-swap settings are ignored: the ladder decides
+    them. ``host_ram_gib`` (e.g. ``host_facts().ram_available_gib``) rules out
+    configurations whose swapped weights would not fit in host RAM.
+    """
+    problem = MusubiFitProblem(recipe, gpu)
+    shape, bare = problem.shape, problem.recipe
+    estimate(bare, gpu)  # raises Unsupported for a recipe Musubi refuses outright
+    result: LadderResult = walk(problem, host_ram_gib=host_ram_gib)
+    if result.fits:
+        chosen = problem.estimate(result.choice)
+        assert chosen is not None
+        return FitPlan(gpu.id, True, bare, chosen, result.rungs, notes=result.notes)
+    aided = _most_aided(bare, shape)
+    smallest, cheapest = _bigger_gpus(bare, shape)
+    notes = ["Does not fit with every memory aid; the recipe has to change or the GPU."]
+    if bare.micro_batch > 1:
+        notes.append(
+            "A smaller effective batch does not lower the peak: the aided configuration "
+            "already runs micro-batch 1 with accumulation."
+        )
+    return FitPlan(
+        gpu.id,
+        False,
+        bare,
+        estimate(aided, gpu),
+        recipe_options=tuple(_recipe_options(bare, shape, gpu)),
+        smallest_gpu=smallest,
+        cheapest_priced_gpu=cheapest,
+        notes=tuple(notes),
+    )

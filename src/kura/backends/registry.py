@@ -1,0 +1,84 @@
+"""The registered backends, chosen by run.yaml's ``backend.name``.
+
+Each backend is named here with the module that holds it, and imported only when a command
+needs it: listing names costs nothing, and no trainer package loads at CLI start-up. A
+backend never swaps for another: asking one for an architecture it does not train is an
+error that names the backends that do.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from kura.errors import SpecError
+
+if TYPE_CHECKING:
+    from kura.backends.base import Backend
+
+__all__ = [
+    "backend_names",
+    "backends_serving",
+    "get_backend",
+    "registered_backend",
+    "require_serves",
+]
+
+_MODULES: dict[str, str] = {
+    "musubi-tuner": "kura.backends.musubi.backend",
+}
+"""backend.name → the module whose ``BACKEND`` is that backend."""
+
+_EXTRA: dict[str, Backend] = {}
+"""Backends registered at run time (the tests' fake trainer)."""
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(sorted({*_MODULES, *_EXTRA}))
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``; an unknown name lists the registered ones."""
+    if name in _EXTRA:
+        return _EXTRA[name]
+    module = _MODULES.get(name)
+    if module is None:
+        raise SpecError(
+            f"unknown backend {name!r}",
+            hint=f"registered backends: {', '.join(backend_names())}",
+        )
+    backend: Backend = importlib.import_module(module).BACKEND
+    return backend
+
+
+def backends_serving(architecture: str) -> tuple[str, ...]:
+    """The names of the backends that train ``architecture``."""
+    return tuple(name for name in backend_names() if get_backend(name).serves(architecture))
+
+
+def require_serves(backend: Backend, architecture: str) -> None:
+    """Refuse an architecture the chosen backend does not train, naming those that do."""
+    if backend.serves(architecture):
+        return
+    others = [name for name in backends_serving(architecture) if name != backend.name]
+    raise SpecError(
+        f"backend {backend.name} does not train {architecture}",
+        hint=(
+            f"set backend.name to {' or '.join(others)} in run.yaml (Kura never switches "
+            "trainers for you)"
+            if others
+            else "no registered backend trains it"
+        ),
+    )
+
+
+@contextmanager
+def registered_backend(backend: Backend) -> Iterator[Backend]:
+    """Register ``backend`` for the duration of a ``with`` block (the tests' seam)."""
+    _EXTRA[backend.name] = backend
+    try:
+        yield backend
+    finally:
+        _EXTRA.pop(backend.name, None)
