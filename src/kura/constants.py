@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "debug_enabled", "lock_timeout_seconds"]
+__all__ = [
+    "cache_dir",
+    "data_dir",
+    "debug_enabled",
+    "kohakumoss_env_override",
+    "lock_timeout_seconds",
+]
 
 
 def debug_enabled() -> bool:
@@ -31,3 +37,18 @@ def lock_timeout_seconds() -> float:
         return max(0.0, float(raw))
     except ValueError:
         return 30.0
+
+
+def data_dir() -> Path:
+    """Where Kura keeps per-user data it installs (trainer environments): the platform's
+    user data folder."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kura"))
+
+
+def kohakumoss_env_override() -> Path | None:
+    """``KURA_KOHAKUMOSS_ENV``: the KohakuMoss environment's folder, over kura.toml and
+    the default under :func:`data_dir`."""
+    raw = os.environ.get("KURA_KOHAKUMOSS_ENV", "")
+    return Path(raw).expanduser() if raw else None

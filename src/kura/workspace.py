@@ -50,6 +50,7 @@ class ExecutorDefaults(StrictModel):
     musubi_image: str = "kura/musubi-tuner:0.3.4"
     musubi_checkout: str | None = None
     musubi_python: str | None = None
+    kohakumoss_env: str | None = None
 
 
 class WorkspaceConfig(StrictModel):

@@ -15,13 +15,22 @@ __all__ = ["register"]
 
 
 @click.command("doctor")
-@click.argument("scope", required=False, type=click.Choice(["musubi"]))
+@click.argument("scope", required=False, type=click.Choice(["musubi", "kohakumoss"]))
 @click.pass_context
 def doctor_command(ctx: click.Context, scope: str | None) -> None:
-    """Check GPU, Docker, the Musubi image, RAM, disk, HF token and SkyPilot."""
+    """Check GPU, Docker, the Musubi image, RAM, disk, HF token and SkyPilot (or, with
+    `kohakumoss`, the KohakuMoss environment: its own doctor plus Kura's checks)."""
     from kura.doctor import run_doctor
 
     state: AppState = ctx.obj
+    if scope == "kohakumoss":
+        from kura.cli.backend import kohakumoss_doctor
+
+        moss, ok = kohakumoss_doctor(state)
+        state.out.result(moss, _render)
+        if not ok:
+            ctx.exit(1)
+        return
     try:
         workspace = state.workspace()
     except WorkspaceNotFound:
@@ -48,7 +57,7 @@ def image_group() -> None:
 
 
 @image_group.command("build")
-@click.argument("name", type=click.Choice(["musubi"]))
+@click.argument("name", type=click.Choice(["musubi", "kohakumoss"]))
 @click.option("--run", "run_it", is_flag=True, help="Run the build (default: print it).")
 @click.pass_context
 def build_command(ctx: click.Context, name: str, run_it: bool) -> None:

@@ -56,6 +56,7 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
 
 def _register() -> None:
     from kura.cli import (
+        backend,
         dataset,
         demo,
         doctor,
@@ -68,7 +69,9 @@ def _register() -> None:
         workspace,
     )
 
-    modules = (workspace, dataset, model, run, planning, knowledge, export, serve, doctor, demo)
+    modules = (
+        workspace, dataset, model, run, planning, knowledge, export, serve, doctor, backend, demo
+    )
     for module in modules:
         module.register(cli)
 

@@ -1,0 +1,192 @@
+"""Where the KohakuMoss environment lives, how it is made, and how Kura talks to it.
+
+KohakuMoss (torch, diffusers, transformers, lycoris) lives in a virtual environment of its
+own that Kura's process never imports. Its folder is, first found:
+
+1. ``KURA_KOHAKUMOSS_ENV`` (environment variable);
+2. ``executor.kohakumoss_env`` in the workspace's ``kura.toml`` (relative to the workspace);
+3. ``<user data dir>/kura/envs/kohakumoss-<version>`` (platformdirs).
+
+``install_commands`` are the exact argv lists ``kura backend install kohakumoss`` runs:
+torch first (the platform's normal wheel: on a CPU host pip takes the CPU build), then
+KohakuMoss with ``kohakuvault==0.9.0`` pinned (1.x removed the ``_inner.read_range`` API
+KohakuMoss 0.1.0's catalog reader calls, so every data pass dies on it).
+
+Kura calls the environment only through ``envhelper.py`` (run by path, JSON in and out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from kura.constants import data_dir, kohakumoss_env_override
+from kura.errors import CheckFailed, KuraError, NotFound
+
+__all__ = [
+    "HELPER",
+    "INSTALL_SIZE",
+    "KOHAKUMOSS_VERSION",
+    "KOHAKUVAULT_PIN",
+    "TORCH_PIN",
+    "EnvLocation",
+    "HelperFailed",
+    "call_helper",
+    "default_env_path",
+    "install_commands",
+    "locate_env",
+    "require_env",
+]
+
+KOHAKUMOSS_VERSION = "0.1.0"
+KOHAKUVAULT_PIN = "0.9.0"
+TORCH_PIN = "2.13.0"
+INSTALL_SIZE = "about 1.3 GB, 2–3 minutes"
+HELPER = Path(__file__).with_name("envhelper.py")
+"""The helper module Kura runs with the environment's Python (standard library only at
+import)."""
+
+Source = Literal["KURA_KOHAKUMOSS_ENV", "kura.toml", "default"]
+
+
+@dataclass(frozen=True)
+class EnvLocation:
+    """The environment's folder and where that choice came from."""
+
+    path: Path
+    source: Source
+
+    @property
+    def python(self) -> Path:
+        if os.name == "nt":
+            return self.path / "Scripts" / "python.exe"
+        return self.path / "bin" / "python"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.python.parent
+
+    @property
+    def present(self) -> bool:
+        return self.python.is_file()
+
+    def tool(self, name: str) -> Path:
+        """A console script of the environment (``kogine``, ``kohakumoss-doctor``)."""
+        return self.bin_dir / (name + (".exe" if os.name == "nt" else ""))
+
+
+def default_env_path() -> Path:
+    return data_dir() / "envs" / f"kohakumoss-{KOHAKUMOSS_VERSION}"
+
+
+def locate_env(toml_value: str | None = None, workspace_root: Path | None = None) -> EnvLocation:
+    """The environment's location by the rules in the module docstring."""
+    override = kohakumoss_env_override()
+    if override is not None:
+        return EnvLocation(override.resolve(), "KURA_KOHAKUMOSS_ENV")
+    if toml_value:
+        path = Path(toml_value).expanduser()
+        if not path.is_absolute() and workspace_root is not None:
+            path = workspace_root / path
+        return EnvLocation(path.resolve(), "kura.toml")
+    return EnvLocation(default_env_path(), "default")
+
+
+def require_env(location: EnvLocation) -> EnvLocation:
+    """``location`` when its Python exists, else a NotFound saying how to make it."""
+    if not location.present:
+        raise NotFound(
+            f"the KohakuMoss environment is not installed at {location.path} "
+            f"(chosen by {location.source})",
+            hint=f"run `kura backend install kohakumoss` ({INSTALL_SIZE}), or point "
+            "KURA_KOHAKUMOSS_ENV / kura.toml executor.kohakumoss_env at an existing one",
+            path=location.path,
+        )
+    return location
+
+
+def install_commands(
+    location: EnvLocation, base_python: str | None = None
+) -> tuple[tuple[str, ...], ...]:
+    """The argv lists that make the environment, in order (never a shell string)."""
+    python = base_python or sys.executable
+    env_python = str(location.python)
+    pip = (env_python, "-m", "pip", "install", "--disable-pip-version-check")
+    return (
+        (python, "-m", "venv", str(location.path)),
+        (*pip, f"torch=={TORCH_PIN}"),
+        (*pip, f"kohakumoss=={KOHAKUMOSS_VERSION}", f"kohakuvault=={KOHAKUVAULT_PIN}"),
+    )
+
+
+class HelperFailed(CheckFailed):
+    """The helper answered with an error (``kind`` says which class)."""
+
+    def __init__(
+        self, message: str, *, kind: str, hint: str = "", path: Path | str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint, path=path)
+        self.kind = kind
+
+
+JSON = object
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def call_helper(
+    location: EnvLocation,
+    command: str,
+    request: Mapping[str, object] | None = None,
+    *,
+    timeout: float = 600.0,
+    runner: Runner = subprocess.run,
+) -> JSON:
+    """Run ``envhelper.py COMMAND`` with the environment's Python; its ``result``.
+
+    Raises NotFound when the environment is missing, HelperFailed on an error answer,
+    KuraError when the helper crashed (its stderr tail in the message)."""
+    require_env(location)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PYTHONPATH")}
+    env["NO_COLOR"] = "1"
+    argv: Sequence[str] = (str(location.python), str(HELPER), command)
+    try:
+        done = runner(
+            list(argv),
+            input=json.dumps(dict(request or {})),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise KuraError(
+            f"the KohakuMoss helper `{command}` ran past {timeout:.0f} s",
+            hint="run `kura doctor kohakumoss` to check the environment",
+        ) from err
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not lines:
+        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
+        raise KuraError(
+            f"the KohakuMoss helper `{command}` failed (exit {done.returncode}):\n{tail}",
+            hint="run `kura doctor kohakumoss`; reinstall with "
+            "`kura backend install kohakumoss --force`",
+            path=location.path,
+        )
+    answer = json.loads(lines[-1])
+    if not isinstance(answer, dict):
+        raise KuraError(f"the KohakuMoss helper `{command}` answered {answer!r}")
+    if not answer.get("ok"):
+        raise HelperFailed(
+            f"KohakuMoss: {answer.get('error')}",
+            kind=str(answer.get("kind", "")),
+            path=location.path,
+        )
+    result: JSON = answer.get("result")
+    return result

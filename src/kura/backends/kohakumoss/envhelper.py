@@ -1,0 +1,387 @@
+"""Kura's helper inside the KohakuMoss environment: JSON in, JSON out.
+
+Run by path with the environment's Python, never imported by Kura's own process::
+
+    <env>/bin/python <this file> COMMAND < request.json > answer.json
+
+It imports only the standard library at module level; every command imports KohakuMoss
+(torch, diffusers, transformers …) inside itself, so Kura's CLI never loads them. Each
+command calls KohakuMoss's own code and re-implements none of it:
+
+``versions``      package versions, the bundle root, the preset layers, torch's devices
+``layers``        the preset layer paths for a choice (``presets.layer``/``vram_layer``)
+``problems``      ``config_problems`` of each config, split by ``blocking``
+``defaults``      the train script's knob defaults as type names (for Kura's type check)
+``infer``         ``infer_config`` of a DiT (file or pipeline root), headers only
+``estimate``      ``estimate(workload(knobs), resolve(profile))`` per memory option
+``inspect``       the ``inspect_data`` report (catalog and batch/token plan) of a data config
+``build-tiny``    a tiny random MOSS-shaped pipeline root (KohakuMoss's own builder and
+                  the real encoder classes with tiny random weights)
+
+The answer is one JSON object on stdout: ``{"ok": true, "result": …}`` or ``{"ok": false,
+"error": "…", "kind": "…"}`` (exit 0 either way; a crash is a non-zero exit with a
+traceback on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+# Running a file by path puts its folder first on sys.path: drop it, so that this
+# package's module names can never shadow the environment's own.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+TRAIN = "scripts/train/moss.py"
+TINY_ARCH: dict[str, Any] = {
+    "dim": 64,
+    "depth": 2,
+    "heads": 2,
+    "ffn_dim": 128,
+    "text_dim": 32,
+    "text_blocks": 1,
+    "latent_channels": 128,
+    "freq_dim": 32,
+    "negative_skip_layers": [],
+}
+"""The tiny DiT shape (dim divisible by heads, head_dim by 2×rope_axes, 128 latent
+channels for the FLUX.2 VAE's 32 channels patchified 2×2)."""
+
+
+class HelperError(Exception):
+    """A request the helper cannot answer; ``kind`` names the class of problem."""
+
+    def __init__(self, message: str, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _version(name: str) -> str | None:
+    import importlib.metadata as metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _root() -> Path:
+    from kohakumoss.cli.config.validate import repo_root
+
+    return repo_root()
+
+
+def cmd_versions(_: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from kohakumoss.cli.config import presets
+
+    root = _root()
+    return {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "packages": {
+            name: _version(name)
+            for name in (
+                "kohakumoss",
+                "kohaku-engine",
+                "kohakuvault",
+                "torch",
+                "diffusers",
+                "transformers",
+                "lycoris-lora",
+            )
+        },
+        "bundle_root": str(root),
+        "catalogue": presets.catalogue(root),
+        "cuda": bool(torch.cuda.is_available()),
+        "cuda_devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+    }
+
+
+def cmd_layers(req: dict[str, Any]) -> dict[str, Any]:
+    """Paths of the train layers: base, algo, data, vram, precision (KohakuMoss's order)."""
+    from kohakumoss.cli.config import presets
+    from kohakumoss.cli.config.validate import BASES
+
+    root = _root()
+    algo = req["algo"]
+    vram = req["vram"]
+    try:
+        vram_name = (
+            req["vram_layer"]
+            if req.get("vram_layer")
+            else presets.vram_layer(root, vram, algo == presets.FULL)
+        )
+        picks = [
+            ("algo", algo),
+            ("data", req["source"]),
+            ("vram", vram_name),
+            ("precision", req["precision"]),
+        ]
+        paths = [str(root / BASES[TRAIN])]
+        paths += [str(presets.layer(root, "moss", g, n)) for g, n in picks]
+    except SystemExit as err:  # KohakuMoss's own refusal (a size below the smallest …)
+        raise HelperError(str(err), "layers") from err
+    return {
+        "root": str(root),
+        "script": str(root / TRAIN),
+        "data_scripts": {
+            name: str(root / "scripts" / "data" / f"{name}.py")
+            for name in ("inspect_data", "cache_text", "cache_latents")
+        },
+        "vram_layer": vram_name,
+        "layers": paths,
+        "vram_layers": presets.names(root, "moss", "vram"),
+    }
+
+
+def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
+    from kohakumoss.cli.config.validate import blocking, config_problems
+
+    out: dict[str, Any] = {}
+    for path in req["configs"]:
+        try:
+            found = [str(p) for p in config_problems(Path(path))]
+        except (TypeError, ValueError, KeyError) as err:
+            # KohakuMoss's checker crashes on a value of the wrong type; say so plainly.
+            found = [f"the checker raised {type(err).__name__}: {err}"]
+            out[path] = {"all": found, "blocking": found, "crashed": True}
+            continue
+        out[path] = {"all": found, "blocking": blocking(found), "crashed": False}
+    return out
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (list, tuple)):
+        return "sequence"
+    if isinstance(value, dict):
+        return "mapping"
+    if value is None:
+        return "none"
+    return "other"
+
+
+def cmd_defaults(_: dict[str, Any]) -> dict[str, Any]:
+    from kohakumoss.cli.config.validate import script_defaults
+
+    defaults = script_defaults(_root(), TRAIN)
+    return {name: _type_name(value) for name, value in sorted(defaults.items())}
+
+
+def _arch_dict(cfg: Any) -> dict[str, Any]:
+    import dataclasses
+
+    out = dataclasses.asdict(cfg)
+    out["negative_skip_layers"] = list(out["negative_skip_layers"])
+    return out
+
+
+def cmd_infer(req: dict[str, Any]) -> dict[str, Any]:
+    from kohakumoss.model.io.keymap import strip_prefix
+    from kohakumoss.model.io.load import _view, infer_config, read_config
+    from kohakumoss.model.io.source import CheckpointSource
+    from kohakumoss.types.arch import PRESETS
+
+    path = Path(req["weights"])
+    if not path.exists():
+        raise HelperError(f"{path} does not exist", "missing")
+    source = CheckpointSource(path)
+    view = _view(source)
+    cfg = infer_config(view, read_config(path))
+    named = [name for name, preset in PRESETS.items() if preset == cfg]
+    return {
+        "arch": _arch_dict(cfg),
+        "named_variants": named,
+        "prefix": strip_prefix(list(source.keys())),
+    }
+
+
+def cmd_estimate(req: dict[str, Any]) -> dict[str, Any]:
+    """Peak device bytes per option: each option overrides MEMORY_PROFILE / MAX_TOKENS
+    (or names a VRAM layer whose knobs apply) over the compiled config's knobs."""
+    import dataclasses
+
+    import torch
+    from kohakumoss.cli.config.validate import config_knobs, load_knobs
+    from kohakumoss.memory.catalog_table import lora_params
+    from kohakumoss.memory.estimate import GIB, estimate
+    from kohakumoss.memory.profiles import resolve
+    from kohakumoss.precision import DTYPES
+    from kohakumoss.training.build.model import workload
+    from kohakumoss.training.knobs import is_full, memory_overrides
+
+    _, base = config_knobs(Path(req["config"]))
+    rows = []
+    for option in req["options"]:
+        k = dict(base)
+        if option.get("layer"):
+            k.update(load_knobs(Path(option["layer"])))
+        k.update(option.get("knobs", {}))
+        compute = DTYPES.get(k["PRECISION"], torch.bfloat16)
+        work = workload(k, compute)
+        if not is_full(k):
+            work = dataclasses.replace(work, trainable_params=lora_params(work.arch, int(k["DIM"])))
+        if k["MEMORY_PROFILE"] == "auto":
+            rows.append({"name": option["name"], "error": "MEMORY_PROFILE='auto'"})
+            continue
+        try:
+            plan = resolve(
+                k["MEMORY_PROFILE"],
+                memory_overrides(k),
+                device="cpu",
+                trainable_base=is_full(k),
+            )
+        except ValueError as err:
+            rows.append({"name": option["name"], "error": str(err)})
+            continue
+        est = estimate(work, plan)
+        rows.append(
+            {
+                "name": option["name"],
+                "profile": k["MEMORY_PROFILE"],
+                "max_tokens": int(k["MAX_TOKENS"]),
+                "img_tokens": work.img_tokens,
+                "txt_tokens": work.txt_tokens,
+                "trainable_params": work.trainable_params,
+                "total_gib": est.total / GIB,
+                "parts_gib": {name: v / GIB for name, v in est.parts.items()},
+            }
+        )
+    return {"rows": rows}
+
+
+def cmd_inspect(req: dict[str, Any]) -> dict[str, Any]:
+    from kohakumoss.cli.config.validate import config_knobs
+    from kohakumoss_data.dataset import MossDataset
+    from kohakumoss_data.scripting import data_config
+    from kohakumoss_data.stats import catalog_stats, plan_stats
+
+    _, k = config_knobs(Path(req["config"]))
+    cfg = data_config(k, latent_cache="off", text_cache="off")
+    dataset = MossDataset(cfg)
+    budget = None if cfg.batching == "count" else cfg.max_tokens
+    return {
+        "catalog": catalog_stats(dataset.catalog),
+        "plan": plan_stats(dataset, 0, budget),
+        "captions": [dataset.caption(i, 0) for i in range(min(3, len(dataset.catalog)))],
+    }
+
+
+def _tiny_tokenizer(out: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"])
+    template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% if not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=template,
+    )
+    fast.save_pretrained(str(out))
+
+
+def cmd_build_tiny(req: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline root: transformer/ (KohakuMoss's build_backbone + save_diffusers),
+    text_encoder/ (a 4-layer Qwen3.5 text model), tokenizer/ (byte-level BPE with the
+    Qwen chat template), vae/ (AutoencoderKLFlux2, 32 latent channels); all random."""
+    from diffusers import AutoencoderKLFlux2
+    from kohakumoss.model import build_backbone, save_diffusers, save_single
+    from kohakumoss.types.arch import MossArchConfig
+    from transformers import Qwen3_5TextConfig, Qwen3_5TextModel
+
+    out = Path(req["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    arch: dict[str, Any] = dict(TINY_ARCH)
+    arch["negative_skip_layers"] = tuple(arch["negative_skip_layers"])
+    cfg = MossArchConfig(**arch)
+    model = build_backbone(cfg, device="cpu", init=True, seed=int(req.get("seed", 0)))
+    save_diffusers(model, out / "transformer")
+    if req.get("single_file"):
+        save_single(model, out / "moss-tiny-dit.safetensors", fused_qkv=bool(req.get("fused")))
+    AutoencoderKLFlux2(
+        block_out_channels=(16, 16, 16, 16),
+        layers_per_block=1,
+        norm_num_groups=8,
+        latent_channels=32,
+        mid_block_add_attention=False,
+    ).save_pretrained(str(out / "vae"))
+    text = Qwen3_5TextConfig(
+        vocab_size=320,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=2,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+    )
+    Qwen3_5TextModel(text).save_pretrained(str(out / "text_encoder"))
+    _tiny_tokenizer(out / "tokenizer")
+    return {"root": str(out), "arch": TINY_ARCH}
+
+
+COMMANDS = {
+    "versions": cmd_versions,
+    "layers": cmd_layers,
+    "problems": cmd_problems,
+    "defaults": cmd_defaults,
+    "infer": cmd_infer,
+    "estimate": cmd_estimate,
+    "inspect": cmd_inspect,
+    "build-tiny": cmd_build_tiny,
+}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in COMMANDS:
+        print(f"usage: envhelper.py {{{'|'.join(COMMANDS)}}} < request.json", file=sys.stderr)
+        return 2
+    raw = sys.stdin.read()
+    request = json.loads(raw) if raw.strip() else {}
+    os.environ.setdefault("NO_COLOR", "1")
+    out = sys.stdout
+    sys.stdout = sys.stderr  # KohakuMoss's console logging must not mix with the answer
+    try:
+        result = COMMANDS[argv[0]](request)
+    except HelperError as err:
+        answer: dict[str, Any] = {"ok": False, "error": str(err), "kind": err.kind}
+    except Exception as err:
+        traceback.print_exc(file=sys.stderr)
+        answer = {"ok": False, "error": f"{type(err).__name__}: {err}", "kind": "crash"}
+    else:
+        answer = {"ok": True, "result": result}
+    finally:
+        sys.stdout = out
+    out.write(json.dumps(answer, default=str))
+    out.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
