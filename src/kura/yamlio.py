@@ -103,11 +103,28 @@ def _step(event: Event, depth: int, source: str) -> int:
         return depth + 1
     if isinstance(event, CollectionEndEvent):
         return depth - 1
+    if isinstance(event, ScalarEvent) and not _encodable(event.value):
+        mark = event.start_mark
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise InvalidInput(
+            f"{source} holds a string that is not valid Unicode{where} (a lone surrogate "
+            "such as \\ud800)",
+            hint="remove that escape or write the character it stands for",
+            path=source,
+        )
     if isinstance(event, ScalarEvent) and not event.style:
         digits = len(event.value.lstrip("+-").replace("_", ""))
         if digits > MAX_INTEGER_DIGITS and _INTEGER.fullmatch(event.value):
             raise too_long_integer(source, digits)
     return depth
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_yaml(path: Path) -> Any:
