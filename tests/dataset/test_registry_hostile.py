@@ -237,3 +237,14 @@ def test_a_kill_at_any_write_leaves_a_usable_workspace(tmp_path: Path, source: P
         assert (workspace.dataset_dir("myaku") / "inspection.json").is_file()
         assert list((workspace.state_dir / "staging").iterdir()) == []
     pytest.fail("the add never completed")
+
+
+def test_an_older_kuras_leftover_staging_folder_does_not_break_listing(
+    ws: Workspace, source: Path
+) -> None:
+    leftover = ws.datasets_dir / ".myaku.k2j4x"
+    leftover.mkdir()
+    (leftover / "dataset.yaml").write_text("name: myaku\nmedia: media\n")
+    assert list_datasets(ws)["datasets"] == []
+    add_dataset(ws, "myaku", source)
+    assert [d["name"] for d in list_datasets(ws)["datasets"]] == ["myaku"]

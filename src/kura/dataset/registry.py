@@ -96,7 +96,11 @@ def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
     """The validated spec and its round-trip document; NotFound names the known datasets."""
     path = spec_path(workspace, name)
     if not path.is_file():
-        known = sorted(p.parent.name for p in workspace.datasets_dir.glob(f"*/{SPEC_NAME}"))
+        known = sorted(
+            p.parent.name
+            for p in workspace.datasets_dir.glob(f"*/{SPEC_NAME}")
+            if not p.parent.name.startswith(".")
+        )
         raise NotFound(
             f"no dataset named {name!r} in {workspace.root}",
             hint=(f"known datasets: {', '.join(known)}" if known else "none registered yet")
@@ -476,6 +480,8 @@ def list_datasets(workspace: Workspace) -> dict[str, Any]:
     """Every registered dataset with its stored facts (no re-inspection)."""
     items = []
     for path in sorted(workspace.datasets_dir.glob(f"*/{SPEC_NAME}")):
+        if path.parent.name.startswith("."):
+            continue  # an older Kura's staging folder, left by a crash: never a dataset
         spec, _ = load_dataset(workspace, path.parent.name)
         facts = spec.facts
         items.append(
