@@ -25,6 +25,7 @@ from typing import Any
 import tomli_w
 from pydantic import ValidationError
 
+from kura.bounded import check_parsed, decode_utf8, read_limited, too_deep
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
 from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
@@ -95,14 +96,7 @@ class Workspace:
         return self.runs_dir / check_name(run_id, "run")
 
     def config(self) -> WorkspaceConfig:
-        try:
-            data = tomllib.loads(self.config_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InvalidInput(
-                f"{self.config_path} cannot be read: {exc}",
-                hint="fix the TOML syntax, or move it aside and run `kura init` again",
-                path=self.config_path,
-            ) from None
+        data = load_toml(self.config_path)
         try:
             return WorkspaceConfig.model_validate(data)
         except ValidationError as exc:
@@ -126,6 +120,23 @@ class Workspace:
             return str(Path(path).resolve().relative_to(self.root))
         except ValueError:
             return str(path)
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file within :mod:`kura.bounded`'s size, nesting and integer bounds."""
+    text = decode_utf8(read_limited(path, what="TOML file"), path)
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise too_deep(path) from None
+    except ValueError as exc:  # TOMLDecodeError, and int() refusing a 5,000-digit integer
+        raise InvalidInput(
+            f"{path} cannot be read: {exc}",
+            hint="fix the TOML syntax, or move it aside and run `kura init` again",
+            path=path,
+        ) from None
+    check_parsed(data, path)
+    return data
 
 
 def find_workspace(start: Path | None = None, explicit: Path | None = None) -> Workspace:

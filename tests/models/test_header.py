@@ -11,7 +11,7 @@ import pytest
 from kura.errors import InvalidInput
 from kura.models import header as header_module
 from kura.models.fixtures import write_sparse_safetensors
-from kura.models.header import HEADER_CAP, parse_header, read_header
+from kura.models.header import HEADER_CAP, MAX_TENSORS, parse_header, read_header
 
 
 def write_raw(
@@ -253,3 +253,42 @@ def test_parse_header_checks_the_file_size() -> None:
     assert parse_header(raw, 8 + len(raw) + 4).tensors["t"].numel == 4
     with pytest.raises(InvalidInput):
         parse_header(raw, 8 + len(raw) + 3)
+
+
+def _tiny_tensors(count: int) -> tuple[bytes, int]:
+    header = {f"t{i}": entry("U8", [1], i, i + 1) for i in range(count)}
+    return json.dumps(header).encode(), count
+
+
+def test_a_header_listing_too_many_tensors_is_refused_quickly() -> None:
+    import time
+
+    raw, data_len = _tiny_tensors(MAX_TENSORS * 5)
+    assert len(raw) < HEADER_CAP
+    started = time.process_time()
+    with pytest.raises(InvalidInput, match=f"more than the {MAX_TENSORS:,}"):
+        parse_header(raw, 8 + len(raw) + data_len)
+    assert time.process_time() - started < 1
+
+
+def test_the_parsed_tensor_count_is_checked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw, data_len = _tiny_tensors(11)
+    escaped = raw.replace(b'"data_offsets"', b'"data\\u005foffsets"')  # hides from the byte count
+    monkeypatch.setattr(header_module, "MAX_TENSORS", 10)
+    with pytest.raises(InvalidInput, match="more than the 10"):
+        parse_header(escaped, 8 + len(escaped) + data_len)
+    assert len(parse_header(*_sized(_tiny_tensors(10))).tensors) == 10
+
+
+def _sized(pair: tuple[bytes, int]) -> tuple[bytes, int]:
+    raw, data_len = pair
+    return raw, 8 + len(raw) + data_len
+
+
+def test_deep_or_huge_numbers_in_a_header_are_invalid_input() -> None:
+    for raw in (
+        b'{"a":' * 3000 + b"1" + b"}" * 3000,
+        b'{"__metadata__": {"a": ' + b"1" * 5000 + b"}}",
+    ):
+        with pytest.raises(InvalidInput, match="not a valid safetensors file"):
+            parse_header(raw, 8 + len(raw))

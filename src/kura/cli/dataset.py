@@ -44,6 +44,11 @@ def dataset_group() -> None:
 @click.option("--caption-ext", default=".txt", show_default=True, help="Caption file extension.")
 @click.option("--control", type=click.Path(path_type=Path), help="Control images (paired edits).")
 @click.option("--resolution", help="Training resolution for the bucket preview: W or WxH.")
+@click.option(
+    "--follow-links",
+    is_flag=True,
+    help="Copy what symlinks pointing outside PATH point to (each is listed); refused without.",
+)
 @click.pass_obj
 def add_command(
     state: AppState,
@@ -53,6 +58,7 @@ def add_command(
     caption_ext: str,
     control: Path | None,
     resolution: str | None,
+    follow_links: bool,
 ) -> None:
     """Register the folder PATH (media + same-stem captions) as dataset NAME and inspect it."""
     from kura.dataset.registry import add_dataset
@@ -68,6 +74,7 @@ def add_command(
             control=control,
             resolution=parse_resolution(resolution) or (1024, 1024),
             progress=progress,
+            follow_links=follow_links,
         )
     state.out.result(added.to_dict(), _render_add)
 
@@ -75,6 +82,8 @@ def add_command(
 def _render_add(console: Console, doc: dict[str, Any]) -> None:
     how = "linked" if doc["linked"] else f"copied {doc['copied_files']} files"
     console.print(f"Dataset [bold]{doc['name']}[/] registered at {doc['folder']} ({how})")
+    for rel in doc.get("followed_links", []):
+        console.print(f"[yellow]followed a link out of the folder[/]: {rel}")
     render_inspection(console, doc["inspection"])
 
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kura.dataset.reading import MAX_CAPTION_BYTES, NotReadable, open_regular
 from kura.dataset.similarity import sha256_hex
 
 __all__ = [
@@ -61,16 +62,14 @@ def read_caption_facts(path: Path) -> dict[str, Any]:
     ``encoding`` is ``utf-8``, ``utf-8-bom``, ``latin-1`` (not UTF-8 but readable as
     Latin-1/Windows-1252 text), ``binary`` (not text at all) or ``unreadable``."""
     try:
-        data = Path(path).read_bytes()
+        with open_regular(path, limit=MAX_CAPTION_BYTES, what="caption") as (handle, _):
+            data = handle.read(MAX_CAPTION_BYTES + 1)
+    except NotReadable as exc:
+        return _unreadable(str(exc))
     except OSError as exc:
-        return {
-            "kind": "caption",
-            "bytes": 0,
-            "sha256": None,
-            "encoding": "unreadable",
-            "text": None,
-            "error": f"cannot read: {exc}",
-        }
+        return _unreadable(f"cannot read: {exc.strerror or exc}")
+    if len(data) > MAX_CAPTION_BYTES:
+        return _unreadable("cannot read: it grew past the caption limit while read")
     encoding, text = decode_caption(data)
     return {
         "kind": "caption",
@@ -78,6 +77,17 @@ def read_caption_facts(path: Path) -> dict[str, Any]:
         "sha256": sha256_hex(data),
         "encoding": encoding,
         "text": text,
+    }
+
+
+def _unreadable(error: str) -> dict[str, Any]:
+    return {
+        "kind": "caption",
+        "bytes": 0,
+        "sha256": None,
+        "encoding": "unreadable",
+        "text": None,
+        "error": error,
     }
 
 

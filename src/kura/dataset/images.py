@@ -1,6 +1,10 @@
 """Fast per-image facts: format, size, colour mode, EXIF orientation, integrity, likeness.
 
-Integrity is checked by decoding, but cheaply: a JPEG is decoded at 1/8 scale through
+Only regular files up to ``MAX_IMAGE_BYTES`` are read (:mod:`kura.dataset.reading`), the
+hash is streamed, and an image over Pillow's ``MAX_IMAGE_PIXELS`` is a finding, not a
+decode. Before decoding, the header's size is checked against the bytes the file holds
+(:mod:`kura.dataset.payload`): a decoder fills a scan that ends early with grey and says
+nothing. Integrity is then checked by decoding, but cheaply: a JPEG is decoded at 1/8 scale through
 libjpeg's DCT scaling (``Image.draft``), which still reads every entropy-coded byte and so
 notices truncation; other formats are decoded in full (a PNG decode inflates every IDAT
 chunk and stops at a missing end). The small decode also feeds the perceptual hashes
@@ -22,11 +26,13 @@ stored pixels are trained as they lie.
 
 from __future__ import annotations
 
-import io
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from kura.dataset.similarity import hash_decode_size, likeness_hashes, sha256_hex
+from kura.dataset.payload import missing_data
+from kura.dataset.reading import MAX_IMAGE_BYTES, NotReadable, open_regular, stream_digest
+from kura.dataset.similarity import hash_decode_size, likeness_hashes
 
 __all__ = ["color_mode_issue", "read_image_facts", "read_pixel_facts"]
 
@@ -38,28 +44,38 @@ HIGH_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
 def read_image_facts(path: Path) -> dict[str, Any]:
     """Everything an inspection needs from one image file, as a JSON-able dict.
 
-    A file that cannot be read or decoded gets an ``error`` entry instead of raising."""
+    A file that cannot be read or decoded gets an ``error`` entry instead of raising: a
+    special file or one over ``MAX_IMAGE_BYTES`` is not read at all, the hash is streamed,
+    and pixels are decoded from the file, never from a copy in memory."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        return {"kind": "image", "bytes": 0, "sha256": None, "error": f"cannot read: {exc}"}
-    facts: dict[str, Any] = {"kind": "image", "bytes": len(data), "sha256": sha256_hex(data)}
-    if not data:
-        facts["error"] = "empty"
-        return facts
-    try:
-        facts.update(_decoded_facts(data))
-    except Exception as exc:  # Pillow raises many types for bad data; each is a broken file.
-        facts["error"] = f"{type(exc).__name__}: {exc}"
-    return facts
+        with open_regular(path, limit=MAX_IMAGE_BYTES, what="image") as (handle, _):
+            size, digest = stream_digest(handle, MAX_IMAGE_BYTES)
+            facts: dict[str, Any] = {"kind": "image", "bytes": size, "sha256": digest}
+            if not size:
+                facts["error"] = "empty"
+                return facts
+            handle.seek(0)
+            try:
+                facts.update(_decoded_facts(handle, size))
+            except Exception as exc:  # Pillow raises many types for bad data: a broken file.
+                facts["error"] = f"{type(exc).__name__}: {exc}"
+            return facts
+    except NotReadable as exc:
+        return {"kind": "image", "bytes": 0, "sha256": None, "error": str(exc)}
 
 
-def _decoded_facts(data: bytes) -> dict[str, Any]:
+def _decoded_facts(handle: BinaryIO, size: int) -> dict[str, Any]:
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as image:
+    _quiet_bomb_warnings()
+    with Image.open(handle) as image:
         width, height = image.size
         mode = image.mode
+        if (
+            shortfall := missing_data(handle, image.format, mode, (width, height), size)
+        ) is not None:
+            raise TruncatedImage(shortfall)
+        _check_pixel_count(width, height)
         facts: dict[str, Any] = {
             "format": image.format,
             "width": width,
@@ -72,12 +88,53 @@ def _decoded_facts(data: bytes) -> dict[str, Any]:
             image.verify()
             facts["transparent"] = False
             return facts
-        if image.format == "JPEG":
-            image.draft("L" if mode in ("L", "RGB") else None, hash_decode_size(width, height))
-        image.load()
+        _decode(image)
         facts["transparent"] = _has_transparency(image, mode)
         facts["likeness"] = likeness_hashes(image)
     return facts
+
+
+class TruncatedImage(ValueError):
+    """The file holds less pixel data than its header's size needs."""
+
+
+class TooManyPixels(ValueError):
+    """Over Pillow's decompression-bomb limit: Kura does not decode it."""
+
+
+def _check_pixel_count(width: int, height: int) -> None:
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    if limit is not None and width * height > limit:
+        raise TooManyPixels(
+            f"{width}x{height} is {width * height:,} pixels, over Pillow's decompression-bomb "
+            f"limit of {limit:,}; Musubi's Pillow warns above it and refuses above twice it"
+        )
+
+
+def _decode(image: Any) -> None:
+    """Decode every pixel (JPEG at 1/8 scale: libjpeg still reads every entropy-coded byte,
+    so a missing end is noticed) with truncated images refused."""
+    from PIL import ImageFile
+
+    if ImageFile.LOAD_TRUNCATED_IMAGES:
+        raise RuntimeError("PIL.ImageFile.LOAD_TRUNCATED_IMAGES is on; integrity cannot be checked")
+    if image.format == "JPEG":
+        mode = image.mode
+        image.draft(
+            "L" if mode in ("L", "RGB") else None, hash_decode_size(image.width, image.height)
+        )
+    image.load()
+
+
+def _quiet_bomb_warnings() -> None:
+    """Pillow warns (on stderr) about images over its pixel limit; Kura reports them as
+    findings instead (see :func:`_check_pixel_count`). Re-adding the same filter is a no-op,
+    and re-adding it on every read survives code that resets the warning filters."""
+    from PIL import Image
+
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
 def read_pixel_facts(path: Path) -> dict[str, Any]:
@@ -86,11 +143,14 @@ def read_pixel_facts(path: Path) -> dict[str, Any]:
     from PIL import Image
 
     try:
-        with Image.open(Path(path)) as image:
-            if image.format == "JPEG":
-                image.draft("L", hash_decode_size(image.width, image.height))
-            image.load()
-            return {"likeness": likeness_hashes(image)}
+        with open_regular(path, limit=MAX_IMAGE_BYTES, what="image") as (handle, _):
+            _quiet_bomb_warnings()
+            with Image.open(handle) as image:
+                _check_pixel_count(*image.size)
+                _decode(image)
+                return {"likeness": likeness_hashes(image)}
+    except NotReadable as exc:
+        return {"error": str(exc)}
     except Exception as exc:  # Pillow raises many types for bad data; each is a broken file.
         return {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import load_spec, parse_value, set_dotted, validate_spec
@@ -52,6 +53,7 @@ class DatasetAdded:
     linked: bool
     copied_files: int
     inspection: dict[str, Any]
+    followed_links: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +62,7 @@ class DatasetAdded:
             "folder": self.folder,
             "linked": self.linked,
             "copied_files": self.copied_files,
+            "followed_links": self.followed_links,
             "inspection": self.inspection,
         }
 
@@ -93,7 +96,11 @@ def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
     """The validated spec and its round-trip document; NotFound names the known datasets."""
     path = spec_path(workspace, name)
     if not path.is_file():
-        known = sorted(p.parent.name for p in workspace.datasets_dir.glob(f"*/{SPEC_NAME}"))
+        known = sorted(
+            p.parent.name
+            for p in workspace.datasets_dir.glob(f"*/{SPEC_NAME}")
+            if not p.parent.name.startswith(".")
+        )
         raise NotFound(
             f"no dataset named {name!r} in {workspace.root}",
             hint=(f"known datasets: {', '.join(known)}" if known else "none registered yet")
@@ -134,17 +141,23 @@ def add_dataset(
     control: Path | None = None,
     resolution: tuple[int, int] = (1024, 1024),
     progress: Callable[[int, int], None] | None = None,
+    follow_links: bool = False,
 ) -> DatasetAdded:
-    """Register ``source`` as dataset ``name``: copy (or link), inspect, write dataset.yaml."""
+    """Register ``source`` as dataset ``name``: copy (or link), inspect, write dataset.yaml.
+
+    Everything (media, dataset.yaml, inspection.json) is built in a staging folder under
+    ``.kura/staging/`` that no listing looks at, and becomes visible in one rename, made
+    under the workspace lock after checking the name is still free. A crash at any moment
+    leaves either no dataset or the whole one; a dead process's staging folder is removed
+    by the next ``dataset add``."""
     check_name(name, "dataset")
     source = _existing_folder(source, "dataset")
     control = _existing_folder(control, "control") if control is not None else None
+    followed = check_source(source, follow_links=follow_links)
+    if control is not None:
+        followed += [f"control/{rel}" for rel in check_source(control, follow_links=follow_links)]
     folder = workspace.dataset_dir(name)
-    if folder.exists():
-        raise UsageError(
-            f"a dataset named {name!r} already exists ({folder})",
-            hint=f"choose another name, or remove {folder} first",
-        )
+    _refuse_taken(folder, name)
     spec = validate_spec(
         DatasetSpec,
         {
@@ -156,22 +169,88 @@ def add_dataset(
         },
         source="the new dataset's settings",
     )
-    with workspace.lock():
+    staging = _new_staging(workspace, name)
+    try:
         copied = 0
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=workspace.datasets_dir))
-        try:
-            if not link:
-                copied += copy_media_tree(source, staging / "media")
-                if control is not None:
-                    copied += copy_media_tree(control, staging / "control")
-            document = _new_document(spec)
-            write_yaml(staging / SPEC_NAME, document)
+        if not link:
+            copied += copy_media_tree(source, staging / "media")
+            if control is not None:
+                copied += copy_media_tree(control, staging / "control")
+        document = _new_document(spec)
+        write_yaml(staging / SPEC_NAME, document)
+        inspection = _inspect_folder(staging, spec, resolution=resolution, progress=progress)
+        report = _relocated(inspection.to_dict(), staging, folder)
+        _store_inspection(staging, document, report)
+        with workspace.lock():
+            _refuse_taken(folder, name)
             os.rename(staging, folder)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    inspection = inspect_registered(workspace, name, resolution=resolution, progress=progress)
-    return DatasetAdded(name, workspace.relative(folder), link, copied, inspection.to_dict())
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _move_cached_facts(staging, folder)
+    return DatasetAdded(
+        name, workspace.relative(folder), link, copied, report, followed_links=followed
+    )
+
+
+def _refuse_taken(folder: Path, name: str) -> None:
+    if folder.exists() or folder.is_symlink():
+        raise UsageError(
+            f"a dataset named {name!r} already exists ({folder})",
+            hint=f"choose another name, or remove {folder} first",
+        )
+
+
+STAGING_DIR = "staging"
+
+
+def _new_staging(workspace: Workspace, name: str) -> Path:
+    """A fresh staging folder ``.kura/staging/NAME.PID.xxxx``, after removing those whose
+    process has died (a killed ``dataset add``)."""
+    root = workspace.state_dir / STAGING_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    with workspace.lock():
+        for leftover in root.iterdir():
+            if not _owner_alive(leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{name}.{os.getpid()}.", dir=root))
+
+
+def _owner_alive(staging_name: str) -> bool:
+    parts = staging_name.split(".")
+    pid = next((int(p) for p in reversed(parts[:-1]) if p.isdigit()), None)
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _relocated(report: dict[str, Any], staging: Path, folder: Path) -> dict[str, Any]:
+    """The report with the staging folder's paths replaced by the dataset's final ones."""
+    old, new = str(staging), str(folder)
+
+    def moved(value: str | None) -> str | None:
+        if value is None or not (value == old or value.startswith(old + os.sep)):
+            return value
+        return new + value[len(old) :]
+
+    report["root"] = moved(report["root"])
+    report["settings"]["control_dir"] = moved(report["settings"].get("control_dir"))
+    return report
+
+
+def _move_cached_facts(staging: Path, folder: Path) -> None:
+    """Re-key the stat cache's rows from the staging paths to the final ones (the files
+    are the same inodes), so the next inspection reads nothing again."""
+    with _open_cache() as cache:
+        cache.move_prefix(staging, folder)
 
 
 def _new_document(spec: DatasetSpec) -> Any:
@@ -226,33 +305,49 @@ def inspect_registered(
     progress: Callable[[int, int], None] | None = None,
 ) -> Inspection:
     """Inspect a registered dataset and store its facts (and the full report) beside it."""
-    from kura.dataset.inspect import inspect_dataset
-
-    spec, document = load_dataset(workspace, name)
+    spec, _ = load_dataset(workspace, name)
     if resolution is None:
         width, height = (spec.facts.resolution * 2)[:2] if spec.facts else (1024, 1024)
         resolution = (width, height)
+    folder = workspace.dataset_dir(name)
+    inspection = _inspect_folder(folder, spec, resolution=resolution, progress=progress)
+    with workspace.lock():
+        _, document = load_dataset(workspace, name)
+        _store_inspection(folder, document, inspection.to_dict())
+    return inspection
+
+
+def _inspect_folder(
+    folder: Path,
+    spec: DatasetSpec,
+    *,
+    resolution: tuple[int, int],
+    progress: Callable[[int, int], None] | None,
+) -> Inspection:
+    from kura.dataset.inspect import inspect_dataset
+
+    control = _resolve_in(folder, spec.control) if spec.control is not None else None
     with _open_cache() as cache:
-        inspection = inspect_dataset(
-            media_dir(workspace, spec),
+        return inspect_dataset(
+            _resolve_in(folder, spec.media),
             caption_ext=spec.caption_ext,
-            control_dir=control_dir(workspace, spec),
+            control_dir=control,
             resolution=resolution,
             cache=cache,
             progress=progress,
         )
-    report = inspection.to_dict()
-    facts = facts_from_report(report)
-    with workspace.lock():
-        spec, document = load_dataset(workspace, name)
-        document["facts"] = facts.model_dump(exclude_none=True)
-        validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
-        write_yaml(spec_path(workspace, name), document)
-        atomic_write_text(
-            workspace.dataset_dir(name) / INSPECTION_NAME,
-            json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-        )
-    return inspection
+
+
+def _store_inspection(folder: Path, document: Any, report: dict[str, Any]) -> None:
+    """Write the facts into ``folder``'s dataset.yaml and the full report beside it."""
+    path = folder / SPEC_NAME
+    document["facts"] = facts_from_report(report).model_dump(exclude_none=True)
+    validate_spec(DatasetSpec, document, source=path)
+    write_yaml(path, document)
+    atomic_write_text(
+        folder / INSPECTION_NAME,
+        json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    )
 
 
 def facts_from_report(report: dict[str, Any]) -> DatasetFacts:
@@ -336,7 +431,8 @@ def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) 
                     f"{key} cannot be set here",
                     hint=f"settable: {', '.join(SETTABLE_ROOTS)} (facts are written by inspect)",
                 )
-            value = parse_value(raw)
+            _refuse_unencodable(assignment)
+            value = parse_value(raw)  # an escaped lone surrogate ("\ud800") is refused here
             set_dotted(document, key, value)
             changed[key] = value
         spec = validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
@@ -347,6 +443,17 @@ def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) 
         "changed": changed,
         "intent": spec.intent.model_dump(),
     }
+
+
+def _refuse_unencodable(assignment: str) -> None:
+    """Refuse text that cannot be written as UTF-8 (bytes from a non-UTF-8 terminal arrive
+    as lone surrogates) before anything is saved."""
+    if undecodable(assignment):
+        raise UsageError(
+            f"{printable_name(assignment)!r} holds text that is not valid Unicode (non-UTF-8 "
+            "bytes or a lone surrogate)",
+            hint="give the value as plain UTF-8 text; nothing was saved",
+        )
 
 
 def validate_dataset(
@@ -373,6 +480,8 @@ def list_datasets(workspace: Workspace) -> dict[str, Any]:
     """Every registered dataset with its stored facts (no re-inspection)."""
     items = []
     for path in sorted(workspace.datasets_dir.glob(f"*/{SPEC_NAME}")):
+        if path.parent.name.startswith("."):
+            continue  # an older Kura's staging folder, left by a crash: never a dataset
         spec, _ = load_dataset(workspace, path.parent.name)
         facts = spec.facts
         items.append(

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kura.dataset.sourcecheck import printable_name, undecodable
 from kura.errors import InvalidInput, NotFound
 
 __all__ = [
@@ -162,13 +163,27 @@ def _entry(path: str, name: str) -> Entry:
 def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
-            return sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
         raise InvalidInput(
             f"cannot list folder {str(folder)!r}: {exc.strerror or exc}",
             hint="Check the folder's permissions.",
             path=folder,
         ) from exc
+    _refuse_undecodable(folder, [e.name for e in entries if not e.name.startswith(".")])
+    return entries
+
+
+def _refuse_undecodable(folder: Path, names: list[str]) -> None:
+    """Names that are not UTF-8 cannot be reported (JSON, YAML, the terminal): refuse them
+    before anything is read, naming them with their bytes escaped."""
+    bad = [printable_name(name) for name in names if undecodable(name)]
+    if bad:
+        raise InvalidInput(
+            f"{printable_name(str(folder))} holds names that are not UTF-8: {', '.join(bad[:5])}",
+            hint="Rename them to UTF-8 (e.g. `convmv -f latin1 -t utf8 -r --notest FOLDER`).",
+            path=printable_name(str(folder)),
+        )
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -208,6 +223,7 @@ def _nested_media(folder: Path, root: Path, skip: Path | None) -> list[str]:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
+        _refuse_undecodable(current, [e.name for e in entries if not e.name.startswith(".")])
         for entry in entries:
             if entry.name.startswith("."):
                 continue

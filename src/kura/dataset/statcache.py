@@ -133,3 +133,22 @@ class StatCache:
         ]
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def move_prefix(self, old: Path | str, new: Path | str) -> int:
+        """Re-key every row under folder ``old`` to the same relative path under ``new`` (after
+        the folder was renamed: same inodes, sizes and mtimes). Returns the rows moved."""
+        source = os.fsencode(os.fspath(old)).rstrip(b"/") + b"/"
+        target = os.fsencode(os.fspath(new)).rstrip(b"/") + b"/"
+        upper = source[:-1] + bytes([source[-1] + 1])
+        with self._db:
+            rows = self._db.execute(
+                "SELECT path, size, mtime_ns, inode, schema, facts FROM facts"
+                " WHERE path >= ? AND path < ?",
+                (source, upper),
+            ).fetchall()
+            self._db.execute("DELETE FROM facts WHERE path >= ? AND path < ?", (source, upper))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?)",
+                [(target + bytes(row[0])[len(source) :], *row[1:]) for row in rows],
+            )
+        return len(rows)

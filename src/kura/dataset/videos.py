@@ -9,13 +9,12 @@ the stream is readable. Musubi trains ``target_frames`` clips that must be 4n+1 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["frames_suit_targets", "read_video_facts", "usable_frames"]
+from kura.dataset.reading import MAX_VIDEO_BYTES, NotReadable, open_regular, stream_digest
 
-CHUNK = 1 << 20
+__all__ = ["frames_suit_targets", "read_video_facts", "usable_frames"]
 
 
 def frames_suit_targets(frames: int) -> bool:
@@ -32,7 +31,10 @@ def read_video_facts(path: Path) -> dict[str, Any]:
     """Frames, fps, duration and size of one video; an ``error`` entry when unreadable."""
     facts: dict[str, Any] = {"kind": "video"}
     try:
-        facts["bytes"], facts["sha256"] = _file_digest(Path(path))
+        with open_regular(path, limit=MAX_VIDEO_BYTES, what="video") as (handle, _):
+            facts["bytes"], facts["sha256"] = stream_digest(handle, MAX_VIDEO_BYTES)
+    except NotReadable as exc:
+        return {**facts, "bytes": 0, "sha256": None, "error": str(exc)}
     except OSError as exc:
         return {**facts, "bytes": 0, "sha256": None, "error": f"cannot read: {exc}"}
     if facts["bytes"] == 0:
@@ -43,16 +45,6 @@ def read_video_facts(path: Path) -> dict[str, Any]:
     except Exception as exc:  # PyAV/FFmpeg raise many types for bad data; each is a broken file.
         facts["error"] = f"{type(exc).__name__}: {exc}"
     return facts
-
-
-def _file_digest(path: Path) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def _stream_facts(path: Path) -> dict[str, Any]:

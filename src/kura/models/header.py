@@ -36,6 +36,7 @@ from kura.errors import InvalidInput
 __all__ = [
     "DTYPE_BITS",
     "HEADER_CAP",
+    "MAX_TENSORS",
     "SafetensorsHeader",
     "TensorInfo",
     "parse_header",
@@ -44,6 +45,10 @@ __all__ = [
 
 HEADER_CAP = 100_000_000
 """The reference reader's limit on the JSON header length (decimal bytes)."""
+
+MAX_TENSORS = 200_000
+"""Most tensor entries one header may list. The largest real checkpoints hold fewer than
+20,000; a million tiny entries fit under ``HEADER_CAP`` and would cost seconds and GBs."""
 
 DTYPE_BITS: Mapping[str, int] = MappingProxyType(
     {
@@ -167,6 +172,7 @@ def parse_header(raw: bytes, file_size: int, *, path: Path | str = "<bytes>") ->
     stripped = text.strip(" \t\r\n")
     if not stripped.startswith("{"):
         raise _invalid(path, "the header is not a JSON object")
+    _check_tensor_count(path, raw.count(b'"data_offsets"'))
     try:
         document = json.loads(
             stripped, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
@@ -180,6 +186,7 @@ def parse_header(raw: bytes, file_size: int, *, path: Path | str = "<bytes>") ->
     if not isinstance(document, dict):
         raise _invalid(path, "the header is not a JSON object")
     metadata = _parse_metadata(path, document.pop("__metadata__", None))
+    _check_tensor_count(path, len(document))
     tensors = _parse_entries(document) or {
         name: _parse_entry(path, name, entry) for name, entry in document.items()
     }
@@ -223,6 +230,18 @@ def _invalid(path: Path, problem: str, hint: str = "") -> InvalidInput:
         "this)",
         path=path,
     )
+
+
+def _check_tensor_count(path: Path, count: int) -> None:
+    """Refuse more than ``MAX_TENSORS`` entries (checked on the raw bytes before the JSON is
+    parsed, by counting ``"data_offsets"`` keys, and again on the parsed object)."""
+    if count > MAX_TENSORS:
+        raise _invalid(
+            path,
+            f"the header lists about {count:,} tensors, more than the {MAX_TENSORS:,} Kura "
+            "reads (real checkpoints hold fewer than 20,000)",
+            hint="this is not a model checkpoint Kura can check; pass the real weights file",
+        )
 
 
 def _check_length(path: Path, length: int, size: int) -> None:

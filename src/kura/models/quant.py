@@ -7,11 +7,12 @@ tensors, bitsandbytes 4-bit siblings, then plain fp8 by weight share.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kura.bounded import parse_json
+from kura.errors import InvalidInput
 from kura.models.header import TensorInfo
 
 __all__ = ["QUANT_SUFFIXES", "Precision", "detect_precision", "is_quant_sidecar"]
@@ -116,9 +117,10 @@ def _comfy_formats(sidecars: frozenset[str], metadata: Mapping[str, str]) -> set
     formats: set[str] = set()
     if raw is not None:
         try:
-            layers = json.loads(raw).get("layers", {})
-        except (ValueError, AttributeError):
-            layers = {}
+            document = parse_json(raw, "__metadata__['_quantization_metadata']")
+        except InvalidInput:  # damaged metadata: the file still is ComfyUI mixed precision
+            document = {}
+        layers = document.get("layers", {}) if isinstance(document, dict) else {}
         if isinstance(layers, dict):
             for spec in layers.values():
                 if isinstance(spec, dict) and isinstance(spec.get("format"), str):

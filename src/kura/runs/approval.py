@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kura.errors import CheckFailed
+from kura.bounded import load_json
+from kura.errors import CheckFailed, InvalidInput
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.plan import PLAN_JSON, PLAN_NAME
@@ -109,16 +110,18 @@ def check_approval(workspace: Workspace, run_id: str) -> dict[str, Any]:
     what changed and the way back (plan, then approve)."""
     spec, _ = load_run(workspace, run_id)
     path = workspace.run_dir(run_id) / APPROVAL_NAME
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         raise CheckFailed(
             f"run {run_id} is not approved",
             hint=f"run `kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`",
-        ) from None
-    except (OSError, ValueError) as exc:
+        )
+    try:
+        record = load_json(path)
+        if not isinstance(record, dict):
+            raise InvalidInput(f"{path} does not hold a JSON object", path=path)
+    except InvalidInput as exc:
         raise CheckFailed(
-            f"{path} cannot be read ({exc})",
+            f"{path} cannot be read ({exc.message})",
             hint=f"approve again: `kura run plan {run_id}` then `kura run approve {run_id}`",
             path=path,
         ) from None

@@ -57,7 +57,7 @@ def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> lis
         try:
             plan = json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))
             approval = json.loads((run_dir / "approval.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # a damaged record is no evidence
             continue
         approved = approval.get("run_yaml", {})
         if plan.get("gpu", {}).get("id") != gpu or approved.get("model", {}).get("base") != base:
