@@ -1,13 +1,17 @@
 """Benchmark ``kura.dataset.inspect_dataset``: cold (fresh stat cache) and warm throughput.
 
-    .venv/bin/python bench/dataset_inspect.py [--count 5000] [--dir DIR] [--keep]
+    .venv/bin/python bench/dataset_inspect.py [--count 5000] [--same-size] [--dir DIR] [--keep]
 
-Generates ``--count`` images (512–2048 px per side, random aspect, about half JPEG and half
-PNG, each with a caption) into ``--dir`` (a temporary folder by default; an existing folder
-that already holds images is reused), then times one inspection with an empty stat cache
-(every file read, hashed and integrity-checked; PNGs decoded only when they could be a
-resized copy of another image) and one with the cache filled (nothing read). The files
-were just written, so the cold figure reads from the page cache, not from disk.
+Generates ``--count`` images (512–2048 px per side, random aspect, or all 1024x1024 with
+``--same-size``; about half JPEG and half PNG, each with a caption) into ``--dir`` (a
+temporary folder by default; an existing folder that already holds images is reused), then
+times one inspection with an empty stat cache (every file read, hashed and
+integrity-checked; PNGs decoded only when their shape allows them to be a copy of another
+image) and one with the cache filled (nothing read). It prints the share of PNGs decoded,
+the likeness pairs found (the pictures are distinct, so there should be none) and, as the
+reference, reading and SHA-256-hashing every file on the same thread count, the floor of
+any cold inspection. The files were just written, so the cold figures read from the page
+cache, not from disk.
 """
 
 from __future__ import annotations
@@ -26,14 +30,16 @@ from pathlib import Path
 WORDS = ("myaku", "woman", "garden", "red", "blue", "hat", "smiling", "standing", "window")
 
 
-def make_image(args: tuple[Path, int]) -> None:
+def make_image(args: tuple[Path, int, bool]) -> None:
     """Write one picture and its caption; the picture is smooth coloured structure."""
     import numpy as np
     from PIL import Image
 
-    folder, index = args
+    folder, index, same_size = args
     rng = random.Random(index)
     width, height = rng.randint(512, 2048), rng.randint(512, 2048)
+    if same_size:
+        width = height = 1024
     coarse = np.random.default_rng(index).integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
     image = Image.fromarray(coarse, "RGB").resize((width, height), Image.Resampling.BILINEAR)
     fmt, ext = ("JPEG", "jpg") if index % 2 else ("PNG", "png")
@@ -44,7 +50,7 @@ def make_image(args: tuple[Path, int]) -> None:
     (folder / f"img_{index:05d}.txt").write_text(caption, encoding="utf-8")
 
 
-def generate(folder: Path, count: int) -> None:
+def generate(folder: Path, count: int, same_size: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     existing = sum(1 for p in folder.iterdir() if p.suffix in (".jpg", ".png"))
     if existing >= count:
@@ -52,14 +58,47 @@ def generate(folder: Path, count: int) -> None:
         return
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        list(pool.map(make_image, [(folder, i) for i in range(count)], chunksize=16))
+        jobs = [(folder, i, same_size) for i in range(count)]
+        list(pool.map(make_image, jobs, chunksize=16))
     print(f"generated {count} images in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+
+
+def read_and_hash(folder: Path) -> tuple[float, int]:
+    """Seconds to read and SHA-256 every image once, on the inspection's thread count."""
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kura.dataset.facts import worker_count
+
+    paths = [p for p in folder.iterdir() if p.suffix in (".jpg", ".png")]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=worker_count()) as pool:
+        list(pool.map(lambda p: hashlib.sha256(p.read_bytes()).digest(), paths))
+    return time.perf_counter() - started, len(paths)
 
 
 def run(folder: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from kura.dataset import inspect_dataset
+    from kura.dataset import inspect as inspect_module
+    from kura.dataset import inspect_dataset, likeness
     from kura.dataset.statcache import StatCache
+
+    decoded: list[str] = []
+    confirmed: list[bool] = []
+    real_candidates, real_confirm = inspect_module.hash_candidates, likeness.confirm
+
+    def counting_candidates(scan, facts):  # type: ignore[no-untyped-def]
+        found = real_candidates(scan, facts)
+        decoded.extend(found)
+        return found
+
+    def counting_confirm(*args):  # type: ignore[no-untyped-def]
+        result = real_confirm(*args)
+        confirmed.append(result is not None)
+        return result
+
+    inspect_module.hash_candidates = counting_candidates  # type: ignore[assignment]
+    likeness.confirm = counting_confirm  # type: ignore[assignment]
 
     with (
         tempfile.TemporaryDirectory(prefix="kura-bench-cache-") as cache_dir,
@@ -75,32 +114,50 @@ def run(folder: Path) -> None:
         cold = inspect_dataset(folder, cache=cache, progress=note_read_phase)
         cold_s = time.perf_counter() - started
         read_s = read_done[0] - started
+        decoded_cold, confirmed_cold = len(decoded), len(confirmed)
         started = time.perf_counter()
         warm = inspect_dataset(folder, cache=cache)
         warm_s = time.perf_counter() - started
-    counts = cold.to_dict()["counts"]
+    document = cold.to_dict()
+    counts = document["counts"]
     images = counts["images"]
+    pngs = sum(1 for p in folder.iterdir() if p.suffix == ".png")
+    reference_s, files = read_and_hash(folder)
     items = images + counts["videos"] + counts["captions"]
     assert warm.digest == cold.digest
     print(f"files: {images} images, {counts['captions']} captions")
     print(f"cold: {cold_s:.2f}s  {images / cold_s:,.0f} images/s  (fresh stat cache, everything)")
     print(
         f"  of which per-file facts + integrity: {read_s:.2f}s  {images / read_s:,.0f} images/s;"
-        f" PNG pixel hashing for near-duplicate candidates and report: {cold_s - read_s:.2f}s"
+        f" PNG decoding for likeness candidates, pair search and report: {cold_s - read_s:.2f}s"
     )
-    print(f"warm: {warm_s:.3f}s  {items / warm_s:,.0f} items/s  (stat cache hit)")
+    print(
+        f"  PNGs decoded for hashing: {decoded_cold} of {pngs} ({decoded_cold / max(1, pngs):.0%});"
+        f" candidate pairs checked on pixels: {confirmed_cold};"
+        f" likeness pairs found: {len(document['near_duplicate_pairs'])}"
+    )
+    print(
+        f"reference: read + sha256 of every image: {reference_s:.2f}s"
+        f"  {files / reference_s:,.0f} images/s"
+    )
+    decoded_warm, confirmed_warm = len(decoded) - decoded_cold, len(confirmed) - confirmed_cold
+    print(
+        f"warm: {warm_s:.3f}s  {items / warm_s:,.0f} items/s  (stat cache hit; PNGs decoded:"
+        f" {decoded_warm}, pairs checked on pixels: {confirmed_warm})"
+    )
     print(f"problems: {len(cold.problems)}  buckets: {len(cold.buckets)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=5000)
+    parser.add_argument("--same-size", action="store_true", help="every image 1024x1024")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep a generated temporary folder")
     args = parser.parse_args()
     folder = args.dir or Path(tempfile.mkdtemp(prefix="kura-bench-data-"))
     try:
-        generate(folder, args.count)
+        generate(folder, args.count, args.same_size)
         run(folder)
     finally:
         if args.dir is None and not args.keep:
