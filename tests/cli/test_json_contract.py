@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
+
+
+def strict_json(text: str) -> Any:
+    """Parse as standard JSON: ``NaN``/``Infinity`` (which Python writes by default) fail."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
 
 
 @pytest.fixture
@@ -44,7 +55,7 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
     for argv, kind in expectations:
         result = kura(*ws, *argv, "--json")
         assert result.exit_code == 0, (argv, result.stdout, result.stderr[-500:])
-        assert result.json()["kind"] == kind, argv
+        assert strict_json(result.stdout)["kind"] == kind, argv
 
 
 def test_estimate_calculator_without_a_gpu_gives_no_verdict(kura) -> None:
@@ -69,3 +80,21 @@ def test_estimate_calculator_refuses_what_musubi_refuses(kura) -> None:
     )
     assert result.exit_code != 0
     assert "checkpointing" in result.json()["error"]["message"]
+
+
+def test_a_lora_alpha_of_nan_is_null_in_model_check(kura, tmp_path: Path) -> None:
+    from kura.models.fixtures import write_sparse_safetensors
+
+    path = write_sparse_safetensors(
+        tmp_path / "lora.safetensors",
+        {
+            "lora_unet_double_blocks_0_img_attn_qkv.lora_down.weight": ("BF16", [16, 3072]),
+            "lora_unet_double_blocks_0_img_attn_qkv.lora_up.weight": ("BF16", [9216, 16]),
+            "lora_unet_double_blocks_0_img_attn_qkv.alpha": ("BF16", []),
+        },
+        {"ss_network_alpha": "NaN"},
+    )
+    result = kura("model", "check", path, "--json")
+    document = strict_json(result.stdout)
+    assert "NaN" not in result.stdout
+    assert document["kind"] == "model-check"

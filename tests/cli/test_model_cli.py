@@ -57,11 +57,13 @@ def test_check_cross_mismatch_exits_1(tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["cross_checks"][0]["status"] == "mismatch"
 
 
-def test_check_unreadable_file_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_unreadable_file_reported_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "model.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\0" * 32)
     code, doc = run(capsys, "model", "check", str(bad))
-    assert code == 1
+    assert code == 5  # the README's exit-code table: a malformed file is invalid input
     assert doc["files"][0]["error"]["type"] == "invalid-input"
     assert "GGUF" in doc["files"][0]["error"]["message"]
 
@@ -178,3 +180,30 @@ def test_verify_missing_file_is_invalid_input(
 ) -> None:
     assert main(["--json", "model", "verify", str(tmp_path / "gone.safetensors")]) == 5
     assert "does not exist" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_check_of_a_truncated_file_exits_5_even_beside_a_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ae = write_component(tmp_path / "ae.safetensors", "flux1-ae")
+    cut = write_component(tmp_path / "cut.safetensors", "flux2-vae")
+    with cut.open("r+b") as handle:
+        handle.truncate(cut.stat().st_size - 1)
+    code, doc = run(capsys, "model", "check", str(ae), str(cut), "--arch", "flux2", "--role", "vae")
+    assert code == 5
+    assert doc["files"][0]["verdict"]["status"] == "refused"
+    assert "truncated" in doc["files"][1]["error"]["hint"]
+
+
+def test_verify_of_a_truncated_file_is_invalid_not_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_component(tmp_path / "dit.safetensors", "flux2-klein-9b-dit")
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    code, doc = run(capsys, "model", "verify", str(path))
+    assert code == 1
+    [entry] = doc["files"]
+    assert entry["status"] == "invalid"
+    assert "the tensors need" in entry["problems"][0]
+    assert doc["ok"] is False

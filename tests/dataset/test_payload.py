@@ -39,6 +39,7 @@ def _png(width: int, height: int, rows: bytes, *, color_type: int = 2, depth: in
     )
 
 
+@pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
 def test_the_lying_jpeg_is_silent_in_pillow_but_broken_for_kura(tmp_path: Path) -> None:
     path = tmp_path / "lie.jpg"
     path.write_bytes(_lying_jpeg(12000, 12000))
@@ -50,6 +51,7 @@ def test_the_lying_jpeg_is_silent_in_pillow_but_broken_for_kura(tmp_path: Path) 
     assert "needs at least" in facts["error"]
 
 
+@pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")
 def test_the_lying_png_passes_verify_but_is_broken_for_kura(tmp_path: Path) -> None:
     path = tmp_path / "lie.png"
     path.write_bytes(_png(12000, 12000, b"\x00" + b"\x00" * 3 * 16))

@@ -4,6 +4,8 @@ on the one POST, and no request path reaching outside the workspace."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -12,7 +14,13 @@ import pytest
 from kura.cli.main import main
 from kura.errors import NotFound, UsageError
 from kura.web.app import COOKIE_NAME
-from kura.web.security import check_bind, is_loopback, resolve_media
+from kura.web.security import (
+    check_bind,
+    is_loopback,
+    is_loopback_host_header,
+    local_redirect,
+    resolve_media,
+)
 from tests.web.helpers import client, csrf_of
 from tests.web.workspace_builder import WebWorkspace
 
@@ -202,3 +210,76 @@ def test_serve_without_the_web_extra_says_how_to_install_it(
     assert code == 7
     error = json.loads(capsys.readouterr().out)["error"]
     assert "kura[web]" in error["hint"]
+
+
+def test_media_behind_a_link_is_served_typed_by_the_requested_name(web: WebWorkspace) -> None:
+    media = web.workspace.datasets_dir / "linked" / "media"
+    media.mkdir(parents=True)
+    blob = web.workspace.datasets_dir / "linked" / "blob.bin"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    (media / "link.png").symlink_to(blob)
+    (media / "zero.png").symlink_to("/dev/zero")
+    os.mkfifo(media / "pipe.png")
+    (media / "state.png").symlink_to(web.workspace.state_dir / "lock")
+    try:
+        site = client(web.workspace)
+        served = site.get("/files/datasets/linked/media/link.png")
+        assert served.status_code == 200
+        assert served.headers["content-type"] == "image/png"
+        for name in ("zero.png", "pipe.png", "state.png", "gone.png"):
+            assert site.get(f"/files/datasets/linked/media/{name}").status_code == 404, name
+    finally:
+        shutil.rmtree(web.workspace.datasets_dir / "linked")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.com:80@127.0.0.1",
+        "127.0.0.1@evil.com",
+        "127.0.0.1.evil.com",
+        "localhost.evil.com:8765",
+        "127.0.0.1:8765/evil",
+        "[::1]x",
+        "127.0.0.256",
+        "",
+    ],
+)
+def test_without_a_token_host_headers_must_be_exactly_loopback(
+    web: WebWorkspace, host: str
+) -> None:
+    answer = client(web.workspace).get("/", headers={"host": host})
+    assert answer.status_code == 400, host
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST:8765", "127.0.0.1", "127.9.8.7:1", "[::1]:8765"]
+)
+def test_loopback_host_headers_are_served(web: WebWorkspace, host: str) -> None:
+    assert is_loopback_host_header(host)
+    assert client(web.workspace).get("/", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["//evil.com/", "//evil.com/runs", "/\\evil.com/", "/%5Cevil.com"])
+def test_the_token_login_never_redirects_off_site(web: WebWorkspace, path: str) -> None:
+    site = client(web.workspace, token=TOKEN, base_url="http://192.168.1.4:8765")
+    login = site.get(f"{path}?token={TOKEN}", follow_redirects=False)
+    assert login.status_code == 303
+    location = login.headers["location"]
+    assert location.startswith("/") and not location.startswith("//") and "\\" not in location
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("/runs/x?a=1", "/runs/x?a=1"),
+        ("//evil.com/", "/"),
+        ("/\\evil.com", "/"),
+        ("https://evil.com/", "/"),
+        ("javascript:alert(1)", "/"),
+        ("/runs/\x00x", "/"),
+        ("runs/x", "/"),
+    ],
+)
+def test_local_redirect_accepts_only_same_origin_paths(target: str, expected: str) -> None:
+    assert local_redirect(target) == expected

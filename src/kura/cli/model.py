@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kura.cli.main import AppState
-from kura.errors import WorkspaceNotFound
+from kura.errors import CheckFailed, InvalidInput, WorkspaceNotFound
 
 __all__ = ["register"]
 
@@ -51,7 +51,10 @@ def model_group() -> None:
 def check_command(
     ctx: click.Context, files: tuple[Path, ...], architecture: str | None, role: str | None
 ) -> None:
-    """Identify FILES by their safetensors header and say whether they can serve."""
+    """Identify FILES by their safetensors header and say whether they can serve.
+
+    Exits 1 when a file is refused for the role or the files do not match, 5 when a file is
+    malformed or not safetensors (it takes precedence)."""
     from kura.models.filecheck import check_files
     from kura.models.signatures import ARCHITECTURES
 
@@ -62,8 +65,10 @@ def check_command(
     state: AppState = ctx.obj
     doc = check_files(list(files), architecture=architecture, role=role)
     state.out.result(doc, _render_check)
+    if any("error" in entry for entry in doc["files"]):
+        ctx.exit(InvalidInput.exit_code)  # a file is malformed or not safetensors at all
     if not doc["ok"]:
-        ctx.exit(1)
+        ctx.exit(CheckFailed.exit_code)  # files were read and refused, or do not match
 
 
 def _render_check(console: Console, doc: dict[str, Any]) -> None:

@@ -267,7 +267,7 @@ def logs_command(state: AppState, run_id: str, step: str | None, lines: int, fol
         if not state.out.json_mode:
             return
     doc = tail_logs(workspace, run_id, step=step, lines=lines)
-    state.out.result(doc, lambda console, d: console.print(d["text"], markup=False))
+    state.out.result(doc, lambda console, d: console.print(d["text"]))  # d is escaped
 
 
 @run_group.command("cancel")

@@ -11,6 +11,7 @@ from typing import Any
 
 from kura.errors import CheckFailed, InvalidInput, KuraError
 from kura.models.digests import DigestCache
+from kura.models.header import read_header
 from kura.models.identify import shard_siblings
 
 __all__ = ["verify_target"]
@@ -50,8 +51,29 @@ def verify_target(
     }
 
 
+def _structure_problem(path: Path) -> str | None:
+    """Why a ``.safetensors`` file is not whole (truncated below its header's data end,
+    trailing bytes, a damaged header), or ``None``. A digest alone cannot tell: a file Kura
+    never hashed before has nothing to compare with."""
+    if not path.name.endswith(".safetensors"):
+        return None
+    try:
+        read_header(path)
+    except InvalidInput as error:
+        return error.message
+    return None
+
+
 def _verify_one(path: Path, expected: str | None, digests: DigestCache) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": str(path), "expected_sha256": expected}
+    if (problem := _structure_problem(path)) is not None:
+        return {
+            **entry,
+            "status": "invalid",
+            "sha256": None,
+            "sha256_source": None,
+            "problems": [problem],
+        }
     try:
         record = digests.digest(path, verify=True)
     except CheckFailed as error:

@@ -1,8 +1,9 @@
 """The FastAPI application behind ``kura serve``: routes, guards and page rendering.
 
 Build it with :func:`create_app` (tests do); every page calls the same library functions
-as the CLI. Guards, in order, on every request: the Host header must name a loopback
-address when no token is set (DNS rebinding), the token when one is set (``?token=`` once,
+as the CLI. Guards, in order, on every request: the Host header must be exactly a loopback
+name (``localhost``, ``127.x.x.x``, ``[::1]``, optional port) when no token is set (DNS
+rebinding), the token when one is set (``?token=`` once,
 then a cookie, or ``Authorization: Bearer``), and on the one POST a same-origin check and
 the CSRF token. Responses carry a strict Content-Security-Policy.
 """
@@ -24,7 +25,13 @@ from kura.errors import InvalidInput, KuraError, NotFound, UsageError
 from kura.runs.evidence import evaluate_run
 from kura.runs.store import list_run_ids
 from kura.web.samples import RunSamples, parse_side, prompt_text, run_samples
-from kura.web.security import MEDIA_TYPES, is_loopback, resolve_media, same_secret
+from kura.web.security import (
+    is_loopback_host_header,
+    local_redirect,
+    media_type,
+    resolve_media,
+    same_secret,
+)
 from kura.web.views import (
     json_safe,
     knowledge_view,
@@ -70,11 +77,6 @@ def _templates() -> Environment:
     return env
 
 
-def _host_name(header: str) -> str:
-    """The host part of a Host header (``[::1]:8765`` → ``::1``)."""
-    return urlsplit(f"//{header}").hostname or ""
-
-
 def _http_status(error: KuraError) -> int:
     for kind, status in _STATUS_BY_ERROR:
         if isinstance(error, kind):
@@ -107,7 +109,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     async def _check_access(request: Request) -> Response | None:
         if token is None:
-            if not is_loopback(_host_name(request.headers.get("host", ""))):
+            if not is_loopback_host_header(request.headers.get("host", "")):
                 return refuse(400, "this server answers only to localhost addresses")
             return None
         offered = request.query_params.get("token")
@@ -116,7 +118,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
                 return refuse(401, "that token is not the one this server was started with")
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-            redirect = RedirectResponse(target, status_code=303)
+            redirect = RedirectResponse(local_redirect(target), status_code=303)
             redirect.set_cookie(
                 COOKIE_NAME, token, httponly=True, samesite="strict", path="/", max_age=86400
             )
@@ -208,7 +210,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
     @app.get("/files/{relative:path}")
     def media_file(relative: str) -> FileResponse:
         path = resolve_media(workspace.root, relative)
-        return FileResponse(path, media_type=MEDIA_TYPES[path.suffix.lower()])
+        return FileResponse(path, media_type=media_type(relative))
 
     return app
 

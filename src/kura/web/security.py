@@ -3,7 +3,10 @@
 * A loopback bind needs no token; any other bind refuses to start without one.
 * Tokens and CSRF values are compared in constant time.
 * A path from a request is relative, has no ``..``, hidden or empty parts, and resolves
-  (symlinks followed) to an existing file strictly inside the workspace.
+  (symlinks followed) to an existing regular media file strictly inside the workspace; its
+  media type comes from the requested name.
+* Without a token, only ``Host`` headers that are exactly a loopback name are served.
+* Redirects go only to same-origin paths.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import re
+import stat
 from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
 
 from kura.errors import NotFound, UsageError
 
@@ -20,6 +26,9 @@ __all__ = [
     "MEDIA_TYPES",
     "check_bind",
     "is_loopback",
+    "is_loopback_host_header",
+    "local_redirect",
+    "media_type",
     "resolve_media",
     "same_secret",
     "token_from_environment",
@@ -50,6 +59,35 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_LOOPBACK_HOST_HEADER = re.compile(
+    r"(?:localhost|127(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}|\[::1\])"
+    r"(?::[0-9]{1,5})?",
+    re.IGNORECASE,
+)
+
+
+def is_loopback_host_header(header: str) -> bool:
+    """Whether a ``Host`` header is exactly ``localhost``, ``127.x.x.x`` or ``[::1]`` with an
+    optional port. Parsing it as a URL would accept ``evil.com:80@127.0.0.1`` (userinfo),
+    which a DNS-rebinding page can send; nothing but the exact forms passes here."""
+    return _LOOPBACK_HOST_HEADER.fullmatch(header) is not None
+
+
+def local_redirect(target: str) -> str:
+    """``target`` when it is a same-origin path (one leading ``/``, no ``//``, no ``\\``, no
+    scheme or control characters), else ``/``: a redirect never leaves the site."""
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or "\\" in target
+        or any(ord(c) < 0x21 or ord(c) == 0x7F for c in target)
+        or urlsplit(target).scheme
+        or urlsplit(target).netloc
+    ):
+        return "/"
+    return target
+
+
 def token_from_environment() -> str | None:
     return os.environ.get(TOKEN_ENV) or None
 
@@ -75,6 +113,12 @@ def same_secret(given: str | None, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+def media_type(relative: str) -> str:
+    """The media type of the file a request names, from the requested name (never from a
+    link's target, which may have any suffix)."""
+    return MEDIA_TYPES[PurePosixPath(relative).suffix.lower()]
+
+
 def resolve_media(root: Path, relative: str) -> Path:
     """The media file ``relative`` names inside ``root``; anything else is :class:`NotFound`.
 
@@ -98,6 +142,15 @@ def resolve_media(root: Path, relative: str) -> Path:
         target = (base / pure).resolve(strict=True)
     except (OSError, RuntimeError):
         raise refused from None
-    if not target.is_relative_to(base) or not target.is_file():
+    if not target.is_relative_to(base) or not _is_regular(target):
         raise refused
+    if any(part.startswith(".") for part in target.relative_to(base).parts):
+        raise refused  # a link into Kura's own state (.kura/) or another hidden place
     return target
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
