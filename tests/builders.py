@@ -7,7 +7,8 @@ from pathlib import Path
 from PIL import Image
 
 from kura.dataset.registry import add_dataset, set_dataset_values
-from kura.workspace import Workspace, init_workspace
+from kura.initialize import init_workspace
+from kura.workspace import Workspace
 
 
 def write_character_folder(folder: Path, count: int = 3) -> Path:

@@ -64,3 +64,18 @@ def test_the_debt_list_is_still_true() -> None:
     """A module on the debt list that no longer imports Musubi must leave the list."""
     for name in MUSUBI_DEBT:
         assert any(i.startswith(TRAINERS) for i in imports(SRC / name)), name
+
+
+def test_command_modules_do_not_import_the_entry_point() -> None:
+    """cli/main.py lists the commands; a command module importing it back is a cycle."""
+    offenders = [
+        str(path.relative_to(SRC))
+        for path in modules("cli")
+        if path.name != "main.py" and "kura.cli.main" in imports(path)
+        and path.name != "demo.py"  # the demo runs the entry point, inside its function
+    ]
+    assert offenders == []
+
+
+def test_workspace_does_not_import_knowledge() -> None:
+    assert not any(i.startswith("kura.knowledge") for i in imports(SRC / "workspace.py"))

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
-from kura.workspace import check_name, find_workspace, init_workspace, new_run_id
+from kura.initialize import init_workspace
+from kura.workspace import check_name, find_workspace, new_run_id
 
 
 def test_init_creates_layout_and_config(tmp_path: Path) -> None:

@@ -36,8 +36,8 @@ __all__ = [
     "Workspace",
     "WorkspaceConfig",
     "check_name",
+    "create_layout",
     "find_workspace",
-    "init_workspace",
     "new_run_id",
 ]
 
@@ -165,8 +165,11 @@ def find_workspace(start: Path | None = None, explicit: Path | None = None) -> W
     )
 
 
-def init_workspace(root: Path) -> tuple[Workspace, list[str]]:
-    """Create the layout and ``kura.toml`` (kept if present). Returns what was created."""
+def create_layout(root: Path) -> tuple[Workspace, list[str]]:
+    """Create the folders and ``kura.toml`` (kept if present). Returns what was created.
+
+    ``kura.initialize.init_workspace`` adds the knowledge cards on top; this module stays
+    below the knowledge package (no import cycle)."""
     root = root.expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise InvalidInput(f"{root} exists and is not a folder", path=root)
@@ -183,9 +186,6 @@ def init_workspace(root: Path) -> tuple[Workspace, list[str]]:
             atomic_write_text(workspace.config_path, _default_config_text())
             created.append(CONFIG_NAME)
     workspace.config()
-    from kura.knowledge.baselines import sync_baselines
-
-    created += [f"knowledge/{r.architecture}.md" for r in sync_baselines(workspace) if r.created]
     return workspace, created
 
 

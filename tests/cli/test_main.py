@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from kura.cli.main import split_global_flags
@@ -68,3 +69,35 @@ def test_help_does_not_import_heavy_libraries() -> None:
         [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True
     )
     assert json.loads(completed.stdout.strip().splitlines()[-1]) == []
+
+
+def test_every_command_in_the_table_is_the_command_of_that_name() -> None:
+    from kura.cli.main import COMMANDS, LazyGroup, cli
+
+    assert isinstance(cli, LazyGroup)
+    for name in COMMANDS:
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None and command.name == name, name
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys, json; from kura.cli.main import main; "
+        f"main({argv!r}); print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_help_imports_no_command_module() -> None:
+    loaded = _modules_after(["--help"])
+    assert not {m for m in loaded if m.startswith("kura.cli.") and m not in CORE_CLI}
+
+
+def test_a_json_command_never_imports_rich() -> None:
+    loaded = _modules_after(["--json", "gpus"])
+    assert "kura.cli.planning" in loaded
+    assert not {m for m in loaded if m == "rich" or m.startswith("rich.")}
+
+
+CORE_CLI = {"kura.cli.main", "kura.cli._output", "kura.cli.state"}

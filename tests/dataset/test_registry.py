@@ -9,7 +9,8 @@ from PIL import Image
 
 from kura.dataset.registry import add_dataset, load_dataset, set_dataset_values, validate_dataset
 from kura.errors import InvalidInput, NotFound, SpecError, UsageError
-from kura.workspace import Workspace, init_workspace
+from kura.initialize import init_workspace
+from kura.workspace import Workspace
 
 
 def _image(

@@ -14,7 +14,8 @@ from PIL import Image
 
 from kura.dataset.registry import add_dataset, list_datasets, set_dataset_values
 from kura.errors import InvalidInput, KuraError, UsageError
-from kura.workspace import Workspace, init_workspace
+from kura.initialize import init_workspace
+from kura.workspace import Workspace
 
 
 @pytest.fixture

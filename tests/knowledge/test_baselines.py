@@ -3,9 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kura.architectures import ARCHITECTURE_IDS
+from kura.initialize import init_workspace
 from kura.knowledge.baselines import baseline_architectures, card_path, sync_baselines
 from kura.knowledge.cards import parse_card
-from kura.workspace import init_workspace
 
 ARCHITECTURES = set(ARCHITECTURE_IDS)
 

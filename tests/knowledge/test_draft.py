@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from kura.initialize import init_workspace
 from kura.knowledge.baselines import card_path, sync_baselines
 from kura.knowledge.draft import draft_values, preferences_path, provenance_line
-from kura.workspace import Workspace, init_workspace
+from kura.workspace import Workspace
 
 KEYS = ["training.learning_rate", "training.network.rank", "training.seed", "training.epochs"]
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from kura.errors import UsageError
+from kura.initialize import init_workspace
 from kura.knowledge.regrets import append_regret, matching_regrets, read_regrets
-from kura.workspace import init_workspace
 
 
 def test_append_and_match_by_every_trigger_word(tmp_path: Path) -> None:

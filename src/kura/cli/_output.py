@@ -8,28 +8,53 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import KuraError
 
-__all__ = ["Output", "ProgressFn", "escape_markup", "finite_json"]
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+__all__ = ["Output", "ProgressFn", "escape_markup", "finite_json", "new_table"]
+
+_MARKUP_TAG = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|cyan|magenta|blue)?[a-z ]*\]")
+"""Rich style tags in a note, dropped when notes are written without Rich (``--json``)."""
 
 ProgressFn = Callable[[int, int], None]
-Renderer = Callable[[Console, dict[str, Any]], None]
+Renderer = Callable[["Console", dict[str, Any]], None]
 
 
 class Output:
+    """Where a command's result goes. Rich is imported only when a person reads the output:
+    under ``--json`` the consoles are never built (a JSON run never imports Rich)."""
+
     def __init__(self, *, json_mode: bool, stdout: Any = None, stderr: Any = None) -> None:
         self.json_mode = json_mode
         self._stdout = stdout if stdout is not None else sys.stdout
-        self.console = Console(file=self._stdout, highlight=False, soft_wrap=False)
-        self.err = Console(file=stderr if stderr is not None else sys.stderr, highlight=False)
+        self._stderr = stderr if stderr is not None else sys.stderr
+        self._console: Console | None = None
+        self._err: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self._stdout, highlight=False, soft_wrap=False)
+        return self._console
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(file=self._stderr, highlight=False)
+        return self._err
 
     def result(self, document: dict[str, Any], render: Renderer) -> None:
         """Print a command's result: the document itself, or its human rendering."""
@@ -55,18 +80,23 @@ class Output:
             self._stdout.write(json.dumps({"error": error.to_dict()}, ensure_ascii=False) + "\n")
             self._stdout.flush()
         else:
+            from rich.markup import escape
+
             self.err.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False)
             if error.hint:
                 self.err.print(f"[dim]hint:[/] {escape(error.hint)}")
 
     def note(self, text: str) -> None:
         """A line for people, always on stderr (never spoils JSON on stdout)."""
+        if self.json_mode:
+            self._stderr.write(_MARKUP_TAG.sub("", text) + "\n")
+            return
         self.err.print(text)
 
     @contextmanager
     def progress(self, description: str) -> Iterator[ProgressFn]:
         """A progress callback ``(done, total)``; draws a bar only on an interactive stderr."""
-        if not self.err.is_terminal:
+        if self.json_mode or not self._stderr.isatty():
             yield _no_progress
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -108,6 +138,8 @@ def escape_markup(value: Any) -> Any:
     the line. Renderers receive the escaped document, so any value they interpolate prints
     as written; strings without tag-like brackets are unchanged, so lookups still work."""
     if isinstance(value, str):
+        from rich.markup import escape
+
         return escape(value)
     if isinstance(value, dict):
         return {escape_markup(k): escape_markup(v) for k, v in value.items()}
@@ -118,3 +150,10 @@ def escape_markup(value: Any) -> Any:
 
 def _no_progress(done: int, total: int) -> None:
     return None
+
+
+def new_table(*headers: str, **options: Any) -> Table:
+    """A Rich table, imported only when a person's output is drawn."""
+    from rich.table import Table
+
+    return Table(*headers, **options)

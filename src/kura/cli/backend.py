@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from kura.errors import CheckFailed, KuraError, WorkspaceNotFound
 
-__all__ = ["register"]
+__all__ = ["backend_group"]
 
 BACKENDS = ("kohakumoss", "musubi-tuner")
 HOW = {
@@ -57,7 +59,7 @@ def list_command(ctx: click.Context) -> None:
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("backend", "environment", "present", box=None)
+    table = new_table("backend", "environment", "present", box=None)
     for row in doc["backends"]:
         present = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[row["present"]]
         table.add_row(
@@ -134,7 +136,3 @@ def kohakumoss_doctor(state: AppState) -> tuple[dict[str, Any], bool]:
         "findings": [f.to_dict() for f in report.findings],
     }
     return doc, report.ok
-
-
-def register(group: click.Group) -> None:
-    group.add_command(backend_group)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from kura.errors import UsageError
 
-__all__ = ["parse_resolution", "register", "render_inspection"]
+__all__ = ["dataset_group", "parse_resolution", "render_inspection"]
 
 
 def parse_resolution(value: str | None) -> tuple[int, int] | None:
@@ -161,7 +163,7 @@ def _render_list(console: Console, doc: dict[str, Any]) -> None:
     if not doc["datasets"]:
         console.print("no datasets yet; add one with `kura dataset add NAME PATH`")
         return
-    table = Table("name", "images", "videos", "task", "trigger", "blocking", box=None)
+    table = new_table("name", "images", "videos", "task", "trigger", "blocking", box=None)
     for item in doc["datasets"]:
         counts = item.get("counts") or {}
         table.add_row(
@@ -195,7 +197,7 @@ def render_inspection(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"task: {suggestion.get('task') or 'unknown'} — {suggestion.get('evidence', '')}")
     if doc.get("buckets"):
         width, height = doc["resolution"]
-        table = Table(
+        table = new_table(
             f"bucket @ {width}x{height}",
             "items",
             "upscaled",
@@ -225,13 +227,9 @@ def render_inspection(console: Console, doc: dict[str, Any]) -> None:
 def _problem_table(console: Console, problems: list[dict[str, Any]]) -> None:
     if not problems:
         return
-    table = Table("code", "path", "problem", "fix", box=None)
+    table = new_table("code", "path", "problem", "fix", box=None)
     for problem in problems[:50]:
         table.add_row(problem["code"], problem["path"], problem["message"], problem["fix"])
     console.print(table)
     if len(problems) > 50:
         console.print(f"… and {len(problems) - 50} more (use --json for all)")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(dataset_group)

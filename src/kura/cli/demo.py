@@ -7,9 +7,9 @@ from typing import TextIO, cast
 
 import click
 
-from kura.cli.main import AppState
+from kura.cli.state import AppState
 
-__all__ = ["register"]
+__all__ = ["demo_command"]
 
 
 @click.command("demo")
@@ -53,7 +53,3 @@ def demo_command(state: AppState, directory: Path | None) -> None:
 def _short(arg: str) -> str:
     cwd = str(Path.cwd())
     return arg.replace(cwd + "/", "") if arg.startswith(cwd) else arg
-
-
-def register(group: click.Group) -> None:
-    group.add_command(demo_command)

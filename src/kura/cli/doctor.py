@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from kura.errors import WorkspaceNotFound
 
-__all__ = ["register"]
+__all__ = ["doctor_command", "image_group"]
 
 
 @click.command("doctor")
@@ -42,7 +44,7 @@ def doctor_command(ctx: click.Context, scope: str | None) -> None:
 
 
 def _render(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("check", "status", "detail", "fix", box=None)
+    table = new_table("check", "status", "detail", "fix", box=None)
     colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
     for f in doc["findings"]:
         table.add_row(
@@ -73,8 +75,3 @@ def build_command(ctx: click.Context, name: str, run_it: bool) -> None:
     state.out.result(doc, lambda console, d: console.print(" ".join(d["argv"]), soft_wrap=True))
     if run_it and doc["exit_code"] != 0:
         ctx.exit(1)
-
-
-def register(group: click.Group) -> None:
-    group.add_command(doctor_command)
-    group.add_command(image_group)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from kura.cli.main import AppState
+from kura.cli.state import AppState
 
-__all__ = ["export_group", "register"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["export_group"]
 
 _DEFAULT = "lora"
 
@@ -95,7 +97,3 @@ def _render_ema(console: Console, doc: dict[str, Any]) -> None:
         f"({', '.join(doc['labels'])}), beta {doc['beta']} → {doc['beta2']}"
     )
     console.print(f"wrote {doc['out']}")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(export_group)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["knowledge_group"]
 
 
 @click.group("knowledge")
@@ -57,7 +59,7 @@ def show_command(state: AppState, architecture: str) -> None:
 
 
 def _render_card(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("section", "key", "value", "source", box=None, title=doc["architecture"])
+    table = new_table("section", "key", "value", "source", box=None, title=doc["architecture"])
     for entry in doc["entries"]:
         table.add_row(entry["section"], entry["key"], str(entry["value"]), entry["source"])
     console.print(table)
@@ -94,7 +96,3 @@ def regret_command(state: AppState, run_id: str, line: str) -> None:
     regret = append_regret(workspace, line, source=f"run {run_id}")
     doc = {"kind": "knowledge-regret", "run": run_id, **regret.to_dict()}
     state.out.result(doc, lambda console, d: console.print(f"regret recorded: {d['trigger']}"))
-
-
-def register(group: click.Group) -> None:
-    group.add_command(knowledge_group)

@@ -1,41 +1,72 @@
-"""Entry point: global flags, command registration, error mapping and exit codes.
+"""Entry point: global flags, the command table, error mapping and exit codes.
 
 ``--json`` is global: it is taken out of argv wherever it stands (before ``--``), so every
-command accepts it before or after its name without declaring it.
+command accepts it before or after its name without declaring it. Commands are listed in
+:data:`COMMANDS` with their one-line help and imported only when they run, so ``kura
+--help`` and every command pay only for their own imports.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import click
 
 from kura import __version__
 from kura.cli._output import Output
+from kura.cli.state import AppState
 from kura.constants import debug_enabled
 from kura.errors import KuraError, UsageError
 
-if TYPE_CHECKING:
-    from kura.workspace import Workspace
+__all__ = ["COMMANDS", "AppState", "cli", "main"]
 
-__all__ = ["AppState", "cli", "main"]
+COMMANDS: dict[str, tuple[str, str]] = {
+    "backend": ("kura.cli.backend:backend_group", "Trainer backends and their environments."),
+    "dataset": ("kura.cli.dataset:dataset_group", "Register, inspect and validate datasets."),
+    "demo": ("kura.cli.demo:demo_command", "Build a demo workspace and walk the real commands."),
+    "doctor": ("kura.cli.doctor:doctor_command", "Check this machine and a trainer's setup."),
+    "estimate": (
+        "kura.cli.planning:estimate_command",
+        "What-if calculator: peak memory, step time and fit (Musubi).",
+    ),
+    "export": ("kura.cli.export:export_group", "Export a run's LoRA for ComfyUI or diffusers."),
+    "gpus": ("kura.cli.planning:gpus_command", "GPU classes Kura can plan for, and this one's."),
+    "image": ("kura.cli.doctor:image_group", "Container images Kura runs trainers in."),
+    "init": ("kura.cli.workspace:init_command", "Create a workspace."),
+    "knowledge": ("kura.cli.knowledge:knowledge_group", "Knowledge cards, preferences, regrets."),
+    "model": ("kura.cli.model:model_group", "Check, list, find, download, verify, lock models."),
+    "run": ("kura.cli.run:run_group", "Draft, compile, plan, approve and follow runs."),
+    "schema": ("kura.cli.workspace:schema_command", "Print the JSON Schema of a Kura file."),
+    "serve": ("kura.cli.serve:serve_command", "Serve the web page on loopback."),
+}
+"""Top-level command → (``module:attribute``, one-line help shown by ``kura --help``)."""
 
 
-@dataclass
-class AppState:
-    out: Output
-    workspace_path: Path | None
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (their help lines are in the table)."""
 
-    def workspace(self) -> Workspace:
-        from kura.workspace import find_workspace
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
 
-        return find_workspace(explicit=self.workspace_path)
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, _, attribute = entry[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_line) for name, (_, help_line) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Every command takes --json (before or after its name) for one JSON document on stdout.",
 )
@@ -52,28 +83,6 @@ def cli(ctx: click.Context, workspace: Path | None) -> None:
     """Kura: plan, check, launch and follow LoRA training of large diffusion models."""
     out = ctx.obj.out if isinstance(ctx.obj, AppState) else Output(json_mode=False)
     ctx.obj = AppState(out=out, workspace_path=workspace)
-
-
-def _register() -> None:
-    from kura.cli import (
-        backend,
-        dataset,
-        demo,
-        doctor,
-        export,
-        knowledge,
-        model,
-        planning,
-        run,
-        serve,
-        workspace,
-    )
-
-    modules = (
-        workspace, dataset, model, run, planning, knowledge, export, serve, doctor, backend, demo
-    )
-    for module in modules:
-        module.register(cli)
 
 
 def split_global_flags(argv: list[str]) -> tuple[list[str], bool]:
@@ -95,7 +104,6 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
     """Run one command; return its exit code. ``stdout`` redirects results (used by demo)."""
     args, json_mode = split_global_flags(list(sys.argv[1:] if argv is None else argv))
     out = Output(json_mode=json_mode, stdout=stdout)
-    _register()
     try:
         returned = cli.main(
             args=args, prog_name="kura", standalone_mode=False, obj=AppState(out, None)

@@ -7,16 +7,18 @@ prints the result document (or its Rich rendering). Heavy imports stay inside fu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from kura.errors import CheckFailed, InvalidInput, WorkspaceNotFound
 
-__all__ = ["register"]
+__all__ = ["model_group"]
 
 _ROLE_CHOICES = ("dit", "vae", "text_encoder", "image_encoder", "lora")
 _STATUS_STYLE = {
@@ -119,14 +121,12 @@ def bundles_command(state: AppState, architecture: str | None) -> None:
 
 
 def _render_bundles(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("bundle", "architecture", "backends", "trainer", "roles", box=None)
+    table = new_table("bundle", "architecture", "backends", "trainer", "roles", box=None)
     for bundle in doc["bundles"]:
         trainer = " ".join(f"{k}={v}" for k, v in bundle["trainer"].items())
         name = bundle["id"] if bundle["supported"] else f"{bundle['id']} (unsupported)"
         backends = ", ".join(bundle["backends"]) or "none"
-        table.add_row(
-            name, bundle["architecture"], backends, trainer, ", ".join(bundle["roles"])
-        )
+        table.add_row(name, bundle["architecture"], backends, trainer, ", ".join(bundle["roles"]))
     console.print(table)
 
 
@@ -270,7 +270,3 @@ def _render_lock(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"{verb} {doc['lock_path']}")
     for slot, entry in doc["roles"].items():
         console.print(f"  {slot:<16} {entry['sha256']}  {entry['path'] or '(not downloaded)'}")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(model_group)

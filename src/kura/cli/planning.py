@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
 
-__all__ = ["register", "render_estimate"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["estimate_command", "gpus_command", "render_estimate"]
 
 
 @click.command("gpus")
@@ -47,7 +49,7 @@ def gpus_command(state: AppState) -> None:
 
 
 def _render_gpus(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("id", "name", "GiB", "bf16 TFLOPS", "fp8", "$/h", box=None)
+    table = new_table("id", "name", "GiB", "bf16 TFLOPS", "fp8", "$/h", box=None)
     for gpu in doc["gpus"]:
         price = f"{gpu['usd_per_hour']:.2f}" if gpu["usd_per_hour"] else "-"
         table.add_row(
@@ -140,8 +142,3 @@ def render_estimate(console: Console, doc: dict[str, Any]) -> None:
             f"{doc['step_seconds']:.2f} s per step{hours}; host RAM {doc['host_ram_gib']:.0f} GiB"
         )
     console.print(f"[dim]confidence: {doc['confidence']}[/]")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(gpus_command)
-    group.add_command(estimate_command)

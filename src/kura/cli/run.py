@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from kura.cli.main import AppState
+from kura.cli._output import new_table
+from kura.cli.state import AppState
 
-__all__ = ["register", "run_group"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["run_group"]
 
 
 @click.group("run")
@@ -29,9 +31,7 @@ def run_group() -> None:
     help="What the LoRA learns (default: the datasets' intent or inspection).",
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Any run.yaml path.")
-@click.option(
-    "--backend", default=None, help="Trainer (`kura model bundles` lists each bundle's)."
-)
+@click.option("--backend", default=None, help="Trainer (`kura model bundles` lists each bundle's).")
 @click.pass_obj
 def new_command(
     state: AppState,
@@ -77,7 +77,7 @@ def render_compile(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"Run [bold]{doc['run']}[/] compiled: {', '.join(doc['files'])}")
     for step in doc["steps"]:
         console.print(f"[bold]{step['name']}[/]: {' '.join(step['argv'])}", soft_wrap=True)
-    table = Table("check", "status", "detail", box=None)
+    table = new_table("check", "status", "detail", box=None)
     for check in doc["validate"]:
         colour = {"ok": "green", "pending": "yellow"}.get(check["status"], "red")
         table.add_row(check["check"], f"[{colour}]{check['status']}[/]", check["detail"])
@@ -290,7 +290,7 @@ def list_command(state: AppState) -> None:
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:
-    table = Table("run", "base", "task", "status", "rank", "lr", "epochs", box=None)
+    table = new_table("run", "base", "task", "status", "rank", "lr", "epochs", box=None)
     for run in doc["runs"]:
         settings = run["settings"]
         table.add_row(
@@ -316,7 +316,3 @@ def evaluate_command(state: AppState, run_id: str, rating: int | None, notes: st
 
     doc = evaluate_run(state.workspace(), run_id, rating=rating, notes=notes)
     state.out.result(doc, lambda console, d: console.print(f"recorded in {d['path']}"))
-
-
-def register(group: click.Group) -> None:
-    group.add_command(run_group)

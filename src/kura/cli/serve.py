@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from kura.cli.main import AppState
+from kura.cli.state import AppState
 
-__all__ = ["register", "serve_command"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["serve_command"]
 
 
 @click.command("serve")
@@ -91,7 +93,3 @@ def _render_serve(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"Serving {doc['workspace']} at {doc['url']} (Ctrl-C to stop)")
     if doc["token_required"]:
         console.print(f"open {doc['url']}?token=TOKEN once; the browser keeps a cookie")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(serve_command)

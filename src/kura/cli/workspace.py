@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from kura.cli.main import AppState
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from kura.errors import UsageError
 
-__all__ = ["register"]
+__all__ = ["init_command", "schema_command"]
 
 
 @click.command("init")
@@ -20,7 +22,7 @@ __all__ = ["register"]
 @click.pass_obj
 def init_command(state: AppState, directory: Path) -> None:
     """Create a workspace (kura.toml, datasets/, models/, runs/, knowledge/) in DIRECTORY."""
-    from kura.workspace import init_workspace
+    from kura.initialize import init_workspace
 
     workspace, created = init_workspace(directory)
     doc = {"kind": "workspace-init", "root": str(workspace.root), "created": created}
@@ -62,8 +64,3 @@ def json_schema(name: str) -> dict[str, Any]:
     if name not in models:
         raise UsageError(f"unknown schema {name!r}", hint=f"choose one of {', '.join(SCHEMAS)}")
     return models[name].model_json_schema()
-
-
-def register(group: click.Group) -> None:
-    group.add_command(init_command)
-    group.add_command(schema_command)
