@@ -8,8 +8,15 @@ bytes.
 from __future__ import annotations
 
 from kura.backends.base import CompiledRun, ContainerSpec, Mount, Step
+from kura.spec.compiled import StepsFile
 
-__all__ = ["compiled_document", "container_document", "mount_document", "step_document"]
+__all__ = [
+    "compiled_document",
+    "container_document",
+    "mount_document",
+    "step_document",
+    "steps_file",
+]
 
 
 def step_document(step: Step) -> dict[str, object]:
@@ -54,3 +61,14 @@ def compiled_document(run: CompiledRun) -> dict[str, object]:
         "warnings": list(run.warnings),
         "escape_hatch": run.escape_hatch,
     }
+
+
+def steps_file(run: CompiledRun) -> StepsFile:
+    """``compiled/steps.json`` of a compiled run."""
+    return StepsFile.model_validate(
+        {
+            "backend": run.backend,
+            "release": run.release,
+            "steps": [step_document(s) for s in run.steps],
+        }
+    )

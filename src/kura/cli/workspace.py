@@ -12,7 +12,7 @@ from kura.cli.state import AppState
 
 if TYPE_CHECKING:
     from rich.console import Console
-from kura.errors import UsageError
+from kura.spec.schemas import SCHEMAS, json_schema
 
 __all__ = ["init_command", "schema_command"]
 
@@ -38,29 +38,10 @@ def _render_init(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"Workspace at [bold]{doc['root']}[/] already complete; nothing changed")
 
 
-SCHEMAS = ("dataset", "run", "workspace")
-
-
 @click.command("schema")
-@click.argument("name", type=click.Choice(SCHEMAS))
+@click.argument("name", type=click.Choice(sorted(SCHEMAS)))
 @click.pass_obj
 def schema_command(state: AppState, name: str) -> None:
-    """Print the JSON Schema of dataset.yaml, run.yaml or kura.toml."""
+    """Print the JSON Schema of a file Kura writes (run.yaml, steps.json, state.json …)."""
     doc = {"kind": "schema", "name": name, "schema": json_schema(name)}
     state.out.result(doc, lambda console, d: console.print_json(json.dumps(d["schema"])))
-
-
-def json_schema(name: str) -> dict[str, Any]:
-    from pydantic import BaseModel
-
-    from kura.spec import DatasetSpec, RunSpec
-    from kura.workspace import WorkspaceConfig
-
-    models: dict[str, type[BaseModel]] = {
-        "dataset": DatasetSpec,
-        "run": RunSpec,
-        "workspace": WorkspaceConfig,
-    }
-    if name not in models:
-        raise UsageError(f"unknown schema {name!r}", hint=f"choose one of {', '.join(SCHEMAS)}")
-    return models[name].model_json_schema()

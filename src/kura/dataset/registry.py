@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
-from kura.fsutil import atomic_write_text
 from kura.spec.base import load_spec, parse_value, set_dotted, validate_spec
 from kura.spec.dataset import BucketFact, DatasetFacts, DatasetSpec, TriggerFact
+from kura.spec.inspection import InspectionFile
+from kura.spec.machine import read_machine_file, write_machine_file
 from kura.workspace import Workspace, check_name
 from kura.yamlio import dump_yaml, write_yaml
 
@@ -344,9 +345,22 @@ def _store_inspection(folder: Path, document: Any, report: dict[str, Any]) -> No
     document["facts"] = facts_from_report(report).model_dump(exclude_none=True)
     validate_spec(DatasetSpec, document, source=path)
     write_yaml(path, document)
-    atomic_write_text(
-        folder / INSPECTION_NAME,
-        json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    write_machine_file(
+        folder / INSPECTION_NAME, InspectionFile.model_validate_json(json.dumps(report))
+    )
+
+
+def load_inspection(workspace: Workspace, name: str) -> InspectionFile:
+    """The stored report of dataset ``name``'s last inspection."""
+    path = workspace.dataset_dir(name) / INSPECTION_NAME
+    if not path.is_file():
+        raise InvalidInput(
+            f"dataset {name} has no inspection report ({path})",
+            hint=f"run `kura dataset inspect {name}`",
+            path=path,
+        )
+    return read_machine_file(
+        InspectionFile, path, remedy=f"run `kura dataset inspect {name}` to write it again"
     )
 
 

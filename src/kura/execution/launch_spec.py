@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from kura.backends.base import ContainerSpec, Mount, Step
 from kura.errors import InvalidInput
-from kura.fsutil import atomic_write_text
 
 __all__ = [
     "CACHE_STEPS",
@@ -65,69 +64,62 @@ def save_launch_record(record: LaunchRecord) -> Path:
         "backend": record.backend,
         "options": record.options,
     }
+    from kura.spec.launch import LaunchFile
+    from kura.spec.machine import write_machine_file
+
     path = Path(spec.run_dir) / LAUNCH_RECORD
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_machine_file(path, LaunchFile.model_validate_json(json.dumps(data)))
     return path
 
 
 def load_launch_record(run_dir: Path) -> LaunchRecord:
     """Read ``runs/<id>/launch.json`` back; a damaged file is :class:`InvalidInput`."""
+    from kura.spec.launch import LaunchFile
+    from kura.spec.machine import read_machine_file
+
     path = Path(run_dir) / LAUNCH_RECORD
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        raw = data["spec"]
-        container = raw["container"]
-        spec = LaunchSpec(
-            run_id=str(raw["run_id"]),
-            run_dir=Path(raw["run_dir"]),
-            steps=[
-                Step(
-                    name=s["name"],
-                    argv=tuple(s["argv"]),
-                    env=dict(s["env"]),
-                    cwd=s["cwd"],
-                    kind=s.get("kind", "train"),
-                    generated=bool(s.get("generated", True)),
-                )
-                for s in raw["steps"]
-            ],
-            executor=raw["executor"],
-            container=None
-            if container is None
-            else ContainerSpec(
-                image=container["image"],
-                gpus=container["gpus"],
-                mounts=tuple(
-                    Mount(
-                        target=m["target"],
-                        read_only=bool(m["read_only"]),
-                        purpose=m.get("purpose", ""),
-                        source=m["source"],
-                    )
-                    for m in container["mounts"]
-                ),
-                env=dict(container["env"]),
-                workdir=container["workdir"],
-            ),
-            gpus=int(raw["gpus"]),
-            pass_env=list(raw["pass_env"]),
-            skip_steps=list(raw["skip_steps"]),
-        )
-        return LaunchRecord(
-            spec,
-            dict(data.get("backend_config", {})),
-            dict(data.get("options", {})),
-            backend=str(data.get("backend", "musubi-tuner")),
-        )
-    except FileNotFoundError:
+    if not path.is_file():
         raise InvalidInput(
             f"{path} does not exist",
             hint="the run was never launched from this folder; launch it with `kura run launch`",
             path=path,
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InvalidInput(
-            f"{path} is damaged ({type(exc).__name__}: {exc})",
-            hint="relaunch the run with `kura run relaunch`, which writes it afresh",
-            path=path,
-        ) from None
+        )
+    found = read_machine_file(
+        LaunchFile, path, remedy="relaunch the run with `kura run relaunch`, which writes it"
+    )
+    raw = found.spec
+    container = raw.container
+    spec = LaunchSpec(
+        run_id=raw.run_id,
+        run_dir=Path(raw.run_dir),
+        steps=[
+            Step(
+                name=s.name,
+                argv=tuple(s.argv),
+                env=dict(s.env),
+                cwd=s.cwd,
+                kind=s.kind,
+                generated=s.generated,
+            )
+            for s in raw.steps
+        ],
+        executor=raw.executor,
+        container=None
+        if container is None
+        else ContainerSpec(
+            image=container.image,
+            gpus=container.gpus,
+            mounts=tuple(
+                Mount(m.target, m.read_only, m.purpose, source=m.source, baked=m.baked)
+                for m in container.mounts
+            ),
+            env=dict(container.env),
+            workdir=container.workdir,
+        ),
+        gpus=raw.gpus,
+        pass_env=list(raw.pass_env),
+        skip_steps=list(raw.skip_steps),
+    )
+    return LaunchRecord(
+        spec, dict(found.backend_config), dict(found.options), backend=found.backend
+    )

@@ -28,6 +28,8 @@ __all__ = ["COMPILED_DIR", "CompileReport", "compile_in_workspace", "lock_path"]
 
 COMPILED_DIR = "compiled"
 LOCK_NAME = "run.lock"
+STEPS_NAME = "steps.json"
+CONTAINER_NAME = "container.json"
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,11 @@ def lock_path(workspace: Workspace, run_id: str) -> Path:
 
 def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     """Compile one run and write its ``compiled/`` folder (only files whose bytes change)."""
-    from kura.backends.documents import container_document, step_document
+    from kura.backends.documents import container_document, steps_file
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
+    from kura.spec.compiled import ContainerFile
+    from kura.spec.machine import machine_text
 
     spec, _ = load_run(workspace, run_id)
     backend = get_backend(spec.backend.name)
@@ -78,13 +82,11 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
         if paths.in_container and compiled.container is not None
         else None
     )
-    steps = [step_document(s) for s in compiled.steps]
+    steps = steps_file(compiled)
     outputs = dict(compiled.files.items())
-    outputs["steps.json"] = _canonical(
-        {"steps": steps, "backend": compiled.backend, "release": compiled.release}
-    )
+    outputs[STEPS_NAME] = machine_text(steps)
     if container is not None:
-        outputs["container.json"] = _canonical(container)
+        outputs[CONTAINER_NAME] = machine_text(ContainerFile.model_validate(container))
     outputs[LOCK_NAME] = _canonical(lock)
     folder = workspace.run_dir(run_id) / COMPILED_DIR
     changed = False
@@ -98,7 +100,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     return CompileReport(
         run_id=run_id,
         files=[f"{COMPILED_DIR}/{name}" for name in sorted(outputs)],
-        steps=steps,
+        steps=[step.model_dump(mode="json") for step in steps.steps],
         container=container,
         lock=lock,
         checks=_checks(workspace, spec, resolution),
@@ -180,13 +182,12 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
 
 def _control_count(workspace: Workspace, name: str) -> int | None:
     """Controls per item from the stored inspection, when every item has the same number."""
-    from kura.dataset.registry import INSPECTION_NAME
+    from kura.dataset.registry import INSPECTION_NAME, load_inspection
 
-    try:
-        report = json.loads((workspace.dataset_dir(name) / INSPECTION_NAME).read_text())
-    except (OSError, ValueError):
+    if not (workspace.dataset_dir(name) / INSPECTION_NAME).is_file():
         return None
-    counts = (report.get("pairs") or {}).get("control_counts") or {}
+    report = load_inspection(workspace, name)
+    counts = (report.pairs or {}).get("control_counts") or {}
     return int(next(iter(counts))) if len(counts) == 1 else None
 
 

@@ -64,42 +64,39 @@ def _launch_spec(
 ) -> Any:
     from kura.backends.base import ContainerSpec, Mount, Step
     from kura.execution import LaunchSpec
+    from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
+    from kura.spec.compiled import ContainerFile, StepsFile
+    from kura.spec.machine import read_machine_file
 
     spec = context.spec
     run_id = spec.id
-    steps_doc = _compiled(workspace, run_id, "steps.json")
-    container_doc = _compiled(workspace, run_id, "container.json")
-    steps = []
-    for step in steps_doc["steps"]:
-        argv = tuple(step["argv"]) + (extra_train if step["name"] == "train" else ())
-        steps.append(
-            Step(
-                name=step["name"],
-                argv=argv,
-                env=dict(step["env"]),
-                cwd=step["cwd"],
-                kind=step.get("kind", "train"),
-                generated=bool(step.get("generated", True)),
-            )
+    folder = workspace.run_dir(run_id) / COMPILED_DIR
+    remedy = f"run `kura run plan {run_id}` and approve again"
+    steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
+    steps = [
+        Step(
+            name=step.name,
+            argv=tuple(step.argv) + (extra_train if step.kind == "train" else ()),
+            env=dict(step.env),
+            cwd=step.cwd,
+            kind=step.kind,
+            generated=step.generated,
         )
+        for step in steps_doc.steps
+    ]
     container = None
-    if container_doc is not None:
-        mounts = tuple(
-            Mount(
-                target=m["target"],
-                read_only=m["read_only"],
-                purpose=m.get("purpose", ""),
-                source=m["source"],
-            )
-            for m in container_doc["mounts"]
-            if not m["baked"] and m["source"]
-        )
+    if (folder / CONTAINER_NAME).is_file():
+        found = read_machine_file(ContainerFile, folder / CONTAINER_NAME, remedy=remedy)
         container = ContainerSpec(
-            image=container_doc["image"],
-            gpus=container_doc["gpus"],
-            mounts=mounts,
-            env=dict(container_doc["env"]),
-            workdir=container_doc["workdir"],
+            image=found.image,
+            gpus=found.gpus,
+            mounts=tuple(
+                Mount(m.target, m.read_only, m.purpose, source=m.source)
+                for m in found.mounts
+                if not m.baked and m.source
+            ),
+            env=dict(found.env),
+            workdir=found.workdir,
         )
     run_dir = workspace.run_dir(run_id)
     for sub in ("cache", "output", "logs"):

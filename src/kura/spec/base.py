@@ -15,7 +15,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kura.errors import SpecError, UsageError
 from kura.yamlio import load_yaml, parse_yaml
 
-__all__ = ["StrictModel", "load_spec", "parse_value", "plain", "set_dotted", "validate_spec"]
+__all__ = [
+    "StrictModel",
+    "describe_validation",
+    "load_spec",
+    "parse_value",
+    "plain",
+    "set_dotted",
+    "validate_spec",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,7 +40,7 @@ def validate_spec(model: type[M], data: Any, *, source: Path | str) -> M:
         return model.model_validate(plain(data))
     except ValidationError as exc:
         raise SpecError(
-            f"{source} does not match the {model.__name__} schema: {_describe(exc)}",
+            f"{source} does not match the {model.__name__} schema: {describe_validation(exc)}",
             hint=f"fix the key(s) named above in {source}; `kura schema` prints the schema",
             path=source,
         ) from None
@@ -86,7 +94,7 @@ def plain(data: Any) -> Any:
     return data
 
 
-def _describe(exc: ValidationError) -> str:
+def describe_validation(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors()[:6]:
         where = ".".join(str(p) for p in error["loc"]) or "(top level)"

@@ -1,0 +1,61 @@
+"""The schema of ``runs/<id>/launch.json``: what a detached supervisor carries out.
+
+Written by the executor at submit, read by the supervisor and by ``kura run status`` (for
+the backend whose diagnosis reads a failure). Values are plain JSON, secrets never: the
+environment variables a step needs are named in ``pass_env`` and read at start.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kura.spec.machine import MachineFile
+
+__all__ = ["LaunchContainer", "LaunchFile", "LaunchMount", "LaunchSpecEntry", "LaunchStep"]
+
+
+class LaunchStep(MachineFile):
+    name: str
+    argv: list[str] = Field(min_length=1)
+    env: dict[str, str]
+    cwd: str
+    kind: Literal["prepare", "cache", "train", "sample"] = "train"
+    generated: bool = True
+
+
+class LaunchMount(MachineFile):
+    target: str
+    read_only: bool
+    purpose: str = ""
+    source: str | None
+    baked: bool = False
+
+
+class LaunchContainer(MachineFile):
+    image: str
+    gpus: int | str
+    workdir: str
+    mounts: list[LaunchMount]
+    env: dict[str, str]
+
+
+class LaunchSpecEntry(MachineFile):
+    run_id: str
+    run_dir: str
+    steps: list[LaunchStep]
+    executor: Literal["host", "docker", "skypilot"]
+    container: LaunchContainer | None
+    gpus: int = Field(ge=1)
+    pass_env: list[str]
+    skip_steps: list[str]
+
+
+class LaunchFile(MachineFile):
+    spec: LaunchSpecEntry
+    backend: str = "musubi-tuner"
+    backend_config: dict[str, Any] = Field(
+        default_factory=dict, description="What the backend's diagnosis reads of the run."
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="Executor options.")

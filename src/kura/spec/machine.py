@@ -1,0 +1,59 @@
+"""Reading and writing the JSON files Kura alone writes (steps, container, launch, state,
+inspection): one pydantic model each, validated on the way in and on the way out.
+
+These files are read often and never edited by people, so they are parsed with the JSON
+parser (bounded, :mod:`kura.bounded`), never the round-trip YAML one. A file that does not
+match its model is :class:`~kura.errors.InvalidInput` naming the file, the key and the way
+back (usually: write it again with the command that made it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kura.bounded import load_json
+from kura.errors import InvalidInput
+from kura.fsutil import atomic_write_text
+
+__all__ = ["MachineFile", "read_machine_file", "write_machine_file"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class MachineFile(BaseModel):
+    """Base of every machine-written file's model: unknown keys are errors, and values are
+    not coerced (a hand edit that turns a number into a string is caught)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def read_machine_file(model: type[M], path: Path, *, remedy: str) -> M:
+    """``path`` as ``model``; damage or a hand edit names the key and ``remedy``."""
+    from kura.spec.base import describe_validation
+
+    data = load_json(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(
+            f"{path} does not match the {model.__name__} schema: {describe_validation(exc)}",
+            hint=f"Kura alone writes this file; {remedy}",
+            path=path,
+        ) from None
+
+
+def write_machine_file(path: Path, document: BaseModel) -> str:
+    """Write ``document`` atomically as sorted, indented JSON; returns the text written."""
+    text = machine_text(document)
+    atomic_write_text(path, text)
+    return text
+
+
+def machine_text(document: BaseModel) -> str:
+    """The canonical bytes of a machine file (compiling twice gives the same text)."""
+    data = document.model_dump(mode="json", by_alias=True)
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

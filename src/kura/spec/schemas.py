@@ -1,0 +1,36 @@
+"""Every file Kura writes, by the name ``kura schema NAME`` knows it, and its JSON Schema."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kura.errors import UsageError
+
+__all__ = ["SCHEMAS", "json_schema"]
+
+SCHEMAS: dict[str, tuple[str, str]] = {
+    "container": ("kura.spec.compiled:ContainerFile", "runs/<id>/compiled/container.json"),
+    "dataset": ("kura.spec.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
+    "inspection": ("kura.spec.inspection:InspectionFile", "datasets/<name>/inspection.json"),
+    "launch": ("kura.spec.launch:LaunchFile", "runs/<id>/launch.json"),
+    "run": ("kura.spec.run:RunSpec", "runs/<id>/run.yaml"),
+    "state": ("kura.spec.state:RunState", "runs/<id>/state.json"),
+    "steps": ("kura.spec.compiled:StepsFile", "runs/<id>/compiled/steps.json"),
+    "workspace": ("kura.workspace:WorkspaceConfig", "kura.toml"),
+}
+"""Schema name → (``module:model``, the file it describes)."""
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of the file called ``name`` (pydantic models and dataclasses)."""
+    from pydantic import TypeAdapter
+
+    entry = SCHEMAS.get(name)
+    if entry is None:
+        raise UsageError(f"unknown schema {name!r}", hint=f"choose one of {', '.join(SCHEMAS)}")
+    module, _, attribute = entry[0].partition(":")
+    model = getattr(importlib.import_module(module), attribute)
+    schema: dict[str, Any] = TypeAdapter(model).json_schema(by_alias=True)
+    schema.setdefault("description", f"The schema of {entry[1]}.")
+    return schema
