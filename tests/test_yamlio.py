@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kura.errors import InvalidInput
-from kura.yamlio import load_yaml, parse_yaml, write_yaml
+from kura.spec.base import plain
+from kura.yamlio import load_yaml, parse_plain_yaml, parse_yaml, read_yaml, write_yaml
 
 BILLION_LAUGHS = """
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -82,3 +83,90 @@ def _plain(data: object) -> object:
     if isinstance(data, list):
         return [_plain(v) for v in data]
     return data
+
+
+# The fast reader (read_yaml, libyaml) refuses what the round-trip reader refuses and reads
+# what it reads the same.
+
+REFUSED = {
+    "alias": BILLION_LAUGHS,
+    "duplicate key": "a: 1\na: 2\n",
+    "not a mapping": "- 1\n- 2\n",
+    "too deep": "a: " + "[" * 80 + "]" * 80 + "\n",
+    "long integer": "a: " + "9" * 80 + "\n",
+    "lone surrogate": 'a: "\\ud800"\n',
+    "syntax": "a: [1,\n",
+}
+
+
+@pytest.mark.parametrize("text", REFUSED.values(), ids=REFUSED.keys())
+def test_both_readers_refuse_the_same_files(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "f.yaml"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=r"f\.yaml"):
+        load_yaml(path)
+    with pytest.raises(InvalidInput, match=r"f\.yaml"):
+        read_yaml(path)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_the_fast_reader_reads_what_kura_writes_the_same(
+    tmp_path_factory: pytest.TempPathFactory, value: object
+) -> None:
+    path = tmp_path_factory.mktemp("fast") / "v.yaml"
+    write_yaml(path, {"value": value})
+    assert read_yaml(path) == plain(load_yaml(path))
+
+
+TRICKY_SCALARS = (
+    "no",
+    "yes",
+    "on",
+    "off",
+    "y",
+    "NO",
+    "010",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "1_000",
+    "1e3",
+    "1.5e-3",
+    ".5",
+    "-.inf",
+    "~",
+    "null",
+    "True",
+    "2026-12-01",
+    "2026-12-01 10:00:00",
+    "12:30",
+    "+5",
+    "-0",
+    "1.",
+    "3.0",
+    "1:20",
+    "1e",
+    "e3",
+    "1.2.3",
+    "",
+)
+
+
+@pytest.mark.parametrize("scalar", TRICKY_SCALARS)
+def test_both_readers_resolve_a_plain_scalar_alike(scalar: str) -> None:
+    """YAML 1.1 (PyYAML's default) reads `no` as False and `010` as 8; Kura's files are
+    YAML 1.2 as the round-trip reader has them, and the fast reader must agree."""
+    slow = plain(parse_yaml(f"v: {scalar}\n", source="x.yaml"))
+    fast = parse_plain_yaml(f"v: {scalar}\n", source="x.yaml")
+    assert isinstance(slow, dict)
+    assert (fast["v"], type(fast["v"])) == (slow["v"], type(slow["v"]))

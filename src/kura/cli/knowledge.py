@@ -89,10 +89,10 @@ def promote_command(state: AppState, run_id: str, architecture: str, task: str) 
 def regret_command(state: AppState, run_id: str, line: str) -> None:
     """Append `trigger -> reminder` to knowledge/regrets.md, citing the run."""
     from kura.knowledge.regrets import append_regret
-    from kura.runs.store import load_run
+    from kura.runs.store import read_run
 
     workspace = state.workspace()
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
     regret = append_regret(workspace, line, source=f"run {run_id}")
     doc = {"kind": "knowledge-regret", "run": run_id, **regret.to_dict()}
     state.out.result(doc, lambda console, d: console.print(f"regret recorded: {d['trigger']}"))

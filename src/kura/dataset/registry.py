@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
-from kura.spec.base import load_spec, parse_value, set_dotted, validate_spec
+from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
 from kura.spec.dataset import BucketFact, DatasetFacts, DatasetSpec, TriggerFact
 from kura.spec.inspection import InspectionFile
 from kura.spec.machine import read_machine_file, write_machine_file
@@ -94,7 +94,23 @@ def spec_path(workspace: Workspace, name: str) -> Path:
 
 
 def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
-    """The validated spec and its round-trip document; NotFound names the known datasets."""
+    """The validated spec and its round-trip document (for a command that edits it);
+    NotFound names the known datasets."""
+    path = _existing_spec(workspace, name)
+    spec, document = load_spec(DatasetSpec, path)
+    _check_name(spec, name, path)
+    return spec, document
+
+
+def read_dataset(workspace: Workspace, name: str) -> DatasetSpec:
+    """The validated spec, for a command that only reads it (the fast YAML reader)."""
+    path = _existing_spec(workspace, name)
+    spec = read_spec(DatasetSpec, path)
+    _check_name(spec, name, path)
+    return spec
+
+
+def _existing_spec(workspace: Workspace, name: str) -> Path:
     path = spec_path(workspace, name)
     if not path.is_file():
         known = sorted(
@@ -107,14 +123,16 @@ def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
             hint=(f"known datasets: {', '.join(known)}" if known else "none registered yet")
             + "; add one with `kura dataset add NAME PATH`",
         )
-    spec, document = load_spec(DatasetSpec, path)
+    return path
+
+
+def _check_name(spec: DatasetSpec, name: str, path: Path) -> None:
     if spec.name != name:
         raise InvalidInput(
             f"{path} says name: {spec.name!r} but lives in the folder for {name!r}",
             hint=f"set `name: {name}` in that file",
             path=path,
         )
-    return spec, document
 
 
 def media_dir(workspace: Workspace, spec: DatasetSpec) -> Path:
@@ -306,7 +324,7 @@ def inspect_registered(
     progress: Callable[[int, int], None] | None = None,
 ) -> Inspection:
     """Inspect a registered dataset and store its facts (and the full report) beside it."""
-    spec, _ = load_dataset(workspace, name)
+    spec = read_dataset(workspace, name)
     if resolution is None:
         width, height = (spec.facts.resolution * 2)[:2] if spec.facts else (1024, 1024)
         resolution = (width, height)
@@ -420,7 +438,7 @@ def inspect_target(
         return inspection.to_dict()
     workspace = workspace_finder()
     inspection = inspect_registered(workspace, target, resolution=resolution, progress=progress)
-    spec, _ = load_dataset(workspace, target)
+    spec = read_dataset(workspace, target)
     report = inspection.to_dict()
     report["name"] = target
     report["intent"] = spec.intent.model_dump()
@@ -496,7 +514,7 @@ def list_datasets(workspace: Workspace) -> dict[str, Any]:
     for path in sorted(workspace.datasets_dir.glob(f"*/{SPEC_NAME}")):
         if path.parent.name.startswith("."):
             continue  # an older Kura's staging folder, left by a crash: never a dataset
-        spec, _ = load_dataset(workspace, path.parent.name)
+        spec = read_dataset(workspace, path.parent.name)
         facts = spec.facts
         items.append(
             {

@@ -91,9 +91,9 @@ def merge_ema(
     from kura.export.runfiles import epoch_series, output_dir
     from kura.export.tensorio import serialize
     from kura.fsutil import atomic_write_bytes
-    from kura.runs.store import load_run
+    from kura.runs.store import read_run
 
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
     series = epoch_series(workspace, run_id)
     paths = [f.path for f in series]
     tensors, metadata, betas = merge_ema_files(paths, beta, beta2)

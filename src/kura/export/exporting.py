@@ -37,11 +37,11 @@ def export_run(
     from kura.export.verify import target_layout, verify_lora
     from kura.fsutil import atomic_write_bytes
     from kura.models.bundles import get_bundle
-    from kura.runs.store import load_run
+    from kura.runs.store import read_run
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", hint=f"choose {', '.join(FORMATS)}")
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     bundle = get_bundle(spec.model.base)
     architecture = bundle.architecture
     source = choose_source(workspace, run_id, epoch, spec.training.epochs)

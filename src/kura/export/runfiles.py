@@ -155,11 +155,11 @@ def base_shapes(workspace: Workspace, run_id: str, bundle_id: str) -> BaseShapes
 
 def trigger_words(workspace: Workspace, dataset_names: list[str]) -> list[str]:
     """The trigger words the run's datasets declare, in order, without repeats."""
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
 
     words: list[str] = []
     for name in dataset_names:
-        spec, _ = load_dataset(workspace, name)
+        spec = read_dataset(workspace, name)
         trigger = spec.intent.trigger
         if trigger and trigger not in words:
             words.append(trigger)

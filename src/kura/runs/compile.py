@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
-from kura.runs.store import load_run
+from kura.runs.store import read_run
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
@@ -71,7 +71,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     from kura.spec.compiled import ContainerFile
     from kura.spec.machine import machine_text
 
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
     inputs, paths, resolution = _inputs(workspace, spec, backend)
@@ -160,9 +160,9 @@ def _weight_dtype(dtype: str, quantization: str) -> str:
 
 def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
     from kura.backends.base import DatasetInput
-    from kura.dataset.registry import control_dir, load_dataset, media_dir
+    from kura.dataset.registry import control_dir, media_dir, read_dataset
 
-    spec, _ = load_dataset(workspace, name)
+    spec = read_dataset(workspace, name)
     if spec.facts is None:
         raise InvalidInput(
             f"dataset {name} has never been inspected",
@@ -194,12 +194,12 @@ def _control_count(workspace: Workspace, name: str) -> int | None:
 def _lock(
     workspace: Workspace, spec: RunSpec, resolution: Any, release: str
 ) -> dict[str, Any]:
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
     from kura.models.lockdoc import build_lock
 
     datasets = []
     for use in sorted(spec.datasets, key=lambda d: d.name):
-        dataset, _ = load_dataset(workspace, use.name)
+        dataset = read_dataset(workspace, use.name)
         assert dataset.facts is not None
         datasets.append({"name": use.name, "digest": dataset.facts.digest})
     return {
@@ -213,7 +213,7 @@ def _lock(
 
 def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:
     """What must hold before launch, as far as compile can tell now."""
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
 
     checks = []
     for role in resolution.roles:
@@ -221,7 +221,7 @@ def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[s
         detail = "; ".join(role.problems or role.warnings) or role.status
         checks.append({"check": f"model {role.spec.slot}", "status": status, "detail": detail})
     for use in spec.datasets:
-        dataset, _ = load_dataset(workspace, use.name)
+        dataset = read_dataset(workspace, use.name)
         blocking = dataset.facts.blocking_problems if dataset.facts else 0
         checks.append(
             {

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kura.runs.store import load_run
+from kura.runs.store import read_run
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend, PlanInputs
@@ -37,12 +37,12 @@ def load_context(workspace: Workspace, run_id: str) -> RunContext:
     """Load run.yaml, its bundle, backend and datasets; refuse an architecture the run's
     backend does not train (naming those that do)."""
     from kura.backends.registry import get_backend, require_serves
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
     from kura.models.bundles import get_bundle
 
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     bundle = get_bundle(spec.model.base)
     backend = get_backend(spec.backend.name)
     require_serves(backend, bundle.architecture)
-    datasets = {use.name: load_dataset(workspace, use.name)[0] for use in spec.datasets}
+    datasets = {use.name: read_dataset(workspace, use.name) for use in spec.datasets}
     return RunContext(spec=spec, bundle=bundle, backend=backend, datasets=datasets)

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import NotFound
-from kura.spec.base import load_spec
+from kura.spec.base import load_spec, read_spec
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
-__all__ = ["RUN_FILE", "list_run_ids", "load_run", "run_file"]
+__all__ = ["RUN_FILE", "list_run_ids", "load_run", "read_run", "run_file"]
 
 RUN_FILE = "run.yaml"
 
@@ -27,7 +27,22 @@ def list_run_ids(workspace: Workspace) -> list[str]:
 
 
 def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
-    """The validated run spec and its round-trip document."""
+    """The validated run spec and its round-trip document (for a command that edits it)."""
+    path = _existing(workspace, run_id)
+    spec, document = load_spec(RunSpec, path)
+    _check_id(spec, run_id, path)
+    return spec, document
+
+
+def read_run(workspace: Workspace, run_id: str) -> RunSpec:
+    """The validated run spec, for a command that only reads it (the fast YAML reader)."""
+    path = _existing(workspace, run_id)
+    spec = read_spec(RunSpec, path)
+    _check_id(spec, run_id, path)
+    return spec
+
+
+def _existing(workspace: Workspace, run_id: str) -> Path:
     path = run_file(workspace, run_id)
     if not path.is_file():
         known = list_run_ids(workspace)
@@ -36,7 +51,10 @@ def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
             hint=(f"latest runs: {', '.join(known[-5:])}" if known else "no runs yet")
             + "; create one with `kura run new`",
         )
-    spec, document = load_spec(RunSpec, path)
+    return path
+
+
+def _check_id(spec: RunSpec, run_id: str, path: Path) -> None:
     if spec.id != run_id:
         from kura.errors import InvalidInput
 
@@ -45,4 +63,3 @@ def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
             hint=f"set `id: {run_id}` in that file",
             path=path,
         )
-    return spec, document

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kura.errors import SpecError, UsageError
-from kura.yamlio import load_yaml, parse_yaml
+from kura.yamlio import load_yaml, parse_yaml, read_yaml
 
 __all__ = [
     "StrictModel",
@@ -21,6 +21,7 @@ __all__ = [
     "load_spec",
     "parse_value",
     "plain",
+    "read_spec",
     "set_dotted",
     "validate_spec",
 ]
@@ -50,6 +51,11 @@ def load_spec(model: type[M], path: Path) -> tuple[M, Any]:
     """Read a spec file; return the validated model and the round-trip document."""
     document = load_yaml(path)
     return validate_spec(model, document, source=path), document
+
+
+def read_spec(model: type[M], path: Path) -> M:
+    """Read a spec file that will not be written back (libyaml; no round-trip document)."""
+    return validate_spec(model, read_yaml(path), source=path)
 
 
 def set_dotted(document: Any, dotted: str, value: Any) -> None:
