@@ -52,6 +52,7 @@ def toml_of(result) -> dict[str, Any]:
 
 
 _CUSTOM_IMAGE = "example/musubi-xformers:0.3.4"
+_FP_HEAD = [{"name": "clips", "resolution": [640, 640], "frames": [37], "frame_extraction": "head"}]
 _HV_VIDEO = [{"name": "clips", "resolution": [960, 544], "frames": [1, 25]}]
 
 
@@ -105,7 +106,7 @@ def test_framepack_batch_over_one_needs_split_attn() -> None:
         **config(batch_size=2),
         "training": {"effective_batch": 2},
     }
-    datasets = [{"name": "clips", "resolution": [640, 640], "frames": [37], "frame_extraction": "head"}]
+    datasets = _FP_HEAD
     err = refused("framepack", None, spec, spec_datasets=datasets, datasets=[video_dataset()])
     assert "split_attn" in err.message
     spec["backend"]["config"]["split_attn"] = True
@@ -131,7 +132,7 @@ def test_framepack_frames_below_one_section_are_refused() -> None:
     err = refused(
         "framepack",
         None,
-        spec_datasets=[{"name": "clips", "resolution": [640, 640], "frames": [25, 45], "frame_extraction": "head"}],
+        spec_datasets=[{**_FP_HEAD[0], "frames": [25, 45]}],
         datasets=[video_dataset()],
     )
     assert "37" in err.message and "[25]" in err.message
@@ -197,7 +198,7 @@ def test_a_slower_source_than_the_model_is_called_out() -> None:
     result = compiled(
         "framepack",
         None,
-        spec_datasets=[{"name": "clips", "resolution": [640, 640], "frames": [37], "frame_extraction": "head"}],
+        spec_datasets=_FP_HEAD,
         datasets=[video_dataset(fps=24.0)],
     )
     assert any("never adds" in w and "1.25x slow" in w for w in result.warnings)
@@ -227,7 +228,7 @@ def test_a_mixed_folder_is_refused_where_images_cannot_train() -> None:
     err = refused(
         "framepack",
         None,
-        spec_datasets=[{"name": "clips", "resolution": [640, 640], "frames": [37], "frame_extraction": "head"}],
+        spec_datasets=_FP_HEAD,
         datasets=[replace(video_dataset(), images=2)],
     )
     assert "2 image(s)" in err.message
