@@ -116,7 +116,7 @@ class MusubiBackend:
         from kura.backends.musubi.fit import fastest_fitting
 
         plan = fastest_fitting(
-            estimate_config(spec, inputs.datasets), gpu, host_ram_gib=host_ram_gib
+            estimate_config(spec, inputs.datasets, inputs.media), gpu, host_ram_gib=host_ram_gib
         )
         wanted = config_changes(plan.config) if plan.fits else {}
         rung_reasons = {rung.aid: rung.reason for rung in plan.rungs}
@@ -141,7 +141,7 @@ class MusubiBackend:
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
 
-        return evaluation_of(estimate(estimate_config(spec, inputs.datasets), gpu))
+        return evaluation_of(estimate(estimate_config(spec, inputs.datasets, inputs.media), gpu))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
         """The one rung to take if training still runs out of memory: the same next rung
