@@ -12,9 +12,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from kura.backends.base import DatasetMedia
 from kura.backends.musubi.estimator.config import Attention, Fp8Mode, GcMode
 from kura.errors import Unsupported
-from kura.backends.base import DatasetMedia
 from kura.spec.dataset import DatasetSpec
 from kura.spec.run import RunSpec
 
@@ -130,7 +130,7 @@ def _video_buckets(
             f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed"
         )
     targets = list(use.frames or [use.max_frames or 1])
-    return {t: videos for t in targets}, (
+    return dict.fromkeys(targets, videos), (
         f"dataset {use.name}: video frame counts unknown; one item per target frame count per "
         "video assumed (Musubi makes more under chunk/slide/uniform)"
     )
