@@ -265,9 +265,7 @@ def _check_fps(adapter: Adapter, use: DatasetUse, source: DatasetInput) -> list[
     frames down to the model's rate but never adds any."""
     rates = sorted({clip.fps for clip in source.clips if clip.fps is not None})
     if len(rates) > 1:
-        by_rate = {
-            rate: [c.name for c in source.clips if c.fps == rate][:3] for rate in rates
-        }
+        by_rate = {rate: [c.name for c in source.clips if c.fps == rate][:3] for rate in rates}
         listed = "; ".join(f"{rate:g} fps: {', '.join(names)}" for rate, names in by_rate.items())
         raise SpecError(
             f"dataset {use.name!r} mixes frame rates ({listed}); Musubi converts one "

@@ -170,7 +170,7 @@ def estimate_config(
     )
     if "none" not in shape.fp8_modes:
         # A pre-quantised DiT (Ideogram 4) trains in its only format with no fp8 flag.
-        fp8 = shape.fp8_modes[0]
+        fp8 = "scaled" if shape.fp8_modes[0] == "scaled" else "base"
     checkpointing: GcMode = "off"
     if config.get("gradient_checkpointing"):
         checkpointing = "cpu-offload" if config.get("gradient_checkpointing_cpu_offload") else "on"
@@ -285,3 +285,48 @@ def rung_change(rung: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] 
         factor = int(rung["from"]) // int(rung["to"])
         return {"batch_size": rung["to"], "gradient_accumulation_steps": accumulation * factor}
     return None
+
+
+def step_setup(spec: RunSpec, bundle: Any) -> Any:
+    """What sizing the caching and sampling steps needs to know of this run."""
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.backends.musubi.config import ESCAPE_HATCH_KEYS
+    from kura.backends.musubi.fit import StepSetup
+
+    adapter = adapter_for(bundle.architecture)
+    config = spec.backend.config
+    if adapter is None:
+        return StepSetup(custom=("cache_latents", "cache_text_encoder", "train", "sample"))
+    version = next(
+        (
+            str(bundle.trainer[k])
+            for k in ("model_version", "task", "model_type")
+            if k in bundle.trainer
+        ),
+        None,
+    )
+    variant = adapter.variants.get(version)
+    te = adapter.text_encoder_fp8
+    te_key = (
+        te.name
+        if te is not None and te.kind == "bool" and (variant is None or variant.text_encoder_fp8)
+        else None
+    )
+    vae_aids = any(key.name == "vae_chunk_size" for key in adapter.extra_config)
+    custom_of = {
+        "cache_latents_command": "cache_latents",
+        "cache_text_encoder_command": "cache_text_encoder",
+        "command": "train",
+    }
+    custom = tuple(custom_of[k] for k in ESCAPE_HATCH_KEYS if k in config and k in custom_of)
+    if "train" in custom:
+        custom += ("sample",)
+    return StepSetup(
+        te_fp8_key=te_key,
+        vae_aids=vae_aids,
+        sampling=bool(spec.training.sample_prompts),
+        te_fp8=bool(te_key and config.get(te_key)),
+        vae_chunked=bool(config.get("vae_chunk_size")),
+        vae_tiled=bool(config.get("vae_tiling")),
+        custom=custom,
+    )

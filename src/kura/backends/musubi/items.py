@@ -88,10 +88,7 @@ def extracted_frames(
         return [t for t in targets for i in range(0, frame_count, t) if i + t <= frame_count]
     if extraction == "slide":
         return [
-            t
-            for t in targets
-            if frame_count >= t
-            for _ in range(0, frame_count - t + 1, stride)
+            t for t in targets if frame_count >= t for _ in range(0, frame_count - t + 1, stride)
         ]
     if extraction == "uniform":
         return [t for t in targets if frame_count >= t for _ in range(sample)]
