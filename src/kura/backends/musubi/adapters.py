@@ -429,9 +429,10 @@ ADAPTERS: dict[str, Adapter] = {
             frame_extraction=Default("full", "docs/framepack.md dataset recommendation"),
         ),
         notes=(
-            "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) has no Kura adapter "
-            "mode yet; use the escape hatch.",
-            "Use `split_attn` when the micro-batch is above 1 (docs/framepack.md).",
+            "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) is not supported by "
+            "Kura: the escape hatch cannot carry its dataset keys, so such runs are refused.",
+            "Every item needs at least 37 frames (one section of the 9-frame latent window); "
+            "each item trains as floor((latent frames - 1) / 9) sections.",
         ),
     ),
     "flux_kontext": Adapter(
@@ -609,7 +610,8 @@ ADAPTERS: dict[str, Adapter] = {
             discrete_flow_shift=Default(2.2, "docs/qwen_image.md training example"),
         ),
         notes=(
-            "`layered` (multiple-target datasets) has no Kura adapter mode; use the escape hatch.",
+            "`layered` (multiple-target datasets) is not supported by Kura (the escape hatch "
+            "cannot carry its dataset layout); such runs are refused.",
             "All Edit variants share the `qie` cache suffix; Kura keeps a cache folder per "
             "model version so a switch never reuses another variant's text-encoder cache.",
             "Attention other than sdpa should add `split_attn` (docs/qwen_image.md).",

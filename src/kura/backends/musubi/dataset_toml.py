@@ -111,8 +111,8 @@ def _check_kind(adapter: Adapter, use: DatasetUse, source: DatasetInput) -> None
     if source.kind == "image" and not adapter.accepts_image:
         raise Unsupported(
             f"dataset {use.name!r} is images, but Kura's {adapter.id} adapter trains on video only",
-            hint="use a video dataset; image modes (e.g. FramePack one-frame) need the "
-            "escape hatch backend.config.command",
+            hint="use a video dataset; Kura does not support image modes such as FramePack "
+            "one-frame training (its fp_1f_* dataset keys)",
         )
     if source.kind == "image":
         set_keys = [k for k in _VIDEO_ONLY_KEYS if getattr(use, k) is not None]
