@@ -32,11 +32,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AidChoice",
     "Backend",
+    "ClipFact",
     "CompileInputs",
     "CompiledRun",
     "ContainerSpec",
     "Contingency",
     "DatasetInput",
+    "DatasetMedia",
     "Diagnosis",
     "DraftedConfig",
     "Evaluation",
@@ -63,11 +65,35 @@ StepKind = Literal["prepare", "cache", "train", "sample"]
 
 
 @dataclass(frozen=True)
+class ClipFact:
+    """One video of a dataset as inspection read it: its name (relative to the media
+    folder), frame count, frame rate and the bucket (width, height) it falls into; None
+    where inspection could not tell."""
+
+    name: str
+    frames: int | None
+    fps: float | None
+    bucket: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class DatasetMedia:
+    """What inspection knows of a dataset's media beyond its facts: every video, the
+    number of images, and the control images per item when every item has the same."""
+
+    clips: tuple[ClipFact, ...] = ()
+    images: int = 0
+    control_count: int | None = None
+
+
+@dataclass(frozen=True)
 class DatasetInput:
     """One dataset of the run, resolved from the workspace by the caller.
 
     Paths are as the trainer sees them. ``control_count`` is the number of control images
-    per item when inspection knows it; ``source_fps`` the videos' frame rate, if known.
+    per item when inspection knows it; ``source_fps`` the videos' frame rate, if known (and
+    the same for every video). ``clips`` are the videos inspection read and ``images`` the
+    number of images in the folder (a folder may hold both).
     """
 
     name: str
@@ -77,6 +103,8 @@ class DatasetInput:
     kind: Literal["image", "video"]
     control_count: int | None = None
     source_fps: float | None = None
+    clips: tuple[ClipFact, ...] = ()
+    images: int = 0
 
 
 @dataclass(frozen=True)
@@ -291,6 +319,8 @@ class PlanInputs:
 
     bundle: Bundle
     datasets: Mapping[str, DatasetSpec]
+    media: Mapping[str, DatasetMedia] = field(default_factory=dict)
+    """Per dataset, the videos and images inspection read (empty when not loaded)."""
 
 
 @dataclass(frozen=True)

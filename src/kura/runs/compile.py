@@ -168,27 +168,23 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
             f"dataset {name} has never been inspected",
             hint=f"run `kura dataset inspect {name}`",
         )
+    from kura.runs.media import dataset_media
+
     control = control_dir(workspace, spec)
     counts = spec.facts.counts
+    media = dataset_media(workspace, name)
+    rates = {clip.fps for clip in media.clips}
     return DatasetInput(
         name=name,
         media_dir=paths.dataset(name, media_dir(workspace, spec)),
         caption_ext=spec.caption_ext,
         control_dir=paths.dataset(name, control, control=True) if control else None,
         kind="video" if counts.get("videos", 0) > 0 else "image",
-        control_count=_control_count(workspace, name) if control else None,
+        control_count=media.control_count if control else None,
+        source_fps=next(iter(rates)) if len(rates) == 1 else None,
+        clips=media.clips,
+        images=counts.get("images", 0),
     )
-
-
-def _control_count(workspace: Workspace, name: str) -> int | None:
-    """Controls per item from the stored inspection, when every item has the same number."""
-    from kura.dataset.registry import INSPECTION_NAME, load_inspection
-
-    if not (workspace.dataset_dir(name) / INSPECTION_NAME).is_file():
-        return None
-    report = load_inspection(workspace, name)
-    counts = (report.pairs or {}).get("control_counts") or {}
-    return int(next(iter(counts))) if len(counts) == 1 else None
 
 
 def _lock(

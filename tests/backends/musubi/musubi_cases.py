@@ -88,6 +88,7 @@ def make_inputs(
     roles: dict[str, str] | None = None,
     drop_roles: tuple[str, ...] = (),
     weight_dtypes: dict[str, str] | None = None,
+    container_image: str | None = None,
 ) -> CompileInputs:
     paths = roles if roles is not None else all_roles(architecture)
     paths = {k: v for k, v in paths.items() if k not in drop_roles}
@@ -99,6 +100,7 @@ def make_inputs(
         run_dir=RUN_DIR,
         trainer_dir=MUSUBI_DIR,
         weight_dtypes=weight_dtypes or {},
+        container_image=container_image,
     )
 
 
@@ -112,6 +114,7 @@ class Case:
     datasets: list[DatasetInput] | None = None
     drop_roles: tuple[str, ...] = ()
     weight_dtypes: dict[str, str] | None = None
+    container_image: str | None = None
 
     def build(self) -> tuple[RunSpec, CompileInputs]:
         config = self.spec.get("backend", {}).get("config", {})
@@ -123,6 +126,7 @@ class Case:
             self.datasets,
             drop_roles=self.drop_roles,
             weight_dtypes=self.weight_dtypes,
+            container_image=self.container_image,
         )
         return spec, inputs
 
@@ -285,6 +289,7 @@ CASES: tuple[Case, ...] = (
             {"name": "pairs", "resolution": [1024, 1024], "control_resolution": [1024, 1024]}
         ],
         datasets=[image_dataset("pairs", control=True, control_count=2)],
+        container_image="example/musubi-xformers:0.3.4",
     ),
     Case("zimage-plain", "zimage", None),
     Case(

@@ -120,6 +120,7 @@ def _section(adapter: Adapter) -> list[str]:
         f"- Width/height multiple: {adapter.resolution_multiple}"
         + (" (enforced)" if adapter.resolution_multiple > 16 else " (bucketing rounds)"),
         f"- Weight dtype rule: {adapter.weight_dtype_rule}",
+        *_run_rules(adapter),
     ]
     if adapter.version_flag:
         lines.append(
@@ -144,6 +145,68 @@ def _section(adapter: Adapter) -> list[str]:
     if adapter.notes:
         lines += ["", *(f"- {note}" for note in adapter.notes)]
     return lines
+
+
+def _run_rules(adapter: Adapter) -> list[str]:
+    """The rules of Musubi's own code Kura applies to this architecture (issue 11)."""
+    rules: list[str] = []
+    if adapter.split_attn_for:
+        rules.append(
+            f"- `split_attn` required with {', '.join(f'`{a}`' for a in adapter.split_attn_for)}"
+            f" ({adapter.split_attn_source})"
+        )
+    if adapter.split_attn_for_batch:
+        rules.append(
+            "- `split_attn` required with micro-batch > 1 and "
+            f"{', '.join(f'`{a}`' for a in adapter.split_attn_for_batch)} "
+            f"({adapter.split_attn_source})"
+        )
+    for module, why in adapter.network_modules_refused:
+        rules.append(f"- `{module}` refused: {why}")
+    if adapter.accepts_video:
+        fps = f"{adapter.model_fps} fps" if adapter.model_fps else "no fps conversion"
+        rules.append(
+            f"- Video: items per epoch counted as Musubi's VideoDataset makes them; {fps}, "
+            "`source_fps` written per dataset (one rate per dataset, frames only dropped)"
+            + (
+                "; a folder with images too becomes two entries"
+                if adapter.accepts_image
+                else "; a folder with images too is refused"
+            )
+        )
+    if adapter.framepack_window:
+        rules.append(
+            f"- FramePack sections: window {adapter.framepack_window} latent frames, at least "
+            f"{adapter.framepack_window * 4 + 1} frames per item (shorter clips refused by name)"
+        )
+    controls = [v for v in adapter.variants.values() if v.controls is not None]
+    if controls:
+        rules.append("- Control images join the sequence in the memory and time estimate")
+    defaults = [v.control_resolution for v in adapter.variants.values() if v.control_resolution]
+    if defaults:
+        rules.append(
+            f"- `control_resolution` defaults to [{defaults[0].value}, {defaults[0].value}] "
+            f"({defaults[0].source})"
+        )
+    rules.append(
+        "- Sized steps: cache_latents, cache_text_encoder, train"
+        + (" (+ sample when sample prompts are set)")
+        + (
+            f"; text-encoder fp8 aid `{adapter.text_encoder_fp8.name}`"
+            if adapter.text_encoder_fp8 and adapter.text_encoder_fp8.kind == "bool"
+            else ""
+        )
+        + (
+            "; VAE aids `vae_chunk_size`/`vae_tiling`"
+            if any(k.name == "vae_chunk_size" for k in adapter.extra_config)
+            else ""
+        )
+    )
+    rules.append(
+        "- Attention libraries: `xformers`/`flash_attn`/`flash3` refused on Kura's image "
+        "(it installs neither; Musubi does not depend on them)"
+    )
+    return rules
 
 
 def _variant_row(name: str | None, variant: Variant) -> str:

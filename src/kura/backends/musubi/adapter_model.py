@@ -81,6 +81,9 @@ class Variant:
     step_roles: dict[StepName, tuple[RoleFlag, ...]] = field(default_factory=dict)
     dual_dit_boundary: Default | None = None
     text_encoder_fp8: bool = True
+    control_resolution: Default | None = None
+    """The ``control_resolution`` Kura writes when the dataset sets none (and does not
+    keep controls unresized)."""
     note: str = ""
 
 
@@ -113,3 +116,13 @@ class Adapter:
     defaults: dict[str, Default]
     notes: tuple[str, ...] = ()
     smoke: str = "command generation checked, training smoke pending"
+    split_attn_for: tuple[str, ...] = ()
+    """Attention backends that crash (or are documented to) without ``--split_attn``."""
+    split_attn_for_batch: tuple[str, ...] = ()
+    """Attention backends that need ``--split_attn`` when the micro-batch is over 1."""
+    split_attn_source: str = ""
+    network_modules_refused: tuple[tuple[str, str], ...] = ()
+    """Modules Musubi has but cannot build for this architecture, with the reason."""
+    framepack_window: int | None = None
+    """FramePack's latent window (``fp_latent_window_size``): items are cached as sections
+    of this many latent frames."""

@@ -134,6 +134,16 @@ def _k5_variant(limit: int, blocks: str) -> Variant:
 
 
 _FLUX2_SWAP = "flux_2/flux2_models.py split rule, each part <= count-2"
+_QIE_CONTROL = Default(
+    1024,
+    "docs/dataset_config.md (Qwen-Image-Edit): 'If you want to resize the control images the "
+    "same as the official code, specify [1024,1024]. We strongly recommend specifying this "
+    "value.'",
+)
+_NO_ARCH_DETECTION = (
+    "networks/network_arch.py detect_arch_config finds none of its block classes in this "
+    "model and raises 'Cannot auto-detect architecture'"
+)
 
 ADAPTERS: dict[str, Adapter] = {
     "hunyuan_video": Adapter(
@@ -191,6 +201,9 @@ ADAPTERS: dict[str, Adapter] = {
             discrete_flow_shift=Default(7.0, "docs/hunyuan_video.md training example"),
             frame_extraction=Default("head", _DATASET),
         ),
+        split_attn_for=("xformers",),
+        split_attn_source="hunyuan_model/attention.py: assert split_attn or cu_seqlens_q is "
+        "None, 'Xformers only supports splitting'",
         notes=("`--fp8_scaled` does not exist for HunyuanVideo training; only `--fp8_base`.",),
     ),
     "hunyuan_video_1_5": Adapter(
@@ -263,6 +276,9 @@ ADAPTERS: dict[str, Adapter] = {
                 "Patch-wise VAE convolution (lower VRAM).",
             ),
         ),
+        split_attn_for=("xformers",),
+        split_attn_source="docs/hunyuan_video_1_5.md: '--xformers for xformers (requires "
+        "--split_attn)'",
         defaults=_defaults(
             "hunyuan_video_1_5.md",
             timestep_sampling=Default("shift", "docs/hunyuan_video_1_5.md training example"),
@@ -402,6 +418,10 @@ ADAPTERS: dict[str, Adapter] = {
         resolution_multiple=16,
         weight_dtype_rule="none",
         extra_config=(*_HV_VAE_KEYS, _NUMPY_MEMMAP),
+        split_attn_for_batch=("sdpa", "xformers"),
+        split_attn_source="docs/framepack.md: batch size > 1 with --sdpa or --xformers 'will "
+        "always result in an error, please specify --split_attn'",
+        framepack_window=9,
         defaults=_defaults(
             "framepack.md",
             timestep_sampling=Default("shift", "docs/framepack.md training example"),
@@ -409,9 +429,10 @@ ADAPTERS: dict[str, Adapter] = {
             frame_extraction=Default("full", "docs/framepack.md dataset recommendation"),
         ),
         notes=(
-            "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) has no Kura adapter "
-            "mode yet; use the escape hatch.",
-            "Use `split_attn` when the micro-batch is above 1 (docs/framepack.md).",
+            "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) is not supported by "
+            "Kura: the escape hatch cannot carry its dataset keys, so such runs are refused.",
+            "Every item needs at least 37 frames (one section of the 9-frame latent window); "
+            "each item trains as floor((latent frames - 1) / 9) sections.",
         ),
     ),
     "flux_kontext": Adapter(
@@ -548,12 +569,26 @@ ADAPTERS: dict[str, Adapter] = {
         version_steps=("cache_latents", "cache_text_encoder", "train"),
         variants={
             "original": Variant("qi", 59, "qwen_image_model.py: <= 60 blocks - 1"),
-            "edit": Variant("qie", 59, "qwen_image_model.py: <= 60 blocks - 1", controls=(1, 1)),
+            "edit": Variant(
+                "qie",
+                59,
+                "qwen_image_model.py: <= 60 blocks - 1",
+                controls=(1, 1),
+                control_resolution=_QIE_CONTROL,
+            ),
             "edit-2509": Variant(
-                "qie", 59, "qwen_image_model.py: <= 60 blocks - 1", controls=(1, None)
+                "qie",
+                59,
+                "qwen_image_model.py: <= 60 blocks - 1",
+                controls=(1, None),
+                control_resolution=_QIE_CONTROL,
             ),
             "edit-2511": Variant(
-                "qie", 59, "qwen_image_model.py: <= 60 blocks - 1", controls=(1, None)
+                "qie",
+                59,
+                "qwen_image_model.py: <= 60 blocks - 1",
+                controls=(1, None),
+                control_resolution=_QIE_CONTROL,
             ),
         },
         fp8_base=True,
@@ -575,7 +610,8 @@ ADAPTERS: dict[str, Adapter] = {
             discrete_flow_shift=Default(2.2, "docs/qwen_image.md training example"),
         ),
         notes=(
-            "`layered` (multiple-target datasets) has no Kura adapter mode; use the escape hatch.",
+            "`layered` (multiple-target datasets) is not supported by Kura (the escape hatch "
+            "cannot carry its dataset layout); such runs are refused.",
             "All Edit variants share the `qie` cache suffix; Kura keeps a cache folder per "
             "model version so a switch never reuses another variant's text-encoder cache.",
             "Attention other than sdpa should add `split_attn` (docs/qwen_image.md).",
@@ -626,6 +662,8 @@ ADAPTERS: dict[str, Adapter] = {
                 "Compute attention in fp32.",
             ),
         ),
+        split_attn_for=("xformers",),
+        split_attn_source="docs/zimage.md: '--xformers for xformers (requires --split_attn)'",
         defaults=_defaults(
             "zimage.md",
             timestep_sampling=Default("shift", "docs/zimage.md training example"),
@@ -730,7 +768,11 @@ ADAPTERS: dict[str, Adapter] = {
             "train": "hidream_o1_train_network",
         },
         network_module="networks.lora_hidream_o1",
-        network_modules_also=("networks.loha", "networks.lokr"),
+        network_modules_also=(),
+        network_modules_refused=(
+            ("networks.loha", _NO_ARCH_DETECTION),
+            ("networks.lokr", _NO_ARCH_DETECTION),
+        ),
         roles={
             "cache_latents": (),
             "cache_text_encoder": (),
@@ -847,7 +889,11 @@ ADAPTERS: dict[str, Adapter] = {
             "train": "krea2_train_network",
         },
         network_module="networks.lora_krea2",
-        network_modules_also=("networks.loha", "networks.lokr"),
+        network_modules_also=(),
+        network_modules_refused=(
+            ("networks.loha", _NO_ARCH_DETECTION),
+            ("networks.lokr", _NO_ARCH_DETECTION),
+        ),
         roles={
             "cache_latents": (RoleFlag("vae", "--vae"),),
             "cache_text_encoder": (RoleFlag("text_encoder", "--text_encoder"),),

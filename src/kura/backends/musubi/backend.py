@@ -112,20 +112,34 @@ class MusubiBackend:
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
     ) -> PlanFit:
-        from kura.backends.musubi.estimation import LADDER_KEYS, config_changes, estimate_config
+        from kura.backends.musubi.estimation import (
+            LADDER_KEYS,
+            config_changes,
+            estimate_config,
+            step_setup,
+        )
         from kura.backends.musubi.fit import fastest_fitting
 
+        setup = step_setup(spec, inputs.bundle)
         plan = fastest_fitting(
-            estimate_config(spec, inputs.datasets), gpu, host_ram_gib=host_ram_gib
+            estimate_config(spec, inputs.datasets, inputs.media),
+            gpu,
+            host_ram_gib=host_ram_gib,
+            setup=setup,
         )
-        wanted = config_changes(plan.config) if plan.fits else {}
+        wanted = {**config_changes(plan.config), **plan.step_settings} if plan.fits else {}
+        managed = (*LADDER_KEYS, *plan.step_settings)
         rung_reasons = {rung.aid: rung.reason for rung in plan.rungs}
+        aid_of = dict(_AID_OF_KEY)
+        if setup.te_fp8_key:
+            aid_of[setup.te_fp8_key] = "text-encoder-fp8"
+        aid_of.update(vae_chunk_size="vae-chunking", vae_tiling="vae-chunking")
         reasons = {
-            key: f"{LADDER_REASON}: {_reason_for(key, rung_reasons)}"
+            key: f"{LADDER_REASON}: {rung_reasons.get(aid_of.get(key, key), _PART)}"
             if value
             else f"{LADDER_REASON}: not needed on this GPU"
             for key, value in wanted.items()
-            if key in LADDER_KEYS
+            if key in managed
         }
         return PlanFit(
             gpu=gpu.id,
@@ -137,11 +151,12 @@ class MusubiBackend:
         )
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
-        from kura.backends.musubi.estimation import estimate_config
+        from kura.backends.musubi.estimation import estimate_config, step_setup
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
 
-        return evaluation_of(estimate(estimate_config(spec, inputs.datasets), gpu))
+        found = estimate(estimate_config(spec, inputs.datasets, inputs.media), gpu)
+        return evaluation_of(found, step_setup(spec, inputs.bundle))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
         """The one rung to take if training still runs out of memory: the same next rung
@@ -203,9 +218,7 @@ class MusubiBackend:
         return OutputLayout(tuple(loras), tuple(samples))
 
 
-def _reason_for(key: str, reasons: Mapping[str, str]) -> str:
-    aid = _AID_OF_KEY.get(key, key)
-    return reasons.get(aid, "part of the configuration the ladder chose")
+_PART = "part of the configuration the ladder chose"
 
 
 BACKEND = MusubiBackend()

@@ -29,6 +29,7 @@ from kura.backends.musubi.container import RUN_ENV, container_spec
 from kura.backends.musubi.dataset_toml import PlannedDataset, plan_datasets, render_dataset_toml
 from kura.backends.musubi.rules import (
     check_attention,
+    check_attention_library,
     check_batch,
     check_block_swap,
     check_dual_dit,
@@ -76,6 +77,7 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
     check_fp8(adapter, variant, cfg)
     warnings += check_block_swap(adapter, variant, cfg)
     warnings += check_attention(adapter, cfg)
+    warnings += check_attention_library(spec, inputs, cfg)
     warnings += check_weight_dtype(adapter, inputs, cfg)
     boundary = check_dual_dit(spec, adapter, variant, inputs, cfg)
     check_sampling_roles(spec, adapter, inputs)

@@ -22,6 +22,7 @@ import tomli_w
 
 from kura.backends.musubi.adapter_model import Adapter, Variant
 from kura.backends.musubi.contract import CompileInputs, DatasetInput
+from kura.backends.musubi.items import VideoItems, framepack_min_frames, video_items
 from kura.errors import SpecError, Unsupported
 from kura.spec.run import DatasetUse, RunSpec
 
@@ -44,6 +45,8 @@ class PlannedDataset:
     source: DatasetInput
     cache_directory: str
     frame_extraction: str | None
+    control_resolution: int | None = None
+    """The variant's default control resolution (square), used when the dataset sets none."""
 
 
 def cache_family(architecture: str, model_version: str | None) -> str:
@@ -108,8 +111,8 @@ def _check_kind(adapter: Adapter, use: DatasetUse, source: DatasetInput) -> None
     if source.kind == "image" and not adapter.accepts_image:
         raise Unsupported(
             f"dataset {use.name!r} is images, but Kura's {adapter.id} adapter trains on video only",
-            hint="use a video dataset; image modes (e.g. FramePack one-frame) need the "
-            "escape hatch backend.config.command",
+            hint="use a video dataset; Kura does not support image modes such as FramePack "
+            "one-frame training (its fp_1f_* dataset keys)",
         )
     if source.kind == "image":
         set_keys = [k for k in _VIDEO_ONLY_KEYS if getattr(use, k) is not None]
@@ -229,8 +232,25 @@ def plan_datasets(
         if source.kind == "video":
             extraction = use.frame_extraction or _default_extraction(adapter, use)
             _check_frames(use, extraction)
+            if adapter is not None:
+                warnings.extend(_check_fps(adapter, use, source))
+                _check_framepack(adapter, use, source, extraction)
+                _check_mixed(adapter, use, source)
         cache_dir = posixpath.join(family, f"{index:02d}-{_slug(use.name)}")
-        planned.append(PlannedDataset(use, source, cache_dir, extraction))
+        control_default = (
+            variant.control_resolution
+            if variant is not None and source.control_dir is not None
+            else None
+        )
+        planned.append(
+            PlannedDataset(
+                use,
+                source,
+                cache_dir,
+                extraction,
+                None if control_default is None else int(control_default.value),
+            )
+        )
     unused = sorted(set(by_name) - seen_names)
     if unused:
         raise SpecError(
@@ -238,6 +258,107 @@ def plan_datasets(
             hint="list them under datasets: in run.yaml, or do not pass them",
         )
     return planned, warnings
+
+
+def _check_fps(adapter: Adapter, use: DatasetUse, source: DatasetInput) -> list[str]:
+    """One frame rate per dataset (Musubi's ``source_fps`` is per dataset); Musubi drops
+    frames down to the model's rate but never adds any."""
+    rates = sorted({clip.fps for clip in source.clips if clip.fps is not None})
+    if len(rates) > 1:
+        by_rate = {rate: [c.name for c in source.clips if c.fps == rate][:3] for rate in rates}
+        listed = "; ".join(f"{rate:g} fps: {', '.join(names)}" for rate, names in by_rate.items())
+        raise SpecError(
+            f"dataset {use.name!r} mixes frame rates ({listed}); Musubi converts one "
+            "source_fps per dataset, so the others would train at the wrong speed",
+            hint="split the videos into one dataset per frame rate, or re-encode them to one",
+        )
+    fps = source.source_fps
+    if adapter.model_fps is None or fps is None:
+        if adapter.model_fps is not None and source.clips:
+            return [
+                f"dataset {use.name!r}: frame rate unknown; {adapter.id} trains at "
+                f"{adapter.model_fps} fps and Musubi converts only with source_fps"
+            ]
+        return []
+    if fps < adapter.model_fps:
+        return [
+            f"dataset {use.name!r} is {fps:g} fps, below {adapter.id}'s {adapter.model_fps} fps: "
+            "Musubi drops frames to the model's rate but never adds any, so motion trains "
+            f"{adapter.model_fps / fps:.2f}x slow"
+        ]
+    return []
+
+
+def _check_framepack(
+    adapter: Adapter, use: DatasetUse, source: DatasetInput, extraction: str
+) -> None:
+    """FramePack caches each item in sections of its latent window: an item shorter than
+    one section fails at latent caching."""
+    window = adapter.framepack_window
+    if window is None:
+        return
+    least = framepack_min_frames(window)
+    short = [f for f in use.frames or () if f < least]
+    if short:
+        raise SpecError(
+            f"dataset {use.name!r}: FramePack needs at least {least} frames per item (latent "
+            f"window {window}); frames {short} would fail at latent caching",
+            hint=f"use frames of at least {least} (e.g. [{least}, {least + 4 * window}])",
+        )
+    if extraction == "full" and use.max_frames is not None and use.max_frames < least:
+        raise SpecError(
+            f"dataset {use.name!r}: FramePack needs at least {least} frames per item; "
+            f"max_frames {use.max_frames} would fail at latent caching",
+            hint=f"set max_frames to {least} or more",
+        )
+    items = _clip_items(adapter, use, source, extraction)
+    if items is not None and items.no_section:
+        names = ", ".join(items.no_section[:5])
+        more = len(items.no_section) - 5
+        raise SpecError(
+            f"dataset {use.name!r}: video(s) {names}{f' and {more} more' if more > 0 else ''} "
+            f"are shorter than FramePack's {least} frames (after the fps conversion) and "
+            "would fail at latent caching",
+            hint="drop or lengthen them, or use frame_extraction head with frames that fit",
+        )
+
+
+def _clip_items(
+    adapter: Adapter, use: DatasetUse, source: DatasetInput, extraction: str
+) -> VideoItems | None:
+    """The dataset's items as Musubi makes them, None when a video's frames are unknown."""
+    if not source.clips or any(c.frames is None for c in source.clips):
+        return None
+    return video_items(
+        [(c.name, c.frames or 0) for c in source.clips],
+        extraction,
+        use.frames,
+        stride=use.frame_stride or 1,
+        sample=use.frame_sample or 1,
+        max_frames=use.max_frames,
+        source_fps=source.source_fps,
+        target_fps=None if adapter.model_fps is None else float(adapter.model_fps),
+        framepack_window=adapter.framepack_window,
+    )
+
+
+def _check_mixed(adapter: Adapter, use: DatasetUse, source: DatasetInput) -> None:
+    """A folder with videos and images is written as two dataset entries (Musubi reads a
+    ``video_directory`` for videos only); refused where one kind cannot train."""
+    if source.images <= 0:
+        return
+    if not adapter.accepts_image:
+        raise SpecError(
+            f"dataset {use.name!r} holds {source.images} image(s) beside its videos, but "
+            f"Kura's {adapter.id} adapter trains on video only: the images would not train",
+            hint="move the images to their own dataset folder, or drop them",
+        )
+    if source.control_dir is not None:
+        raise SpecError(
+            f"dataset {use.name!r} mixes images and videos and has controls; Kura cannot pair "
+            "the controls of two kinds in one folder",
+            hint="split the images and videos into two datasets",
+        )
 
 
 def _default_extraction(adapter: Adapter | None, use: DatasetUse) -> str:
@@ -251,6 +372,19 @@ def _default_extraction(adapter: Adapter | None, use: DatasetUse) -> str:
 
 def _resolution(values: list[int]) -> list[int]:
     return [values[0], values[0]] if len(values) == 1 else [values[0], values[1]]
+
+
+def _image_entry(item: PlannedDataset) -> dict[str, Any]:
+    """The images of a folder that also holds videos, as their own image dataset entry."""
+    use, source = item.use, item.source
+    return {
+        "image_directory": source.media_dir,
+        "caption_extension": source.caption_ext,
+        "cache_directory": f"{item.cache_directory}-images",
+        "resolution": _resolution(use.resolution),
+        "num_repeats": use.repeats,
+        "enable_bucket": True,
+    }
 
 
 def _dataset_entry(item: PlannedDataset) -> dict[str, Any]:
@@ -272,6 +406,8 @@ def _dataset_entry(item: PlannedDataset) -> dict[str, Any]:
             entry["no_resize_control"] = use.no_resize_control
         if use.control_resolution is not None:
             entry["control_resolution"] = _resolution(use.control_resolution)
+        elif item.control_resolution is not None and not use.no_resize_control:
+            entry["control_resolution"] = [item.control_resolution] * 2
     if source.kind == "video":
         if use.frames is not None:
             entry["target_frames"] = list(use.frames)
@@ -289,6 +425,14 @@ def render_dataset_toml(planned: list[PlannedDataset], batch_size: int) -> str:
     """The dataset TOML text; ``batch_size`` is the micro-batch."""
     document = {
         "general": {"batch_size": batch_size},
-        "datasets": [_dataset_entry(item) for item in planned],
+        "datasets": [
+            entry
+            for item in planned
+            for entry in (
+                [_dataset_entry(item), _image_entry(item)]
+                if item.source.kind == "video" and item.source.images > 0
+                else [_dataset_entry(item)]
+            )
+        ],
     }
     return tomli_w.dumps(document)

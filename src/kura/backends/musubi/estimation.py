@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from kura.backends.base import DatasetMedia
 from kura.backends.musubi.estimator.config import Attention, Fp8Mode, GcMode
 from kura.errors import Unsupported
 from kura.spec.dataset import DatasetSpec
@@ -63,25 +64,76 @@ def estimator_model(bundle: Any) -> str:
     return str(model)
 
 
-def _buckets(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> tuple[Any, ...]:
+def _buckets(
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia],
+    architecture: str,
+) -> tuple[tuple[Any, ...], list[str]]:
+    """Every dataset's items per epoch by size, as Musubi's dataset code makes them
+    (:mod:`kura.backends.musubi.items`), and what had to be assumed."""
     from kura.backends.musubi.estimator.config import Bucket
 
-    buckets = []
+    buckets: list[Any] = []
+    notes: list[str] = []
     for use in spec.datasets:
         facts = datasets[use.name].facts
-        frames = max(use.frames) if use.frames else 1
         width, height = (use.resolution * 2)[:2]
+        videos = facts.counts.get("videos", 0) if facts else 0
+        images = facts.counts.get("images", 0) if facts else 0
+        if videos:
+            found, note = _video_buckets(use, media.get(use.name), videos, architecture)
+            buckets += [Bucket(width, height, f, n * use.repeats) for f, n in found.items()]
+            notes += [note] if note else []
+            if images:
+                buckets.append(Bucket(width, height, 1, images * use.repeats))
+            continue
         if facts and list(facts.resolution) == [width, height] and facts.buckets:
-            buckets += [
-                Bucket(b.width, b.height, frames, b.count * use.repeats) for b in facts.buckets
-            ]
+            buckets += [Bucket(b.width, b.height, 1, b.count * use.repeats) for b in facts.buckets]
         else:
-            total = sum(facts.counts.values()) if facts else 1
-            items = (
-                (facts.counts.get("images", 0) + facts.counts.get("videos", 0)) if facts else total
-            )
-            buckets.append(Bucket(width, height, frames, max(1, items) * use.repeats))
-    return tuple(buckets)
+            buckets.append(Bucket(width, height, 1, max(1, images) * use.repeats))
+    return tuple(buckets), notes
+
+
+def _video_buckets(
+    use: Any, media: DatasetMedia | None, videos: int, architecture: str
+) -> tuple[dict[int, int], str | None]:
+    """Items per frame count of one video dataset: exact from the clips' frames, else one
+    item per target frame count per video (an assumption, said so)."""
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.backends.musubi.items import FRAMEPACK_WINDOW, VAE_FRAME_STRIDE, video_items
+
+    adapter = adapter_for(architecture)
+    window = adapter.framepack_window if adapter else None
+    default = adapter.defaults.get("frame_extraction") if adapter else None
+    extraction = use.frame_extraction or (str(default.value) if default else "head")
+    clips = media.clips if media else ()
+    if clips and all(c.frames is not None for c in clips):
+        rates = {c.fps for c in clips}
+        fps = next(iter(rates)) if len(rates) == 1 else None
+        items = video_items(
+            [(c.name, c.frames or 0) for c in clips],
+            extraction,
+            use.frames,
+            stride=use.frame_stride or 1,
+            sample=use.frame_sample or 1,
+            max_frames=use.max_frames,
+            source_fps=fps,
+            target_fps=None if adapter is None or adapter.model_fps is None else adapter.model_fps,
+            framepack_window=window,
+        )
+        return dict(items.per_frames) or {1: 0}, None
+    if window is not None:
+        frames = (window - 1) * VAE_FRAME_STRIDE + 1
+        return {frames: videos}, (
+            f"dataset {use.name}: video frame counts unknown; one FramePack section "
+            f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed"
+        )
+    targets = list(use.frames or [use.max_frames or 1])
+    return dict.fromkeys(targets, videos), (
+        f"dataset {use.name}: video frame counts unknown; one item per target frame count per "
+        "video assumed (Musubi makes more under chunk/slide/uniform)"
+    )
 
 
 def steps_per_epoch(
@@ -92,15 +144,23 @@ def steps_per_epoch(
     return max(1, math.ceil(batches / (accumulation * gpus)))
 
 
-def estimate_config(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> Any:
+def estimate_config(
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia] | None = None,
+) -> Any:
     """The run exactly as written, as an estimator configuration."""
     from kura.backends.musubi.estimator.config import EstimateConfig
+    from kura.backends.musubi.estimator.shapes import get_shape
     from kura.models.bundles import get_bundle
 
     config = spec.backend.config
+    bundle = get_bundle(spec.model.base)
+    model = estimator_model(bundle)
+    shape = get_shape(model)
     micro = int(config.get("batch_size", 1))
     accumulation = int(config.get("gradient_accumulation_steps", 1))
-    buckets = _buckets(spec, datasets)
+    buckets, _ = _buckets(spec, datasets, media or {}, bundle.architecture)
     epochs = spec.training.epochs or 1
     steps = spec.training.max_steps or epochs * steps_per_epoch(
         buckets, micro, accumulation, spec.execution.gpus
@@ -108,6 +168,9 @@ def estimate_config(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> Any:
     fp8: Fp8Mode = (
         "scaled" if config.get("fp8_scaled") else ("base" if config.get("fp8_base") else "none")
     )
+    if "none" not in shape.fp8_modes:
+        # A pre-quantised DiT (Ideogram 4) trains in its only format with no fp8 flag.
+        fp8 = "scaled" if shape.fp8_modes[0] == "scaled" else "base"
     checkpointing: GcMode = "off"
     if config.get("gradient_checkpointing"):
         checkpointing = "cpu-offload" if config.get("gradient_checkpointing_cpu_offload") else "on"
@@ -115,7 +178,7 @@ def estimate_config(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> Any:
     if attention not in _ATTENTION:
         raise Unsupported(f"the estimator does not know attention {attention!r}")
     return EstimateConfig(
-        model=estimator_model(get_bundle(spec.model.base)),
+        model=model,
         buckets=buckets,
         micro_batch=micro,
         grad_accum=accumulation,
@@ -132,11 +195,45 @@ def estimate_config(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> Any:
         split_attn=bool(config.get("split_attn", False)),
         gpu_count=spec.execution.gpus,
         total_steps=steps,
+        reference_images=_reference_images(spec, bundle, media or {}),
     )
+
+
+def _reference_images(spec: RunSpec, bundle: Any, media: Mapping[str, DatasetMedia]) -> int:
+    """Control images per item that join the sequence (edit/control models): the most any
+    dataset with controls has (inspection's count, else the variant's minimum); 0 for a
+    model version that takes none."""
+    from kura.backends.musubi.adapters import adapter_for
+
+    adapter = adapter_for(bundle.architecture)
+    if adapter is None:
+        return 0
+    version = next(
+        (
+            str(bundle.trainer[k])
+            for k in ("model_version", "task", "model_type")
+            if k in bundle.trainer
+        ),
+        None,
+    )
+    variant = adapter.variants.get(version)
+    if variant is None or variant.controls is None:
+        return 0
+    least = max(1, variant.controls[0])
+    counts = [
+        media[use.name].control_count or least
+        for use in spec.datasets
+        if use.name in media and media[use.name].control_count is not None
+    ]
+    if not counts and variant.controls[0] > 0:
+        counts = [least]
+    return max(counts, default=0)
 
 
 def config_changes(estimate_config: Any) -> dict[str, Any]:
     """The ladder-managed backend.config values that realise an estimator configuration."""
+    from kura.backends.musubi.estimator.shapes import get_shape
+
     values: dict[str, Any] = {
         "fp8_base": estimate_config.fp8 in ("base", "scaled"),
         "fp8_scaled": estimate_config.fp8 == "scaled",
@@ -149,6 +246,9 @@ def config_changes(estimate_config: Any) -> dict[str, Any]:
         "block_swap_h2d_only": estimate_config.swap_h2d_only,
         "split_attn": estimate_config.split_attn,
     }
+    if "none" not in get_shape(estimate_config.model).fp8_modes:
+        # The weights are fp8 as shipped: the trainer takes no fp8 flag for them.
+        del values["fp8_base"], values["fp8_scaled"]
     if estimate_config.blocks_to_swap and estimate_config.swap_h2d_only:
         values["block_swap_ring_size"] = estimate_config.swap_ring_size
     if estimate_config.blocks_to_swap:
@@ -185,3 +285,48 @@ def rung_change(rung: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] 
         factor = int(rung["from"]) // int(rung["to"])
         return {"batch_size": rung["to"], "gradient_accumulation_steps": accumulation * factor}
     return None
+
+
+def step_setup(spec: RunSpec, bundle: Any) -> Any:
+    """What sizing the caching and sampling steps needs to know of this run."""
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.backends.musubi.config import ESCAPE_HATCH_KEYS
+    from kura.backends.musubi.fit import StepSetup
+
+    adapter = adapter_for(bundle.architecture)
+    config = spec.backend.config
+    if adapter is None:
+        return StepSetup(custom=("cache_latents", "cache_text_encoder", "train", "sample"))
+    version = next(
+        (
+            str(bundle.trainer[k])
+            for k in ("model_version", "task", "model_type")
+            if k in bundle.trainer
+        ),
+        None,
+    )
+    variant = adapter.variants.get(version)
+    te = adapter.text_encoder_fp8
+    te_key = (
+        te.name
+        if te is not None and te.kind == "bool" and (variant is None or variant.text_encoder_fp8)
+        else None
+    )
+    vae_aids = any(key.name == "vae_chunk_size" for key in adapter.extra_config)
+    custom_of = {
+        "cache_latents_command": "cache_latents",
+        "cache_text_encoder_command": "cache_text_encoder",
+        "command": "train",
+    }
+    custom = tuple(custom_of[k] for k in ESCAPE_HATCH_KEYS if k in config and k in custom_of)
+    if "train" in custom:
+        custom += ("sample",)
+    return StepSetup(
+        te_fp8_key=te_key,
+        vae_aids=vae_aids,
+        sampling=bool(spec.training.sample_prompts),
+        te_fp8=bool(te_key and config.get(te_key)),
+        vae_chunked=bool(config.get("vae_chunk_size")),
+        vae_tiled=bool(config.get("vae_tiling")),
+        custom=custom,
+    )

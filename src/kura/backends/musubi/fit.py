@@ -28,6 +28,14 @@ from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.estimate import Estimate, estimate
 from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
 from kura.backends.musubi.estimator.shapes import ModelShape, get_shape
+from kura.backends.musubi.estimator.steps import (
+    ENCODERS,
+    STEP_BAND,
+    VAE_CHUNK_FRAMES,
+    latent_cache_gib,
+    sample_gib,
+    text_encoder_gib,
+)
 from kura.errors import Unsupported
 from kura.planning.gpus import GPU_CLASSES, GpuClass
 from kura.planning.ladder import ASK_FIRST_SLOWDOWN, LadderResult, Rung, walk
@@ -38,12 +46,43 @@ __all__ = [
     "MusubiFitProblem",
     "RecipeOption",
     "Rung",
+    "StepSetup",
     "fastest_fitting",
 ]
 
 RESOLUTION_SCALES = (0.875, 0.75, 0.625, 0.5)
 RANK_FLOOR = 4
 PIXEL_STEP = 64
+TE_FP8_AID = "text-encoder-fp8"
+VAE_AID = "vae-chunking"
+
+
+@dataclass(frozen=True)
+class StepSetup:
+    """What the steps around training need to be sized: the adapter's text-encoder fp8
+    key (None when it has none or this model version refuses it), whether the VAE takes
+    ``--vae_chunk_size``/``--vae_tiling``, whether training samples, and the run's own
+    settings of those aids (for the estimate as written)."""
+
+    te_fp8_key: str | None = None
+    vae_aids: bool = False
+    sampling: bool = False
+    te_fp8: bool = False
+    vae_chunked: bool = False
+    vae_tiled: bool = False
+    custom: tuple[str, ...] = ()
+    """Steps a person's argv replaced: Kura cannot size them."""
+
+    def step_settings(self, choice: AidChoice) -> dict[str, object]:
+        """backend.config values of the step aids in ``choice``."""
+        values: dict[str, object] = {}
+        if self.te_fp8_key is not None and TE_FP8_AID in choice:
+            values[self.te_fp8_key] = bool(choice[TE_FP8_AID])
+        if self.vae_aids and VAE_AID in choice:
+            on = bool(choice[VAE_AID])
+            values["vae_chunk_size"] = VAE_CHUNK_FRAMES if on else None
+            values["vae_tiling"] = on
+        return values
 
 
 @dataclass(frozen=True)
@@ -79,6 +118,8 @@ class FitPlan:
     smallest_gpu: dict[str, Any] | None = None
     cheapest_priced_gpu: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    step_settings: dict[str, object] = field(default_factory=dict)
+    costs: tuple[StepCost, ...] = ()
 
     @property
     def config(self) -> EstimateConfig:
@@ -98,6 +139,7 @@ class FitPlan:
             "ask_first": self.ask_first,
             "rungs": [rung.to_dict() for rung in self.rungs],
             "estimate": self.estimate.to_dict(),
+            "steps": [_cost_document(cost) for cost in self.costs],
             "recipe_options": [option.to_dict() for option in self.recipe_options],
             "smallest_gpu": self.smallest_gpu,
             "cheapest_priced_gpu": self.cheapest_priced_gpu,
@@ -129,9 +171,34 @@ def _bare(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
     )
 
 
-def musubi_aids(recipe: EstimateConfig, shape: ModelShape) -> tuple[MemoryAid, ...]:
+def musubi_aids(
+    recipe: EstimateConfig, shape: ModelShape, setup: StepSetup | None = None
+) -> tuple[MemoryAid, ...]:
     """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data."""
     aids: list[MemoryAid] = []
+    setup = setup or StepSetup()
+    encoder = ENCODERS.get(shape.id)
+    if setup.te_fp8_key and encoder is not None and not encoder.shipped_fp8:
+        aids.append(
+            MemoryAid(
+                name=TE_FP8_AID,
+                rung=1,
+                keys=(setup.te_fp8_key,),
+                saves=f"half the {encoder.title} weights while caching text-encoder outputs",
+                costs="fp8 rounding of the cached text embeddings",
+            )
+        )
+    if setup.vae_aids:
+        aids.append(
+            MemoryAid(
+                name=VAE_AID,
+                rung=3,
+                keys=("vae_chunk_size", "vae_tiling"),
+                saves="the VAE's working set while caching latents (temporal chunks, "
+                "spatial tiles)",
+                costs="slower latent caching",
+            )
+        )
     fp8 = _fp8_choice(shape)
     if fp8:
         aids.append(
@@ -216,11 +283,13 @@ def musubi_aids(recipe: EstimateConfig, shape: ModelShape) -> tuple[MemoryAid, .
 class MusubiFitProblem:
     """One recipe on one GPU class with Musubi's memory aids, for the ladder."""
 
-    def __init__(self, recipe: EstimateConfig, gpu: GpuClass):
+    def __init__(self, recipe: EstimateConfig, gpu: GpuClass, setup: StepSetup | None = None):
         self.shape = get_shape(recipe.model)
         self.recipe = _bare(recipe, self.shape)
         self.gpu = gpu
-        self.aids = musubi_aids(self.recipe, self.shape)
+        self.setup = setup
+        """None sizes training alone (the estimator's own question)."""
+        self.aids = musubi_aids(self.recipe, self.shape, setup)
         self._estimates: dict[EstimateConfig, Estimate | None] = {}
 
     def baseline(self) -> AidChoice:
@@ -255,7 +324,14 @@ class MusubiFitProblem:
 
     def evaluate(self, choice: AidChoice) -> Evaluation | None:
         found = self.estimate(choice)
-        return None if found is None else evaluation_of(found)
+        if found is None:
+            return None
+        return evaluation_of(
+            found,
+            self.setup,
+            te_fp8=bool(choice.get(TE_FP8_AID, False)),
+            vae=bool(choice.get(VAE_AID, False)),
+        )
 
     def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
         config = self.config(choice)
@@ -269,19 +345,32 @@ class MusubiFitProblem:
             return {"blocks_to_swap": config.blocks_to_swap, "swap_h2d_only": config.swap_h2d_only}
         if aid.name == "split-attention":
             return {"split_attn": True}
+        if aid.name in (TE_FP8_AID, VAE_AID) and self.setup is not None:
+            return self.setup.step_settings(choice)
         return {"gradient_checkpointing": "cpu-offload"}
 
     def reason(self, aid: MemoryAid, before: Evaluation, after: Evaluation) -> str:
+        if aid.name in (TE_FP8_AID, VAE_AID):
+            step = "cache_text_encoder" if aid.name == TE_FP8_AID else "cache_latents"
+            was, now = _step_cost(before, step), _step_cost(after, step)
+            return (
+                f"{step} peaks at {was.upper_gib or 0:.1f} GiB (band top) without it, over "
+                f"{self.gpu.usable_gib:.1f} GiB usable; {now.upper_gib or 0:.1f} GiB with it"
+            )
         return _reason(aid.name, _detail(before), _detail(after), self.recipe, self.shape)
 
     def settings(self, choice: AidChoice) -> Mapping[str, object]:
         from kura.backends.musubi.estimation import config_changes
 
-        return config_changes(self.config(choice))
+        steps = self.setup.step_settings(choice) if self.setup is not None else {}
+        return {**config_changes(self.config(choice)), **steps}
 
 
-def evaluation_of(found: Estimate) -> Evaluation:
-    """Musubi's estimate as the ladder's evaluation (training is the only sized step yet)."""
+def evaluation_of(
+    found: Estimate, setup: StepSetup | None = None, *, te_fp8: bool = False, vae: bool = False
+) -> Evaluation:
+    """Musubi's estimate as the ladder's evaluation: every step the run takes, each with its
+    own peak and fit (``setup`` None: training only, as the estimator alone sizes it)."""
     train = StepCost(
         step="train",
         kind="train",
@@ -292,7 +381,125 @@ def evaluation_of(found: Estimate) -> Evaluation:
         fits=found.fits,
         source="Musubi estimator (kura.backends.musubi.estimator)",
     )
-    return Evaluation(costs=(train,), step_seconds=found.step_seconds, detail={"estimate": found})
+    costs = [train]
+    if setup is not None:
+        costs = [*_cache_costs(found, setup, te_fp8=te_fp8, vae=vae), train]
+        if setup.sampling:
+            costs.append(_sample_cost(found))
+        costs = [_custom(cost) if cost.step in setup.custom else cost for cost in costs]
+    return Evaluation(
+        costs=tuple(costs), step_seconds=found.step_seconds, detail={"estimate": found}
+    )
+
+
+def _custom(cost: StepCost) -> StepCost:
+    """A step a person's argv replaced: Kura cannot say what it costs."""
+    return StepCost(
+        step=cost.step,
+        kind=cost.kind,
+        peak_gib=None,
+        upper_gib=None,
+        host_ram_gib=None,
+        seconds=None,
+        fits=None,
+        source="custom command (backend.config escape hatch): not sized",
+        notes=("Kura cannot size a command it did not generate",),
+    )
+
+
+def _fit(peak: float, usable: float | None) -> tuple[float, bool | None]:
+    upper = peak * (1 + STEP_BAND / 2)
+    return upper, None if usable is None else upper <= usable
+
+
+def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) -> list[StepCost]:
+    encoder = ENCODERS.get(found.model)
+    config = found.config
+    if encoder is None or config is None:
+        return []
+    usable = found.usable_gib
+    fp8 = te_fp8 or setup.te_fp8
+    te_peak = text_encoder_gib(encoder, fp8)
+    te_upper, te_fits = _fit(te_peak, usable)
+    largest = max(config.buckets, key=lambda b: b.width * b.height * b.frames)
+    chunk = vae or setup.vae_chunked
+    tiled = vae or setup.vae_tiled
+    vae_peak = latent_cache_gib(
+        encoder, largest.width, largest.height, largest.frames, chunk=chunk, tiling=tiled
+    )
+    vae_upper, vae_fits = _fit(vae_peak, usable)
+    te_notes: tuple[str, ...] = (
+        f"{encoder.title} resident in {'fp8' if fp8 or encoder.shipped_fp8 else 'bf16'}",
+    )
+    if encoder.fp8_refused and not fp8:
+        te_notes += (f"no fp8 for it: {encoder.fp8_refused}",)
+    return [
+        StepCost(
+            step="cache_latents",
+            kind="cache",
+            peak_gib=vae_peak,
+            upper_gib=vae_upper,
+            host_ram_gib=None,
+            seconds=None,
+            fits=vae_fits,
+            source="kura.backends.musubi.estimator.steps (VAE encode, [assumed] activations)",
+            notes=(
+                f"largest item {largest.width}x{largest.height}x{largest.frames}"
+                + (", chunked" if chunk and setup.vae_aids else "")
+                + (", tiled" if tiled and setup.vae_aids else ""),
+            ),
+        ),
+        StepCost(
+            step="cache_text_encoder",
+            kind="cache",
+            peak_gib=te_peak,
+            upper_gib=te_upper,
+            host_ram_gib=None,
+            seconds=None,
+            fits=te_fits,
+            source=f"kura.backends.musubi.estimator.steps ({encoder.source})",
+            notes=te_notes,
+        ),
+    ]
+
+
+def _sample_cost(found: Estimate) -> StepCost:
+    encoder = ENCODERS.get(found.model)
+    config = found.config
+    resident = found.breakdown.get("weights", 0.0) + found.breakdown.get("lora_and_optimizer", 0.0)
+    resident += found.breakdown.get("context", 0.0)
+    peak = resident
+    if encoder is not None and config is not None:
+        largest = max(config.buckets, key=lambda b: b.width * b.height * b.frames)
+        peak = sample_gib(encoder, resident, largest.width, largest.height, largest.frames)
+    upper, fits = _fit(peak, found.usable_gib)
+    return StepCost(
+        step="sample",
+        kind="sample",
+        peak_gib=peak,
+        upper_gib=upper,
+        host_ram_gib=None,
+        seconds=None,
+        fits=fits,
+        source="kura.backends.musubi.estimator.steps (resident DiT + VAE decode, [assumed])",
+        notes=("sampling during training (training.sample_prompts)",),
+    )
+
+
+def _cost_document(cost: StepCost) -> dict[str, Any]:
+    return {
+        "step": cost.step,
+        "kind": cost.kind,
+        "peak_gib": None if cost.peak_gib is None else round(cost.peak_gib, 2),
+        "upper_gib": None if cost.upper_gib is None else round(cost.upper_gib, 2),
+        "fits": cost.fits,
+        "source": cost.source,
+        "notes": list(cost.notes),
+    }
+
+
+def _step_cost(result: Evaluation, step: str) -> StepCost:
+    return next(cost for cost in result.costs if cost.step == step)
 
 
 def _detail(result: Evaluation) -> Estimate:
@@ -468,10 +675,12 @@ def _bigger_gpus(
     return _gpu_summary(smallest), None if cheapest is None else _gpu_summary(cheapest)
 
 
-
-
 def fastest_fitting(
-    recipe: EstimateConfig, gpu: GpuClass, *, host_ram_gib: float | None = None
+    recipe: EstimateConfig,
+    gpu: GpuClass,
+    *,
+    host_ram_gib: float | None = None,
+    setup: StepSetup | None = None,
 ) -> FitPlan:
     """The fastest configuration of ``recipe`` that fits ``gpu``, and how it got there.
 
@@ -479,17 +688,38 @@ def fastest_fitting(
     them. ``host_ram_gib`` (e.g. ``host_facts().ram_available_gib``) rules out
     configurations whose swapped weights would not fit in host RAM.
     """
-    problem = MusubiFitProblem(recipe, gpu)
+    problem = MusubiFitProblem(recipe, gpu, setup)
     shape, bare = problem.shape, problem.recipe
     estimate(bare, gpu)  # raises Unsupported for a recipe Musubi refuses outright
     result: LadderResult = walk(problem, host_ram_gib=host_ram_gib)
     if result.fits:
         chosen = problem.estimate(result.choice)
-        assert chosen is not None
-        return FitPlan(gpu.id, True, bare, chosen, result.rungs, notes=result.notes)
+        assert chosen is not None and result.evaluation is not None
+        return FitPlan(
+            gpu.id,
+            True,
+            bare,
+            chosen,
+            result.rungs,
+            notes=result.notes,
+            step_settings=(
+                problem.setup.step_settings(result.choice) if problem.setup is not None else {}
+            ),
+            costs=result.evaluation.costs,
+        )
+    strongest = {aid.name: aid.levels[-1] for aid in problem.aids if not aid.counted}
+    unsized = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is None]
+    failing = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is False]
     aided = _most_aided(bare, shape)
     smallest, cheapest = _bigger_gpus(bare, shape)
     notes = ["Does not fit with every memory aid; the recipe has to change or the GPU."]
+    if unsized:
+        notes = [
+            f"Kura cannot size the custom command(s) of step(s) {', '.join(unsized)}: the "
+            "plan cannot say it fits, and applies no memory aid it cannot pass on."
+        ]
+    elif failing and failing != ["train"]:
+        notes.append(f"Step(s) that still do not fit: {', '.join(failing)}.")
     if bare.micro_batch > 1:
         notes.append(
             "A smaller effective batch does not lower the peak: the aided configuration "
@@ -504,4 +734,9 @@ def fastest_fitting(
         smallest_gpu=smallest,
         cheapest_priced_gpu=cheapest,
         notes=tuple(notes),
+        costs=(problem.evaluate(strongest) or _empty()).costs,
     )
+
+
+def _empty() -> Evaluation:
+    return Evaluation(costs=(), step_seconds=None)

@@ -9,6 +9,7 @@ accommodations.
 from __future__ import annotations
 
 from kura.backends.musubi.adapter_model import Adapter, Variant
+from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.config import ExecConfig
 from kura.backends.musubi.contract import CompileInputs
 from kura.errors import SpecError, Unsupported
@@ -18,6 +19,7 @@ __all__ = [
     "TIMESTEP_SAMPLINGS",
     "WEIGHTING_SCHEMES",
     "check_attention",
+    "check_attention_library",
     "check_batch",
     "check_block_swap",
     "check_dual_dit",
@@ -49,6 +51,9 @@ TIMESTEP_SAMPLINGS = (
 
 WEIGHTING_SCHEMES = ("none", "logit_normal", "mode", "cosmap", "sigma_sqrt")
 _NONE_WEIGHTING_ONLY = ("hidream_o1", "ideogram4")
+IMAGE_DOC = "docker/musubi/Dockerfile"
+ATTENTION_LIBRARIES = {"xformers": "xformers", "flash_attn": "flash-attn", "flash3": "flash-attn 3"}
+"""Attention backends whose library Musubi does not depend on (its pyproject lists neither)."""
 
 
 def select_variant(adapter: Adapter, model_version: str | None) -> Variant:
@@ -123,6 +128,13 @@ def resolve_network_module(spec: RunSpec, adapter: Adapter) -> str:
     module = spec.training.network.module
     if module is None:
         return adapter.network_module
+    refused = dict(adapter.network_modules_refused)
+    if module in refused:
+        raise Unsupported(
+            f"training.network.module {module!r} cannot train {adapter.id} in Musubi "
+            f"{MUSUBI_RELEASE}: {refused[module]}",
+            hint=f"use {adapter.network_module} (Musubi's LoRA module for {adapter.title})",
+        )
     allowed = (adapter.network_module, *adapter.network_modules_also)
     if module not in allowed:
         raise SpecError(
@@ -249,12 +261,48 @@ def check_attention(adapter: Adapter, cfg: ExecConfig) -> list[str]:
             f"backend.config.attention {cfg.attention!r} is not available for {adapter.id}",
             hint=f"use one of: {', '.join(adapter.attention)}",
         )
+    if not cfg.split_attn and cfg.attention in adapter.split_attn_for:
+        raise SpecError(
+            f"{adapter.id} with attention {cfg.attention} needs split_attn "
+            f"({adapter.split_attn_source})",
+            hint="set backend.config.split_attn: true, or use attention sdpa",
+        )
+    if not cfg.split_attn and cfg.batch_size > 1 and cfg.attention in adapter.split_attn_for_batch:
+        raise SpecError(
+            f"{adapter.id} with attention {cfg.attention} and micro-batch {cfg.batch_size} "
+            f"needs split_attn ({adapter.split_attn_source})",
+            hint="set backend.config.split_attn: true, or backend.config.batch_size: 1 with "
+            "more gradient_accumulation_steps",
+        )
     warnings = []
     if adapter.id == "qwen_image" and cfg.attention != "sdpa" and not cfg.split_attn:
         warnings.append("qwen_image: docs/qwen_image.md advises split_attn with non-sdpa attention")
-    if adapter.id == "framepack" and cfg.batch_size > 1 and not cfg.split_attn:
-        warnings.append("framepack: docs/framepack.md advises split_attn when batch_size > 1")
     return warnings
+
+
+def check_attention_library(spec: RunSpec, inputs: CompileInputs, cfg: ExecConfig) -> list[str]:
+    """An attention backend needs its library where the step runs: Kura's image has only
+    what Musubi itself depends on (PyTorch SDPA); the others are refused for it."""
+    library = ATTENTION_LIBRARIES.get(cfg.attention)
+    if library is None:
+        return []
+    if spec.execution.executor == "host":
+        return [
+            f"attention {cfg.attention} needs the {library} package in the Musubi checkout's "
+            "environment (Musubi does not install it); `kura doctor musubi` checks the image only"
+        ]
+    if inputs.container_image is None:
+        raise Unsupported(
+            f"attention {cfg.attention} needs the {library} package, which Kura's Musubi "
+            f"image ({IMAGE_DOC}) does not install (Musubi does not depend on it): the first "
+            "step would crash",
+            hint="use backend.config.attention: sdpa, or set executor.musubi_image in "
+            f"kura.toml to an image that provides {library} for its torch/CUDA",
+        )
+    return [
+        f"attention {cfg.attention} needs the {library} package in image "
+        f"{inputs.container_image}; Kura cannot see inside it before launch"
+    ]
 
 
 def check_weight_dtype(adapter: Adapter, inputs: CompileInputs, cfg: ExecConfig) -> list[str]:

@@ -1,0 +1,93 @@
+"""Every step of a Musubi run is sized, each with its own memory aids (issue 11 items 7, 8):
+the plan's verdict is the worst step's."""
+
+from __future__ import annotations
+
+from musubi_cases import make_spec
+
+from kura.backends.base import DatasetMedia, PlanInputs
+from kura.backends.musubi.backend import BACKEND
+from kura.models.bundles import get_bundle
+from kura.planning.gpus import GPU_CLASSES
+from kura.spec.dataset import DatasetSpec
+
+
+def _inputs(bundle: str, *, images: int = 20) -> PlanInputs:
+    dataset = DatasetSpec.model_validate(
+        {
+            "name": "photos",
+            "media": "/data/photos",
+            "facts": {
+                "digest": "sha256:0",
+                "inspected_at": "2026-01-01",
+                "resolution": [1024, 1024],
+                "counts": {"images": images},
+            },
+        }
+    )
+    return PlanInputs(
+        bundle=get_bundle(bundle),
+        datasets={"photos": dataset},
+        media={"photos": DatasetMedia(images=images)},
+    )
+
+
+def _spec(bundle: str, extra: dict | None = None):
+    return make_spec({"model": {"base": bundle}, **(extra or {})})
+
+
+def _steps(evaluation) -> dict[str, object]:
+    return {cost.step: cost for cost in evaluation.costs}
+
+
+def test_every_step_is_costed() -> None:
+    written = BACKEND.estimate(_spec("qwen-image"), _inputs("qwen-image"), GPU_CLASSES["h100-sxm"])
+    assert list(_steps(written)) == ["cache_latents", "cache_text_encoder", "train"]
+    steps = _steps(written)
+    assert steps["cache_latents"].fits and steps["cache_text_encoder"].fits
+    # as written (no checkpointing) training does not fit, so neither does the run
+    assert steps["train"].fits is False and not written.fits
+    sampling = _spec(
+        "qwen-image", {"training": {"sample_prompts": ["a fox"], "sample_every_n_epochs": 1}}
+    )
+    with_samples = BACKEND.estimate(sampling, _inputs("qwen-image"), GPU_CLASSES["h100-sxm"])
+    assert "sample" in _steps(with_samples)
+
+
+def test_flux2_dev_text_encoder_caching_cannot_fit_a_24gb_card() -> None:
+    """FLUX.2 dev moves Mistral 3 24B to the GPU in bf16; fp8 is not implemented there."""
+    fit = BACKEND.fit(
+        _spec("flux2-dev"), _inputs("flux2-dev"), GPU_CLASSES["rtx-4090"], host_ram_gib=None
+    )
+    assert not fit.fits
+    steps = {s["step"]: s for s in fit.document["steps"]}
+    assert steps["cache_text_encoder"]["fits"] is False
+    assert steps["cache_text_encoder"]["upper_gib"] > 44
+    assert any("NotImplementedError" in note for note in steps["cache_text_encoder"]["notes"])
+
+
+def test_qwen_vl_on_16gb_takes_fp8_vl_with_its_reason() -> None:
+    fit = BACKEND.fit(
+        _spec("qwen-image"), _inputs("qwen-image"), GPU_CLASSES["rtx-4080"], host_ram_gib=None
+    )
+    assert fit.fits
+    assert fit.settings["fp8_vl"] is True
+    assert "cache_text_encoder" in fit.reasons["fp8_vl"]
+    roomy = BACKEND.fit(
+        _spec("qwen-image"), _inputs("qwen-image"), GPU_CLASSES["h100-sxm"], host_ram_gib=None
+    )
+    assert not roomy.settings.get("fp8_vl")
+
+
+def test_a_custom_command_is_not_sized_and_gets_no_aid() -> None:
+    spec = _spec(
+        "qwen-image",
+        {"backend": {"config": {"command": ["python", "qwen_image_train_network.py"]}}},
+    )
+    fit = BACKEND.fit(spec, _inputs("qwen-image"), GPU_CLASSES["rtx-4090"], host_ram_gib=None)
+    assert not fit.fits
+    assert fit.settings == {}
+    assert any("cannot size" in note for note in fit.document["notes"])
+    written = BACKEND.estimate(spec, _inputs("qwen-image"), GPU_CLASSES["rtx-4090"])
+    assert _steps(written)["train"].fits is None
+    assert not written.fits
