@@ -66,11 +66,13 @@ def _register() -> None:
         planning,
         run,
         serve,
+        sweep,
         workspace,
     )
 
     modules = (
-        workspace, dataset, model, run, planning, knowledge, export, serve, doctor, backend, demo
+        workspace, dataset, model, run, sweep, planning, knowledge, export, serve, doctor,
+        backend, demo,
     )
     for module in modules:
         module.register(cli)
