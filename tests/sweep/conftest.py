@@ -76,3 +76,15 @@ def write_space(folder: Path, text: str = SPACE) -> Path:
     path = folder / "space.yaml"
     path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    from tests.postgres import postgres_server
+
+    yield from postgres_server()
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    return pg_server.new_database()  # type: ignore[attr-defined]

@@ -39,10 +39,10 @@ __all__ = ["Axis", "CheckedAxis", "CheckedSpace", "SpaceFile", "check_space", "l
 class Axis(StrictModel):
     """A range (``low``/``high``, ``log``, ``step`` for whole numbers) or ``choices``."""
 
-    low: float | None = None
-    high: float | None = None
+    low: int | float | None = None
+    high: int | float | None = None
     log: bool = False
-    step: float | None = Field(None, gt=0)
+    step: int | float | None = Field(None, gt=0)
     choices: list[Any] | None = Field(None, min_length=1)
 
     @model_validator(mode="after")

@@ -8,7 +8,7 @@
    (``sweeps/<id>/winner.json``, written by ``kura sweep report``).
 
 A config whose value lies outside the space is left out with a note (never clamped
-silently); duplicates keep their first source.
+silently); a duplicate is tried once, its sources joined.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def warm_start(
     candidates += _past_winners(workspace, architecture, task, exclude_sweep, baseline)
     configs: list[WarmConfig] = []
     notes: list[str] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for config in candidates:
         problem = _problem(config, space)
         if problem:
@@ -83,9 +83,14 @@ def warm_start(
         params = {key: config.params[key] for key in space.keys}
         identity = json.dumps(params, sort_keys=True, default=str)
         if identity in seen:
-            notes.append(f"{config.name} ({config.source}) is the same config as an earlier one")
+            index = seen[identity]
+            first = configs[index]
+            configs[index] = WarmConfig(
+                first.name, first.params, f"{first.source}; also {config.name}: {config.source}"
+            )
+            notes.append(f"{config.name} ({config.source}) is the same config as {first.name}")
             continue
-        seen.add(identity)
+        seen[identity] = len(configs)
         configs.append(WarmConfig(config.name, params, config.source))
     return configs, notes
 
