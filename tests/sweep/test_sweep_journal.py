@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.sweep.conftest import base_run, write_space
 
 from kura.errors import CheckFailed, SpecError
 from kura.execution.state import read_state
@@ -18,6 +17,7 @@ from kura.sweep.records import load_trials, sweep_dir
 from kura.sweep.report import promote_winner, sweep_report, sweep_status
 from kura.sweep.worker import run_worker
 from kura.workspace import Workspace
+from tests.sweep.conftest import base_run, write_space
 
 GATED = """\
 axes:
@@ -44,12 +44,13 @@ def _ready(ws: Workspace, tmp_path: Path, text: str, trials: int, **kw: object) 
 def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     ws: Workspace, tmp_path: Path
 ) -> None:
-    _card(ws, '- sweep.curated.fast: {"training.learning_rate": 0.001} — source: upstream (toy docs)')
+    _card(ws, '- sweep.curated.fast: {"training.learning_rate": 0.001} — source: upstream (toy)')
     run = base_run(ws)
     created = new_sweep(ws, base_run=run, space=write_space(tmp_path, GATED), trials=5)
     sweep_id = created["id"]
-    assert [c["name"] for c in created["warm_start"]] == ["baseline", "fast"], created["warm_start_notes"]
-    assert created["warm_start"][1]["source"].endswith("upstream (toy docs)")
+    names = [c["name"] for c in created["warm_start"]]
+    assert names == ["baseline", "fast"], created["warm_start_notes"]
+    assert created["warm_start"][1]["source"].endswith("upstream (toy)")
     # the split: one of five items held out, never in the training dataset
     split = created["split"]
     held = split["held_out"]["myaku"]
@@ -161,7 +162,8 @@ def test_a_spent_budget_is_refused_with_the_fix(ws: Workspace, tmp_path: Path) -
 
 def test_an_unreachable_storage_is_a_clear_error(ws: Workspace, tmp_path: Path) -> None:
     run = base_run(ws)
-    with pytest.raises(CheckFailed, match=r"cannot reach the sweep storage postgresql://kura@127\.0\.0\.1:1/x") as caught:
+    unreachable = r"cannot reach the sweep storage postgresql://kura@127\.0\.0\.1:1/x"
+    with pytest.raises(CheckFailed, match=unreachable) as caught:
         new_sweep(ws, base_run=run, space=write_space(tmp_path, GATED),
                   storage="postgresql://kura:secret@127.0.0.1:1/x")
     assert "secret" not in caught.value.message

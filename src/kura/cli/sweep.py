@@ -22,7 +22,7 @@ def sweep_group() -> None:
 
 
 @sweep_group.command("new")
-@click.option("--from", "base_run", required=True, help="The base run (its recipe is the baseline).")
+@click.option("--from", "base_run", required=True, help="The base run (its recipe: the baseline).")
 @click.option("--space", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="The space file (axes, objective, early stop).")
 @click.option("--trials", type=int, default=20, show_default=True)

@@ -76,7 +76,8 @@ def cache_key(run_dir: Path, run_dir_seen: str) -> CacheKey | None:
         "trainer": lock["trainer"],
     }
     canonical = json.dumps(material, sort_keys=True).encode()
-    return CacheKey("sha256:" + hashlib.sha256(canonical).hexdigest(), tuple(s["name"] for s in steps))
+    digest = "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return CacheKey(digest, tuple(s["name"] for s in steps))
 
 
 def _store(sweep_folder: Path, key: CacheKey) -> Path:

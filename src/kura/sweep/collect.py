@@ -114,5 +114,5 @@ def collect_sweep(
             os.replace(partial, here)
             report["copied"].append({**entry, "from": str(found)})
     return {"kind": "sweep-collect", "sweep": sweep_id,
-            **{k: v for k, v in report.items()},
+            **report,
             "counts": {k: len(v) for k, v in report.items()}}

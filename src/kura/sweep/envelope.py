@@ -97,7 +97,7 @@ def plan_sweep(
         for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     ]
     configs = [*waiting, *_corners(space, baseline)]
-    evaluated = []
+    evaluated: list[dict[str, Any]] = []
     ladder_keys: set[str] = set()
     for name, params in configs:
         document = trial_document(
@@ -149,7 +149,7 @@ def plan_sweep(
             f"--budget-usd needs a price for {gpu_class.id}, and the GPU catalog has none",
             hint="use --budget-hours, or plan for a priced GPU class (`kura gpus`)",
         )
-    recipe = {k: v for k, v in _leaves(base_doc.get("training", {}), "training").items()}
+    recipe = _leaves(base_doc.get("training", {}), "training")
     plan = {
         "kind": "sweep-plan",
         "sweep": sweep.id,
@@ -212,7 +212,8 @@ def _render(plan: dict[str, Any]) -> str:
         "",
         "## Axes (what every trial may change)",
         *(f"- {a['key']}: {a.get('choices') or [a['low'], a['high']]}" for a in plan["axes"]),
-        f"- fit ladder, per trial on its worker's GPU: {', '.join(plan['changes']['fit_ladder_keys']) or 'none needed here'}",
+        "- fit ladder, per trial on its worker's GPU: "
+        + (", ".join(plan["changes"]["fit_ladder_keys"]) or "none needed here"),
         "",
         "## Unchanged in every trial",
         *(f"- {k}: {v}" for k, v in plan["unchanged"].items()),
@@ -267,7 +268,8 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     if not path.is_file():
         raise CheckFailed(
             f"sweep {sweep_id} is not approved",
-            hint=f"`kura sweep plan {sweep_id}`, read plan.md, then `kura sweep approve {sweep_id}`",
+            hint=f"`kura sweep plan {sweep_id}`, read plan.md, then "
+            f"`kura sweep approve {sweep_id}`",
         )
     record = load_json(path)
     current = _digests(workspace, sweep_id)

@@ -90,8 +90,8 @@ def new_sweep(
             "kura.architecture": architecture,
             "kura.task": base.task,
         }
-        for key, value in attrs.items():
-            study.set_user_attr(key, value)
+        for key, attr in attrs.items():
+            study.set_user_attr(key, attr)
         configs, notes = warm_start(
             workspace, checked, base, architecture=architecture, task=base.task,
             exclude_sweep=sweep_id,

@@ -238,9 +238,9 @@ def _check_axis(key: str, axis: Axis, declared: SearchKey, source: Path | str) -
 def _check_choice(value: Any, declared: SearchKey, where: str, source: Path | str) -> None:
     if value in declared.choices:
         return
-    if declared.open_pattern and isinstance(value, str):
-        if re.fullmatch(declared.open_pattern, value):
-            return
+    pattern = declared.open_pattern
+    if pattern and isinstance(value, str) and re.fullmatch(pattern, value):
+        return
     if isinstance(value, str) and value.lower() in {str(c).lower() for c in declared.choices}:
         return
     raise SpecError(

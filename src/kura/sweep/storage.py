@@ -36,7 +36,7 @@ def redact(url: str) -> str:
 
 
 def _sqlalchemy_url(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
+    scheme, _, rest = url.partition("://")
     if scheme in ("postgresql", "postgres"):
         return f"postgresql+psycopg://{rest}"
     if scheme == "postgresql+psycopg":
@@ -56,7 +56,8 @@ def open_storage(url: str, folder: Path) -> Any:
 
         path = folder / JOURNAL_NAME
         path.parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+        lock = JournalFileOpenLock(str(path))
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
     from optuna.storages import RDBStorage
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -18,7 +18,6 @@ import os
 import socket
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, KuraError, SpecError, Unsupported
@@ -40,12 +39,10 @@ def counted(trials: list[Any]) -> int:
 
     used = 0
     for trial in trials:
-        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
-            used += 1
-        elif trial.state == TrialState.FAIL and trial.user_attrs.get("kura.counted"):
-            used += 1
-        elif trial.state == TrialState.FAIL and "not re-queued again" in str(
-            trial.user_attrs.get("kura.lost", "")
+        failed = trial.state == TrialState.FAIL
+        lost_twice = "not re-queued again" in str(trial.user_attrs.get("kura.lost", ""))
+        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING) or (
+            failed and (trial.user_attrs.get("kura.counted") or lost_twice)
         ):
             used += 1
     return used
@@ -162,6 +159,16 @@ class _Worker:
             )
         ]
 
+    def _maybe_reap(self) -> None:
+        """While following a trial, reap lost ones too (every third of a lease), so a dead
+        worker's trial is re-queued promptly and its orphan on this machine stopped."""
+        now = time.monotonic()
+        if now - self._last_reap >= self.lease_seconds / 3:
+            self._last_reap = now
+            self.reaped += self.reap()
+
+    _last_reap = 0.0
+
     def _reaped_here(self, trial: Any, reason: str) -> None:
         """A lost trial of this machine: stop its orphaned run, mark its record lost."""
         from kura.execution.runs import cancel_run
@@ -185,12 +192,12 @@ class _Worker:
         from kura.sweep.envelope import check_sweep_approval
 
         done: list[dict[str, Any]] = []
-        reaped: list[dict[str, Any]] = []
+        self.reaped: list[dict[str, Any]] = []
         stop = None
         first = True
         while stop is None:
             self.plan = check_sweep_approval(self.workspace, self.sweep.id)
-            reaped += self.reap()
+            self.reaped += self.reap()
             stop = self.limits(first)
             first = False
             if stop is not None:
@@ -211,7 +218,7 @@ class _Worker:
             "gpu_class": self.gpu_class.id,
             "seed": self.seed,
             "trials": done,
-            "reaped": reaped,
+            "reaped": self.reaped,
             "stopped": stop,
         }
 
@@ -368,6 +375,7 @@ class _Worker:
         waiting = [pending]
 
         def on_state(state: Any) -> None:
+            self._maybe_reap()
             key = waiting[0]
             if key is None:
                 return
