@@ -14,7 +14,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kura"
 TRAINERS = ("kura.backends.musubi",)
-ABOVE_THE_SEAM = ("runs", "planning", "execution", "export", "web", "cli", "knowledge")
+ABOVE_THE_SEAM = ("runs", "planning", "execution", "export", "web", "cli", "knowledge", "sweep")
 BELOW = {
     # spec validates backend.name against the registry's names (no trainer is imported).
     "spec": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends.musubi"),

@@ -49,6 +49,8 @@ __all__ = [
     "PlanFit",
     "PlanInputs",
     "Remedy",
+    "SearchKey",
+    "SearchKeys",
     "Step",
     "StepCost",
     "StepKind",
@@ -125,6 +127,9 @@ class CompileInputs:
     trainer_dir: str
     weight_dtypes: Mapping[str, str] = field(default_factory=dict)
     container_image: str | None = None
+    validation: tuple[DatasetInput, ...] = ()
+    """Held-out datasets: the trainer reports its loss on them and never trains on them
+    (a backend whose trainer cannot refuses them, see ``SearchKeys.heldout_loss``)."""
 
 
 @dataclass(frozen=True)
@@ -375,6 +380,8 @@ class StepProgress:
     elapsed_seconds: int | None = None
     eta_seconds: int | None = None
     last_checkpoint: str | None = None
+    validation_loss: float | None = None
+    """The newest loss the trainer reported on the held-out datasets."""
 
     @property
     def fraction(self) -> float | None:
@@ -407,6 +414,41 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class SearchKey:
+    """One recipe key a sweep may search, with the values the trainer accepts.
+
+    ``key`` is a run.yaml recipe path (``training.learning_rate``). Numbers take
+    ``minimum``/``maximum`` (None: unbounded on that side; ``exclusive_minimum`` when the
+    trainer refuses the bound itself, as a learning rate of 0). Choices list the values the
+    trainer knows; ``open_pattern`` (a regular expression) admits others the trainer also
+    accepts by form, as Musubi accepts any optimizer class by dotted path. ``source`` says
+    where the limits come from (the trainer's own parser, Kura's schema).
+    """
+
+    key: str
+    kind: Literal["float", "int", "choice"]
+    source: str
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple[object, ...] = ()
+    open_pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchKeys:
+    """What a backend lets a sweep search for one architecture.
+
+    Memory aids are never here: the fit ladder sets them per trial. ``heldout_loss`` says
+    whether the trainer reports a loss on validation datasets (``CompileInputs.validation``).
+    """
+
+    keys: Mapping[str, SearchKey]
+    heldout_loss: bool
+    source: str
+
+
+@dataclass(frozen=True)
 class OutputLayout:
     """Where a finished (or running) run's LoRA files and samples are, newest last."""
 
@@ -433,6 +475,10 @@ class Backend(Protocol):
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         """The ``backend.config`` keys this backend reads for ``architecture``."""
+        ...
+
+    def search_keys(self, architecture: str) -> SearchKeys:
+        """The recipe keys a sweep may search on ``architecture``, with their valid ranges."""
         ...
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 SECTIONS = ("all", "character", "style", "concept", "paired-edit", "video")
-SOURCE_KINDS = ("owner", "run", "agent", "upstream")
+SOURCE_KINDS = ("owner", "run", "sweep", "agent", "upstream")
 
 _HEADER_RE = re.compile(r"^##\s+(?P<name>\S.*?)\s*$")
 _ENTRY_RE = re.compile(
@@ -62,7 +62,8 @@ class CardEntry:
 
 
 def source_kind(source: str) -> str | None:
-    """``upstream (docs/x.md)`` → ``upstream``; ``run 20261130-1042`` → ``run``."""
+    """``upstream (docs/x.md)`` → ``upstream``; ``run 20261130-1042`` → ``run``;
+    ``sweep sw-20261201-0900`` → ``sweep``."""
     word = source.strip().split(" ", 1)[0].split("(", 1)[0].lower()
     return word if word in SOURCE_KINDS else None
 

@@ -1,7 +1,8 @@
 """Drafting recipe values: each from the first source that covers it, with that source.
 
 Order: an explicit instruction (``--set``) → the owner's preferences
-(``knowledge/user-preferences.md``) → the card's owner lines → its run lines → its agent
+(``knowledge/user-preferences.md``) → the card's owner lines → its run lines → its sweep
+lines (a sweep's promoted winner) → its agent
 lines → its upstream baseline → Kura's own default. Within one card, the task's section
 outranks ``all``. A key that two sources at the same rank disagree on keeps both: the first
 wins and the other is reported as a contradiction, never dropped silently.
@@ -18,12 +19,13 @@ from kura.workspace import Workspace
 
 __all__ = ["Decision", "draft_values", "provenance_line"]
 
-_CARD_ORDER = ("owner", "run", "agent", "upstream")
+_CARD_ORDER = ("owner", "run", "sweep", "agent", "upstream")
 _ORIGIN_LABEL = {
     "explicit": "your instruction",
     "preference": "your preference",
     "owner": "card, owner",
     "run": "card, from run",
+    "sweep": "card, from sweep",
     "agent": "card, agent",
     "upstream": "card baseline",
     "default": "Kura default",
@@ -43,7 +45,7 @@ class Decision:
         base = _ORIGIN_LABEL[self.origin]
         if self.origin in _CARD_ORDER:
             where = f"{architecture} × {self.section}"
-            detail = self.source if self.origin == "run" else where
+            detail = self.source if self.origin in ("run", "sweep") else where
             return f"{base} ({detail})"
         return base
 

@@ -141,6 +141,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
         container_image=workspace.config().executor.musubi_image,
+        validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
     )
     return inputs, paths, resolution
 
@@ -194,7 +195,7 @@ def _lock(
     from kura.models.lockdoc import build_lock
 
     datasets = []
-    for use in sorted(spec.datasets, key=lambda d: d.name):
+    for use in sorted([*spec.datasets, *spec.validation], key=lambda d: d.name):
         dataset = read_dataset(workspace, use.name)
         assert dataset.facts is not None
         datasets.append({"name": use.name, "digest": dataset.facts.digest})

@@ -152,6 +152,13 @@ class RunSpec(StrictModel):
     task: Literal["character", "style", "concept", "paired-edit", "video"] | None = None
     model: ModelSection
     datasets: list[DatasetUse] = Field(min_length=1)
+    validation: list[DatasetUse] = Field(
+        [],
+        description=(
+            "Held-out datasets: the trainer reports its loss on them and never trains on "
+            "them (a sweep carves them from the training datasets)."
+        ),
+    )
     training: TrainingSection = TrainingSection()
     backend: BackendSection = BackendSection()
     execution: ExecutionSection = ExecutionSection()

@@ -1,7 +1,9 @@
 """The toy backend: a second, tiny trainer of the tests' own invention behind the seam.
 
-It has its own step names (``prepare``, ``train``), its own memory aids (``shrink`` and
-``small-batch``), its own config keys and log format. Driving Kura's whole path with it
+It has its own step names (``prepare``, a caching pass, and ``train``), its own memory aids
+(``shrink`` and ``small-batch``), its own config keys, log format and searchable keys, and a
+held-out loss on validation datasets (a rank above 64 costs memory, so a sweep's memory gate
+has something to refuse). Driving Kura's whole path with it
 proves that nothing above ``kura.backends.base`` knows Musubi (the httpx mock-transport
 idea: the seam is the test seam). It is registered for a subprocess through
 ``KURA_BACKEND_MODULES``, the registry's plug-in hook.
@@ -27,6 +29,8 @@ from kura.backends.base import (
     OutputLayout,
     PlanFit,
     PlanInputs,
+    SearchKey,
+    SearchKeys,
     Step,
     StepCost,
     StepProgress,
@@ -40,6 +44,26 @@ from kura.workspace import Workspace
 
 TRAINER = Path(__file__).with_name("toy_trainer.py")
 _STEP = re.compile(r"toy: step (\d+)/(\d+) loss=([\d.]+)")
+_VALIDATION = re.compile(r"toy: val_loss=([\d.]+)")
+SEARCH = SearchKeys(
+    keys={
+        "training.learning_rate": SearchKey(
+            "training.learning_rate", "float", "toy_trainer.py", minimum=0.0,
+            exclusive_minimum=True, maximum=1.0,
+        ),
+        "training.network.rank": SearchKey(
+            "training.network.rank", "int", "toy_trainer.py", minimum=1, maximum=512
+        ),
+        "training.max_steps": SearchKey(
+            "training.max_steps", "int", "toy_trainer.py", minimum=1, maximum=100000
+        ),
+        "training.optimizer": SearchKey(
+            "training.optimizer", "choice", "toy_trainer.py", choices=("adamw", "sgd")
+        ),
+    },
+    heldout_loss=True,
+    source="the toy trainer (tests/backends/toy/toy_trainer.py)",
+)
 _OOM = re.compile(r"ToyOOM: .*")
 AIDS = (
     MemoryAid(
@@ -60,8 +84,8 @@ AIDS = (
 )
 
 
-def _peak(batch: int, shrink: bool) -> float:
-    return 10.0 + 6.0 * batch * (0.5 if shrink else 1.0)
+def _peak(batch: int, shrink: bool, rank: int = 16) -> float:
+    return 10.0 + 6.0 * batch * (0.5 if shrink else 1.0) + max(0, rank - 64) * 0.5
 
 
 def _seconds(batch: int, shrink: bool) -> float:
@@ -70,8 +94,9 @@ def _seconds(batch: int, shrink: bool) -> float:
 
 
 class ToyProblem:
-    def __init__(self, gpu: GpuClass):
+    def __init__(self, gpu: GpuClass, rank: int = 16):
         self.gpu = gpu
+        self.rank = rank
         self.aids = AIDS
 
     def baseline(self) -> AidChoice:
@@ -79,7 +104,7 @@ class ToyProblem:
 
     def evaluate(self, choice: AidChoice) -> Evaluation:
         batch, shrink = int(str(choice["small-batch"])), bool(choice["shrink"])
-        return _evaluation(batch, shrink, self.gpu)
+        return _evaluation(batch, shrink, self.gpu, self.rank)
 
     def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
         return dict(self.settings(choice))
@@ -91,13 +116,13 @@ class ToyProblem:
         return {"shrink_activations": bool(choice["shrink"]), "batch": choice["small-batch"]}
 
 
-def _evaluation(batch: int, shrink: bool, gpu: GpuClass | None) -> Evaluation:
-    peak = _peak(batch, shrink)
+def _evaluation(batch: int, shrink: bool, gpu: GpuClass | None, rank: int = 16) -> Evaluation:
+    peak = _peak(batch, shrink, rank)
     fits = None if gpu is None else peak + 1.0 <= gpu.usable_gib
     seconds = 100 * _seconds(batch, shrink)
     cost = StepCost("train", "train", peak, peak + 1.0, 4.0, seconds, fits, "toy")
     ready = None if gpu is None else True
-    prepare = StepCost("prepare", "prepare", 2.0, 2.5, 1.0, 5.0, ready, "toy")
+    prepare = StepCost("prepare", "cache", 2.0, 2.5, 1.0, 5.0, ready, "toy")
     detail = {
         "peak_vram_gib": peak,
         "band_gib": 2.0,
@@ -125,7 +150,10 @@ class ToyBackend:
         return DraftedConfig({"batch": 2}, {"batch": "adapter default (the toy's own)"})
 
     def config_keys(self, architecture: str) -> frozenset[str]:
-        return frozenset({"batch", "shrink_activations", "steps"})
+        return frozenset({"batch", "shrink_activations", "steps", "step_sleep"})
+
+    def search_keys(self, architecture: str) -> SearchKeys:
+        return SEARCH
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         if in_container:
@@ -137,26 +165,39 @@ class ToyBackend:
         unknown = set(config) - self.config_keys(inputs.architecture)
         if unknown:
             raise SpecError(f"unknown backend.config key(s): {sorted(unknown)}", hint="toy keys")
+        cache = {
+            "datasets": [d.media_dir for d in inputs.datasets],
+            "cache_dir": f"{inputs.run_dir}/cache",
+        }
         document = {
             "batch": config.get("batch", 2),
             "shrink_activations": bool(config.get("shrink_activations", False)),
-            "steps": int(config.get("steps", 5)),
+            "steps": spec.training.max_steps or int(config.get("steps", 5)),
+            "step_sleep": float(config.get("step_sleep", 0.01)),
             "learning_rate": spec.training.learning_rate,
+            "rank": spec.training.network.rank,
+            "optimizer": spec.training.optimizer,
+            "validation": [d.media_dir for d in inputs.validation],
+            "cache_dir": f"{inputs.run_dir}/cache",
             "output_dir": f"{inputs.run_dir}/output",
         }
         path = f"{inputs.run_dir}/compiled/toy.json"
+        cache_path = f"{inputs.run_dir}/compiled/toy-cache.json"
         argv = (sys.executable, str(TRAINER))
         steps = (
-            Step("prepare", (*argv, "prepare", path), {}, inputs.trainer_dir, kind="prepare"),
+            Step("prepare", (*argv, "prepare", cache_path), {}, inputs.trainer_dir, kind="cache"),
             Step("train", (*argv, "train", path), {}, inputs.trainer_dir, kind="train"),
         )
-        files = {"toy.json": json.dumps(document, sort_keys=True) + "\n"}
+        files = {
+            "toy.json": json.dumps(document, sort_keys=True) + "\n",
+            "toy-cache.json": json.dumps(cache, sort_keys=True) + "\n",
+        }
         return CompiledRun(self.name, self.release, files, steps, None)
 
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
     ) -> PlanFit:
-        problem = ToyProblem(gpu)
+        problem = ToyProblem(gpu, spec.training.network.rank)
         result = walk(problem, host_ram_gib=host_ram_gib)
         settings = problem.settings(result.choice) if result.fits else {}
         reasons = {key: f"fit ladder: {aid}" for aid in AIDS for key in aid.keys}
@@ -174,7 +215,10 @@ class ToyBackend:
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
         config = spec.backend.config
         return _evaluation(
-            int(config.get("batch", 2)), bool(config.get("shrink_activations", False)), gpu
+            int(config.get("batch", 2)),
+            bool(config.get("shrink_activations", False)),
+            gpu,
+            spec.training.network.rank,
         )
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
@@ -208,10 +252,14 @@ class ToyBackend:
     def progress(self, log_path: Path) -> StepProgress:
         text = log_path.read_text(errors="replace") if log_path.exists() else ""
         hits = _STEP.findall(text)
+        held_out = _VALIDATION.findall(text)
+        validation = float(held_out[-1]) if held_out else None
         if not hits:
-            return StepProgress()
+            return StepProgress(validation_loss=validation)
         step, total, loss = hits[-1]
-        return StepProgress(step=int(step), total=int(total), loss=float(loss))
+        return StepProgress(
+            step=int(step), total=int(total), loss=float(loss), validation_loss=validation
+        )
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())

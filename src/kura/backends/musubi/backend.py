@@ -20,6 +20,7 @@ from kura.backends.base import (
     OutputLayout,
     PlanFit,
     PlanInputs,
+    SearchKeys,
     StepProgress,
 )
 from kura.errors import CheckFailed, SpecError
@@ -88,6 +89,11 @@ class MusubiBackend:
         from kura.backends.musubi.config import known_keys
 
         return frozenset(known_keys(adapter_for(architecture)))
+
+    def search_keys(self, architecture: str) -> SearchKeys:
+        from kura.backends.musubi.search import search_keys
+
+        return search_keys(architecture)
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         from kura.backends.musubi.container import IMAGE_MUSUBI_DIR

@@ -63,6 +63,13 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
     """Compile ``spec`` for Musubi Tuner; refusals raise ``SpecError``/``Unsupported``."""
     _check_roles(inputs)
     guard_value(inputs.run_dir, "run folder")
+    if inputs.validation:
+        raise Unsupported(
+            f"Musubi Tuner {MUSUBI_RELEASE} has no validation datasets and reports no "
+            f"held-out loss (run.yaml validation: {', '.join(d.name for d in inputs.validation)})",
+            hint="remove `validation` from run.yaml; a sweep on Musubi scores by "
+            "`objective.metric: train_loss` or a judge",
+        )
     adapter = adapter_for(inputs.architecture)
     if adapter is None:
         return _compile_without_adapter(spec, inputs)

@@ -1,0 +1,204 @@
+"""`kura sweep new|plan|approve|worker|status|report|promote|collect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kura.cli._output import new_table
+from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+__all__ = ["sweep_group"]
+
+_STORAGE_HELP = "Study storage: `journal` (a file in the sweep folder) or postgresql://…"
+
+
+@click.group("sweep")
+def sweep_group() -> None:
+    """Hyperparameter sweeps over a base run: one approval, many trials, many machines."""
+
+
+@sweep_group.command("new")
+@click.option("--from", "base_run", required=True, help="The base run (its recipe: the baseline).")
+@click.option("--space", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              help="The space file (axes, objective, early stop).")
+@click.option("--trials", type=int, default=20, show_default=True)
+@click.option("--budget-hours", type=float, default=None, help="GPU-hours the sweep may use.")
+@click.option("--budget-usd", type=float, default=None, help="Dollars the sweep may use.")
+@click.option("--storage", default="journal", show_default=True, help=_STORAGE_HELP)
+@click.pass_obj
+def new_command(
+    state: AppState, base_run: str, space: Path, trials: int, budget_hours: float | None,
+    budget_usd: float | None, storage: str,
+) -> None:
+    """Create a sweep: check the space, carve the validation split, warm-start the study."""
+    from kura.sweep.new import new_sweep
+
+    doc = new_sweep(
+        state.workspace(), base_run=base_run, space=space, trials=trials,
+        budget_hours=budget_hours, budget_usd=budget_usd, storage=storage,
+    )
+    state.out.result(doc, _render_new)
+
+
+def _render_new(console: Console, doc: dict[str, Any]) -> None:
+    console.print(f"Sweep [bold]{doc['id']}[/] over run {doc['base_run']} ({doc['backend']})")
+    for axis in doc["axes"]:
+        console.print(f"  axis {axis['key']}: {axis.get('choices') or [axis['low'], axis['high']]}")
+    for config in doc["warm_start"]:
+        console.print(f"  warm start {config['name']}: {config['source']}")
+    for note in doc["warm_start_notes"]:
+        console.print(f"  [yellow]note:[/] {note}")
+    console.print(f"next: `{doc['next']}`")
+
+
+@sweep_group.command("plan")
+@click.argument("sweep_id")
+@click.option("--gpu", "gpu_id", help="GPU class to estimate on (default: base run, then local).")
+@click.option("--trials", type=int, default=None)
+@click.option("--budget-hours", type=float, default=None)
+@click.option("--budget-usd", type=float, default=None)
+@click.pass_obj
+def plan_command(
+    state: AppState, sweep_id: str, gpu_id: str | None, trials: int | None,
+    budget_hours: float | None, budget_usd: float | None,
+) -> None:
+    """The one review: space, trial count, time and cost band, what trials change."""
+    from kura.sweep.envelope import plan_sweep
+
+    doc = plan_sweep(state.workspace(), sweep_id, gpu=gpu_id, trials=trials,
+                     budget_hours=budget_hours, budget_usd=budget_usd)
+    state.out.result(doc, _render_plan)
+
+
+def _render_plan(console: Console, doc: dict[str, Any]) -> None:
+    from rich.markdown import Markdown
+
+    est = doc["estimate"]
+    console.print(Markdown(
+        f"**Sweep {doc['sweep']}**: {doc['trials']} trials on {doc['gpu']['id']}, "
+        f"{est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours; plan.md in the sweep folder"
+    ))
+
+
+@sweep_group.command("approve")
+@click.argument("sweep_id")
+@click.pass_obj
+def approve_command(state: AppState, sweep_id: str) -> None:
+    """Approve the sweep's plan: every trial then runs inside it without new approvals."""
+    from kura.sweep.envelope import approve_sweep
+
+    doc = approve_sweep(state.workspace(), sweep_id)
+    state.out.result(doc, lambda c, d: c.print(f"Sweep [bold]{d['sweep']}[/] approved"))
+
+
+@sweep_group.command("worker")
+@click.argument("sweep_id")
+@click.option("--gpu", "gpu_id", help="This machine's GPU class (default: detected).")
+@click.option("--storage", default=None, help=_STORAGE_HELP + " (default: the sweep's).")
+@click.option("--seed", type=int, default=None, help="Sampler seed (default: distinct per worker).")
+@click.option("--max-trials", type=int, default=None, help="Stop after this many trials.")
+@click.option("--lease-seconds", type=float, default=None, help="Lease on a running trial.")
+@click.pass_obj
+def worker_command(
+    state: AppState, sweep_id: str, gpu_id: str | None, storage: str | None, seed: int | None,
+    max_trials: int | None, lease_seconds: float | None,
+) -> None:
+    """Ask for a trial, plan it on this GPU, run it, report; repeat until done."""
+    from kura.sweep.worker import run_worker
+
+    doc = run_worker(state.workspace(), sweep_id, gpu=gpu_id, storage_url=storage, seed=seed,
+                     max_trials=max_trials, lease_seconds=lease_seconds)
+    state.out.result(doc, _render_worker)
+
+
+def _render_worker(console: Console, doc: dict[str, Any]) -> None:
+    console.print(f"Worker {doc['worker']} ({doc['gpu_class']}, seed {doc['seed']})")
+    for trial in doc["trials"]:
+        console.print(f"  trial {trial['number']} ({trial['run']}): {trial['status']} "
+                      f"{'' if trial['objective'] is None else trial['objective']}")
+    console.print(f"stopped: {doc['stopped']}")
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = new_table("#", "status", "objective", "params", "gpu", "source", box=None)
+    for row in rows:
+        value = row["objective"]
+        table.add_row(
+            str(row["number"]), row["status"], "" if value is None else f"{value:.4f}",
+            ", ".join(f"{k.removeprefix('training.')}={v}" for k, v in row["params"].items()),
+            row["gpu_class"] or "", row["source"],
+        )
+    return table
+
+
+@sweep_group.command("status")
+@click.argument("sweep_id")
+@click.option("--storage", default=None, help=_STORAGE_HELP + " (default: the sweep's).")
+@click.pass_obj
+def status_command(state: AppState, sweep_id: str, storage: str | None) -> None:
+    """Trials so far (and any lost worker's trial, re-queued)."""
+    from kura.sweep.report import sweep_status
+
+    doc = sweep_status(state.workspace(), sweep_id, storage_url=storage)
+
+    def render(console: Console, d: dict[str, Any]) -> None:
+        console.print(f"Sweep [bold]{d['sweep']}[/]: {d['counts']}")
+        console.print(_table(d["rows"]))
+
+    state.out.result(doc, render)
+
+
+@sweep_group.command("report")
+@click.argument("sweep_id")
+@click.option("--storage", default=None, help=_STORAGE_HELP + " (default: the sweep's).")
+@click.pass_obj
+def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
+    """Trials table, objective per trial, importance, best trial with its interval."""
+    from kura.sweep.report import sweep_report
+
+    doc = sweep_report(state.workspace(), sweep_id, storage_url=storage)
+
+    def render(console: Console, d: dict[str, Any]) -> None:
+        console.print(_table(d["rows"]))
+        best = d["best"]
+        if best:
+            console.print(f"best: trial {best['number']} objective {best['objective']:.4f} "
+                          f"({d['best_interval_note']})")
+        console.print(f"importance: {d['importance'] or d['importance_note']}")
+
+    state.out.result(doc, render)
+
+
+@sweep_group.command("promote")
+@click.argument("sweep_id")
+@click.option("--task", default=None, help="Card section (default: the base run's task).")
+@click.pass_obj
+def promote_command(state: AppState, sweep_id: str, task: str | None) -> None:
+    """Write the winner into the architecture's card (`source: sweep <id>`)."""
+    from kura.sweep.report import promote_winner
+
+    doc = promote_winner(state.workspace(), sweep_id, section=task)
+    state.out.result(doc, lambda c, d: c.print(f"{d['card']} ## {d['section']}: {d['added']}"))
+
+
+@sweep_group.command("collect")
+@click.argument("sweep_id")
+@click.option("--from", "sources", multiple=True, type=click.Path(path_type=Path),
+              help="Another machine's workspace (mounted or synced); repeatable.")
+@click.option("--storage", default=None, help=_STORAGE_HELP + " (default: the sweep's).")
+@click.pass_obj
+def collect_command(
+    state: AppState, sweep_id: str, sources: tuple[Path, ...], storage: str | None
+) -> None:
+    """Gather every trial's artifacts into this machine's sweep folder (sha256 checked)."""
+    from kura.sweep.collect import collect_sweep
+
+    doc = collect_sweep(state.workspace(), sweep_id, sources=list(sources), storage_url=storage)
+    state.out.result(doc, lambda c, d: c.print(f"Sweep {d['sweep']}: {d['counts']}"))

@@ -1,0 +1,283 @@
+"""`kura sweep plan|approve`: one approval for the whole sweep.
+
+The plan (``sweeps/<id>/plan.json`` and ``plan.md``) shows the space, the trial count, the
+budget (time and cost from the backend's estimator over the warm-start configs and the
+corners of the space, as a band; the caching steps counted once), and what every trial will
+and will not change. ``approve`` binds the digests of plan.json, space.yaml and sweep.json;
+a worker checks them before every trial, so an edited space or plan stops the sweep until it
+is planned and approved again. Each trial is still planned (and gated) on its worker's GPU.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+from kura.bounded import load_json
+from kura.errors import CheckFailed, UsageError
+from kura.fsutil import atomic_write_text
+from kura.spec.base import validate_spec
+from kura.spec.run import RunSpec
+from kura.sweep.new import SPACE_NAME
+from kura.sweep.records import SWEEP_NAME, SweepRecord, load_sweep, sweep_dir
+from kura.sweep.space import CheckedSpace, check_space, load_space
+from kura.sweep.trials import trial_document
+from kura.workspace import Workspace
+
+__all__ = ["approve_sweep", "check_sweep_approval", "checked_space", "plan_sweep"]
+
+PLAN_JSON = "plan.json"
+PLAN_MD = "plan.md"
+APPROVAL = "approval.json"
+_BOUND = (PLAN_JSON, SPACE_NAME, SWEEP_NAME)
+
+
+def checked_space(workspace: Workspace, sweep: SweepRecord, backend: Any) -> CheckedSpace:
+    path = sweep_dir(workspace, sweep.id) / SPACE_NAME
+    spec, digest = load_space(path)
+    if digest != sweep.space_digest:
+        raise CheckFailed(
+            f"{path} changed since sweep {sweep.id} started",
+            hint="a changed space is a new sweep: `kura sweep new --from "
+            f"{sweep.base_run} --space FILE`; restore the file to resume this one",
+            path=path,
+        )
+    return check_space(
+        spec, digest, backend.search_keys(sweep.architecture), backend=sweep.backend,
+        source=path,
+    )
+
+
+def _corners(space: CheckedSpace, baseline: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for axis in space.axes:
+        values = list(axis.choices) if axis.kind == "choice" else [axis.low, axis.high]
+        for value in values:
+            if axis.kind == "int":
+                value = int(value)  # type: ignore[arg-type]
+            out.append((f"{axis.key}={value}", {**baseline, axis.key: value}))
+    return out
+
+
+def plan_sweep(
+    workspace: Workspace,
+    sweep_id: str,
+    *,
+    gpu: str | None = None,
+    trials: int | None = None,
+    budget_hours: float | None = None,
+    budget_usd: float | None = None,
+) -> dict[str, Any]:
+    from kura.dataset.registry import load_dataset
+    from kura.runs.context import load_context
+    from kura.runs.gpu_choice import choose_gpu
+    from kura.runs.store import load_run
+    from kura.spec.base import plain
+    from kura.sweep.study import check_resumable, load_study
+    from kura.sweep.warmstart import recipe_value
+
+    sweep = load_sweep(workspace, sweep_id)
+    context = load_context(workspace, sweep.base_run)
+    backend = context.backend
+    space = checked_space(workspace, sweep, backend)
+    study = load_study(workspace, sweep)
+    check_resumable(study, sweep, backend.release)
+    gpu_class, chosen_by = choose_gpu(gpu, context.spec.execution.gpu_class)
+    _, base_doc = load_run(workspace, sweep.base_run)
+    base_doc = plain(base_doc)
+    baseline = {key: recipe_value(context.spec, key) for key in space.keys}
+    from optuna.trial import TrialState
+
+    waiting = [
+        (str(t.user_attrs.get("kura.source", "enqueued")), dict(t.system_attrs["fixed_params"]))
+        for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    ]
+    configs = [*waiting, *_corners(space, baseline)]
+    evaluated: list[dict[str, Any]] = []
+    ladder_keys: set[str] = set()
+    for name, params in configs:
+        document = trial_document(
+            base_doc, sweep, params, run_id=f"{sweep.id}-plan", gpu_class=gpu_class.id,
+            source=name,
+        )
+        spec = validate_spec(RunSpec, document, source=f"sweep {sweep.id} config {name}")
+        datasets = {u.name: load_dataset(workspace, u.name)[0] for u in spec.datasets}
+        from kura.backends.base import PlanInputs
+
+        inputs = PlanInputs(bundle=context.bundle, datasets=datasets)
+        fit = backend.fit(spec, inputs, gpu_class, host_ram_gib=None)
+        if fit.fits:
+            ladder_keys |= {k for k, v in fit.settings.items() if v not in (None, False, 0)}
+            config = {**spec.backend.config, **{k: v for k, v in fit.settings.items()
+                                                 if v is not None}}
+            spec = spec.model_copy(
+                update={"backend": spec.backend.model_copy(update={"config": config})}
+            )
+        evaluation = backend.estimate(spec, inputs, gpu_class)
+        cache_s = sum(c.seconds or 0.0 for c in evaluation.costs if c.kind in ("cache",))
+        train_s = sum(c.seconds or 0.0 for c in evaluation.costs if c.kind not in ("cache",))
+        evaluated.append(
+            {
+                "config": name,
+                "params": params,
+                "fits": fit.fits and not fit.ask_first,
+                "aids": [r.aid for r in fit.rungs],
+                "peak_gib": evaluation.worst.peak_gib,
+                "upper_gib": evaluation.worst.upper_gib,
+                "cache_seconds": cache_s,
+                "train_seconds": train_s,
+            }
+        )
+    feasible = [e for e in evaluated if e["fits"]] or evaluated
+    count = trials or sweep.trials
+    low = min(e["train_seconds"] for e in feasible)
+    high = max(e["train_seconds"] for e in feasible)
+    cache_once = max(e["cache_seconds"] for e in feasible)
+    offer = gpu_class.cheapest_offer()
+    price = offer.usd_per_hour if offer else None
+    hours = [(cache_once + count * s) / 3600 for s in (low, high)]
+    budget = {
+        "hours": budget_hours if budget_hours is not None else sweep.budget_hours,
+        "usd": budget_usd if budget_usd is not None else sweep.budget_usd,
+    }
+    if budget["usd"] is not None and price is None:
+        raise UsageError(
+            f"--budget-usd needs a price for {gpu_class.id}, and the GPU catalog has none",
+            hint="use --budget-hours, or plan for a priced GPU class (`kura gpus`)",
+        )
+    recipe = _leaves(base_doc.get("training", {}), "training")
+    plan = {
+        "kind": "sweep-plan",
+        "sweep": sweep.id,
+        "base_run": sweep.base_run,
+        "backend": f"{backend.title} {backend.release}",
+        "gpu": {"id": gpu_class.id, "chosen_by": chosen_by, "usd_per_hour": price},
+        "axes": [axis.to_dict() for axis in space.axes],
+        "objective": space.spec.objective.model_dump(mode="json"),
+        "early_stop": space.spec.early_stop.model_dump(mode="json"),
+        "trials": count,
+        "budget": budget,
+        "estimate": {
+            "per_trial_seconds": [round(low, 1), round(high, 1)],
+            "cache_seconds_once": round(cache_once, 1),
+            "total_hours": [round(h, 3) for h in hours],
+            "total_usd": None if price is None else [round(h * price, 2) for h in hours],
+            "band": "lowest and highest per-trial estimate over the warm-start configs and "
+            "the corners of the space; the caching steps counted once per machine",
+            "configs": evaluated,
+        },
+        "changes": {
+            "axes": list(space.keys),
+            "fit_ladder_keys": sorted(ladder_keys),
+            "datasets": sweep.split.train,
+            "validation": sweep.split.validation,
+            "execution.gpu_class": "the worker's GPU",
+        },
+        "unchanged": {k: v for k, v in recipe.items() if k not in space.keys},
+        "storage": sweep.storage,
+    }
+    folder = sweep_dir(workspace, sweep.id)
+    with workspace.lock():
+        atomic_write_text(folder / PLAN_JSON, json.dumps(plan, indent=2, default=str) + "\n")
+        atomic_write_text(folder / PLAN_MD, _render(plan))
+    return plan
+
+
+def _leaves(node: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_leaves(value, f"{prefix}.{key}"))
+        return out
+    return {prefix: node}
+
+
+def _render(plan: dict[str, Any]) -> str:
+    est = plan["estimate"]
+    lines = [
+        f"# Sweep {plan['sweep']} over run {plan['base_run']} ({plan['backend']})",
+        "",
+        f"- trials: {plan['trials']}; GPU: {plan['gpu']['id']} ({plan['gpu']['chosen_by']})",
+        f"- objective: {plan['objective']['metric']}"
+        + (f" + judge {plan['objective']['judge']}" if plan["objective"]["judge"] else ""),
+        f"- per trial: {est['per_trial_seconds'][0]}–{est['per_trial_seconds'][1]} s; "
+        f"caching once: {est['cache_seconds_once']} s",
+        f"- total: {est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours"
+        + (f", ${est['total_usd'][0]}–{est['total_usd'][1]}" if est["total_usd"] else ""),
+        f"- budget: {plan['budget']['hours'] or '—'} h, ${plan['budget']['usd'] or '—'}",
+        "",
+        "## Axes (what every trial may change)",
+        *(f"- {a['key']}: {a.get('choices') or [a['low'], a['high']]}" for a in plan["axes"]),
+        "- fit ladder, per trial on its worker's GPU: "
+        + (", ".join(plan["changes"]["fit_ladder_keys"]) or "none needed here"),
+        "",
+        "## Unchanged in every trial",
+        *(f"- {k}: {v}" for k, v in plan["unchanged"].items()),
+        "",
+        "## Configs estimated",
+        *(
+            f"- {e['config']}: {'fits' if e['fits'] else 'does not fit'}, peak "
+            f"{e['peak_gib']} GiB (≤ {e['upper_gib']}), {e['train_seconds']} s"
+            for e in est["configs"]
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _digests(workspace: Workspace, sweep_id: str) -> dict[str, str]:
+    folder = sweep_dir(workspace, sweep_id)
+    return {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in _BOUND
+        if (folder / name).is_file()
+    }
+
+
+def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
+    sweep = load_sweep(workspace, sweep_id)
+    folder = sweep_dir(workspace, sweep_id)
+    if not (folder / PLAN_JSON).is_file():
+        raise CheckFailed(
+            f"sweep {sweep_id} has no plan to approve",
+            hint=f"run `kura sweep plan {sweep_id}` and read plan.md first",
+        )
+    from kura.backends.registry import get_backend
+
+    checked_space(workspace, sweep, get_backend(sweep.backend))
+    record = {
+        "kind": "sweep-approval",
+        "sweep": sweep_id,
+        "files": _digests(workspace, sweep_id),
+        "approved_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        "approved_by": f"{getpass.getuser()}@{socket.gethostname()}",
+    }
+    with workspace.lock():
+        atomic_write_text(folder / APPROVAL, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
+    """The approved plan, after checking nothing it binds changed."""
+    folder = sweep_dir(workspace, sweep_id)
+    path = folder / APPROVAL
+    if not path.is_file():
+        raise CheckFailed(
+            f"sweep {sweep_id} is not approved",
+            hint=f"`kura sweep plan {sweep_id}`, read plan.md, then "
+            f"`kura sweep approve {sweep_id}`",
+        )
+    record = load_json(path)
+    current = _digests(workspace, sweep_id)
+    changed = sorted(n for n in _BOUND if current.get(n) != record.get("files", {}).get(n))
+    if changed:
+        raise CheckFailed(
+            f"sweep {sweep_id} changed after approval: {', '.join(changed)}",
+            hint=f"`kura sweep plan {sweep_id}` and `kura sweep approve {sweep_id}` again",
+        )
+    plan: dict[str, Any] = load_json(folder / PLAN_JSON)
+    return plan

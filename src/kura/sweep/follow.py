@@ -1,0 +1,79 @@
+"""Following a trial: loss reported to the pruner, weak trials stopped, caches kept.
+
+The follower reads the trainer's own progress (``Backend.progress`` over the train step's
+log) while the detached supervisor runs the trial, reports the smoothed loss at each new step
+(``trial.report``), and asks the asynchronous successive-halving pruner whether to stop. A
+stop is ``kura run cancel``'s path: SIGTERM to the trainer's process group, SIGKILL after the
+grace, the run marked cancelled; the trial records why (pruner, step, loss). A lease lost to
+another worker's reaper stops the trial the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Followed", "follow_trial"]
+
+STOP_GRACE_SECONDS = 10.0
+
+
+@dataclass
+class Followed:
+    status: str
+    stopped: dict[str, Any] | None
+    last: Any
+    seconds: float
+
+
+def follow_trial(
+    run_dir: Path,
+    trial: Any,
+    *,
+    progress: Callable[[Path], Any],
+    prune: bool,
+    lease_lost: Callable[[], bool],
+    on_state: Callable[[Any], None],
+    poll: float = 0.2,
+) -> Followed:
+    from kura.execution.runs import cancel_run, refresh_state
+
+    started = time.monotonic()
+    last_step = 0
+    stopped: dict[str, Any] | None = None
+    latest = None
+    while True:
+        state = refresh_state(run_dir)
+        on_state(state)
+        log = run_dir / "logs" / "train.log"
+        if log.exists():
+            latest = progress(log)
+            value = latest.loss_ema if latest.loss_ema is not None else latest.loss
+            if latest.step is not None and latest.step > last_step and value is not None:
+                last_step = latest.step
+                trial.report(float(value), latest.step)
+                if prune and stopped is None and not state.is_terminal and trial.should_prune():
+                    stopped = {
+                        "by": "successive halving (asynchronous)",
+                        "step": latest.step,
+                        "loss": float(value),
+                        "why": "its loss at this rung was below the top 1/reduction_factor "
+                        "of the trials that reached it",
+                    }
+                    cancel_run(run_dir, grace=STOP_GRACE_SECONDS)
+                    continue
+        if stopped is None and not state.is_terminal and lease_lost():
+            stopped = {"by": "lease lost", "why": "another worker reaped this trial's lease"}
+            cancel_run(run_dir, grace=STOP_GRACE_SECONDS)
+            continue
+        if state.is_terminal:
+            if log.exists():
+                latest = progress(log)
+            status = state.status if stopped is None else (
+                "lost" if stopped["by"] == "lease lost" else "pruned"
+            )
+            return Followed(status, stopped, latest, time.monotonic() - started)
+        time.sleep(poll)

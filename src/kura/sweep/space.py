@@ -1,0 +1,283 @@
+"""The space file (``space.yaml``): which recipe keys a sweep searches, and how it scores.
+
+::
+
+    axes:
+      training.learning_rate: {low: 1.0e-5, high: 1.0e-3, log: true}
+      training.network.rank: {choices: [8, 16, 32, 64]}
+      training.max_steps: {low: 20, high: 60, step: 20}
+    objective: {metric: heldout_loss, validation_fraction: 0.2}
+    early_stop: {min_resource: 5, reduction_factor: 3}
+
+Every axis must be a key the backend exposes (``Backend.search_keys``) with a range inside
+the trainer's limits; memory aids are never axes (the fit ladder sets them per trial).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from kura.errors import SpecError
+from kura.spec.base import StrictModel, validate_spec
+from kura.yamlio import load_yaml
+
+if TYPE_CHECKING:
+    from kura.backends.base import SearchKey, SearchKeys
+
+__all__ = ["Axis", "CheckedAxis", "CheckedSpace", "SpaceFile", "check_space", "load_space"]
+
+
+class Axis(StrictModel):
+    """A range (``low``/``high``, ``log``, ``step`` for whole numbers) or ``choices``."""
+
+    low: int | float | None = None
+    high: int | float | None = None
+    log: bool = False
+    step: int | float | None = Field(None, gt=0)
+    choices: list[Any] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Axis:
+        ranged = self.low is not None or self.high is not None
+        if ranged == (self.choices is not None):
+            raise ValueError("an axis takes either low and high, or choices")
+        if ranged and (self.low is None or self.high is None):
+            raise ValueError("a range needs both low and high")
+        if ranged and self.low is not None and self.high is not None and self.low >= self.high:
+            raise ValueError(f"low {self.low} must be below high {self.high}")
+        if self.log and self.low is not None and self.low <= 0:
+            raise ValueError("a log range needs low > 0")
+        if self.log and self.step is not None:
+            raise ValueError("a log range takes no step")
+        return self
+
+
+class Objective(StrictModel):
+    metric: Literal["heldout_loss", "train_loss"] = Field(
+        "heldout_loss",
+        description="held-out loss on a validation split Kura carves, or the final train loss",
+    )
+    validation_fraction: float = Field(0.2, gt=0, lt=1)
+    judge: str | None = Field(
+        None,
+        description="`ratings` (human ratings from `kura run evaluate`) or `module:function`, "
+        "a scorer of a trial's samples returning 0–1 (higher is better)",
+    )
+    judge_weight: float = Field(0.5, ge=0, le=1)
+
+
+class EarlyStop(StrictModel):
+    enabled: bool = True
+    min_resource: int = Field(5, ge=1, description="steps before the first rung")
+    reduction_factor: int = Field(3, ge=2)
+
+
+class SpaceFile(StrictModel):
+    axes: dict[str, Axis] = Field(min_length=1)
+    objective: Objective = Objective()
+    early_stop: EarlyStop = EarlyStop()
+
+
+@dataclass(frozen=True)
+class CheckedAxis:
+    key: str
+    kind: Literal["float", "int", "choice"]
+    low: float | None
+    high: float | None
+    log: bool
+    step: float | None
+    choices: tuple[Any, ...]
+    source: str
+
+    def contains(self, value: Any) -> bool:
+        if self.kind == "choice":
+            return value in self.choices
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        assert self.low is not None and self.high is not None
+        return self.low <= value <= self.high
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "choice":
+            return {"key": self.key, "choices": list(self.choices), "source": self.source}
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "low": self.low,
+            "high": self.high,
+            "log": self.log,
+            "step": self.step,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class CheckedSpace:
+    axes: tuple[CheckedAxis, ...]
+    spec: SpaceFile
+    digest: str
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(axis.key for axis in self.axes)
+
+    def distributions(self) -> dict[str, Any]:
+        """Optuna distributions, one per axis (Optuna is imported here only)."""
+        from optuna.distributions import (
+            CategoricalDistribution,
+            FloatDistribution,
+            IntDistribution,
+        )
+
+        out: dict[str, Any] = {}
+        for axis in self.axes:
+            if axis.kind == "choice":
+                out[axis.key] = CategoricalDistribution(list(axis.choices))
+            elif axis.kind == "int":
+                assert axis.low is not None and axis.high is not None
+                out[axis.key] = IntDistribution(
+                    int(axis.low), int(axis.high), log=axis.log, step=int(axis.step or 1)
+                )
+            else:
+                assert axis.low is not None and axis.high is not None
+                out[axis.key] = FloatDistribution(
+                    axis.low, axis.high, log=axis.log, step=axis.step
+                )
+        return out
+
+
+def load_space(path: Path) -> tuple[SpaceFile, str]:
+    """The space file and the sha256 of its text (a changed file is a changed space)."""
+    document = load_yaml(path)
+    spec = validate_spec(SpaceFile, document, source=path)
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    return spec, "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_space(
+    spec: SpaceFile,
+    digest: str,
+    exposed: SearchKeys,
+    *,
+    backend: str,
+    source: Path | str,
+) -> CheckedSpace:
+    """Each axis against the backend's searchable keys and their limits."""
+    axes = []
+    for key, axis in spec.axes.items():
+        if not key.startswith("training."):
+            raise SpecError(
+                f"{source}: axis {key} is not a recipe key (training.*)",
+                hint="memory aids and backend.config settings are never search axes: the fit "
+                "ladder sets them per trial; remove the axis",
+                path=source,
+            )
+        declared = exposed.keys.get(key)
+        if declared is None:
+            raise SpecError(
+                f"{source}: axis {key} is not a key backend {backend} lets a sweep search",
+                hint=f"searchable keys: {', '.join(sorted(exposed.keys))} ({exposed.source})",
+                path=source,
+            )
+        axes.append(_check_axis(key, axis, declared, source))
+    if spec.objective.metric == "heldout_loss" and not exposed.heldout_loss:
+        raise SpecError(
+            f"{source}: objective.metric heldout_loss, but backend {backend} reports no "
+            "held-out loss",
+            hint="set objective.metric: train_loss (and a judge if you have one)",
+            path=source,
+        )
+    return CheckedSpace(tuple(axes), spec, digest)
+
+
+def _check_axis(key: str, axis: Axis, declared: SearchKey, source: Path | str) -> CheckedAxis:
+    where = f"{source}: axis {key}"
+    if declared.kind == "choice":
+        if axis.choices is None:
+            raise SpecError(
+                f"{where} is a range, but the trainer takes named choices",
+                hint=f"list choices: from {', '.join(map(str, declared.choices))}",
+                path=source,
+            )
+        for value in axis.choices:
+            _check_choice(value, declared, where, source)
+        return CheckedAxis(
+            key, "choice", None, None, False, None, tuple(axis.choices), declared.source
+        )
+    values = list(axis.choices) if axis.choices is not None else [axis.low, axis.high]
+    for value in values:
+        _check_number(value, declared, where, source)
+    if axis.choices is not None:
+        return CheckedAxis(
+            key, "choice", None, None, False, None, tuple(axis.choices), declared.source
+        )
+    assert axis.low is not None and axis.high is not None
+    if declared.kind == "int":
+        if not (float(axis.low).is_integer() and float(axis.high).is_integer()):
+            raise SpecError(
+                f"{where} takes whole numbers, got {axis.low}–{axis.high}",
+                hint="use whole numbers for low and high",
+                path=source,
+            )
+        if axis.step is not None and not float(axis.step).is_integer():
+            raise SpecError(f"{where}: step must be a whole number", hint="", path=source)
+    return CheckedAxis(
+        key, declared.kind, axis.low, axis.high, axis.log, axis.step, (), declared.source
+    )
+
+
+def _check_choice(value: Any, declared: SearchKey, where: str, source: Path | str) -> None:
+    if value in declared.choices:
+        return
+    pattern = declared.open_pattern
+    if pattern and isinstance(value, str) and re.fullmatch(pattern, value):
+        return
+    if isinstance(value, str) and value.lower() in {str(c).lower() for c in declared.choices}:
+        return
+    raise SpecError(
+        f"{where}: {value!r} is not a value the trainer accepts",
+        hint=f"choose from {', '.join(map(str, declared.choices))}"
+        + (" or a class by dotted path" if declared.open_pattern else "")
+        + f" ({declared.source})",
+        path=source,
+    )
+
+
+def _check_number(value: Any, declared: SearchKey, where: str, source: Path | str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"{where}: {value!r} is not a finite number", hint="", path=source)
+    low, high = declared.minimum, declared.maximum
+    below = low is not None and (value < low or (declared.exclusive_minimum and value == low))
+    above = high is not None and value > high
+    if below or above:
+        bound = (
+            f"{'above' if declared.exclusive_minimum else 'at least'} {low}" if below else
+            f"at most {high}"
+        )
+        raise SpecError(
+            f"{where}: {value} is outside the trainer's limits (must be {bound})",
+            hint=f"narrow the range to {_limits(declared)} ({declared.source})",
+            path=source,
+        )
+
+
+def _limits(declared: SearchKey) -> str:
+    low = "–∞" if declared.minimum is None else (
+        f"({declared.minimum}" if declared.exclusive_minimum else f"[{declared.minimum}"
+    )
+    high = "∞)" if declared.maximum is None else f"{declared.maximum}]"
+    return f"{low}, {high}"
+
+
+def axis_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Optuna's params are the axis keys already; plain copy for JSON."""
+    return {str(k): v for k, v in params.items()}

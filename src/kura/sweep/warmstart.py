@@ -1,0 +1,137 @@
+"""Warm start: the configs every sweep tries first, each with where it came from.
+
+1. the **baseline**: the base run's own values of the axes;
+2. **curated** configs from the knowledge card of the architecture, in the task's section
+   then ``all``: lines ``- sweep.curated.<name>: {"training.learning_rate": 5e-5, …} —
+   source: …`` (keys not searched are taken from the baseline);
+3. **past winners**: the best trial of earlier sweeps on the same architecture × task
+   (``sweeps/<id>/winner.json``, written by ``kura sweep report``).
+
+A config whose value lies outside the space is left out with a note (never clamped
+silently); a duplicate is tried once, its sources joined.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kura.knowledge.baselines import card_path
+from kura.knowledge.cards import parse_card, read_card
+from kura.spec.run import RunSpec
+from kura.sweep.space import CheckedSpace
+from kura.workspace import Workspace
+
+__all__ = ["CURATED_PREFIX", "WarmConfig", "recipe_value", "warm_start"]
+
+CURATED_PREFIX = "sweep.curated."
+
+
+@dataclass(frozen=True)
+class WarmConfig:
+    name: str
+    params: dict[str, Any]
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": self.params, "source": self.source}
+
+
+def recipe_value(spec: RunSpec, key: str) -> Any:
+    node: Any = spec
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def warm_start(
+    workspace: Workspace,
+    space: CheckedSpace,
+    base: RunSpec,
+    *,
+    architecture: str,
+    task: str | None,
+    exclude_sweep: str | None = None,
+) -> tuple[list[WarmConfig], list[str]]:
+    """(configs in the order they are enqueued, notes on what was left out and why)."""
+    baseline = {key: recipe_value(base, key) for key in space.keys}
+    candidates = [WarmConfig("baseline", baseline, f"run {base.id} (the base run)")]
+    entries, _ = parse_card(read_card(card_path(workspace, architecture)))
+    sections = [s for s in (task, "all") if s]
+    for section in sections:
+        for entry in entries:
+            if entry.section != section or not entry.key.startswith(CURATED_PREFIX):
+                continue
+            name = entry.key.removeprefix(CURATED_PREFIX)
+            if not isinstance(entry.value, dict):
+                candidates.append(WarmConfig(name, {"?": entry.value}, entry.source))
+                continue
+            candidates.append(
+                WarmConfig(name, {**baseline, **entry.value}, f"card {architecture} × "
+                           f"{section}: {entry.source}")
+            )
+    candidates += _past_winners(workspace, architecture, task, exclude_sweep, baseline)
+    configs: list[WarmConfig] = []
+    notes: list[str] = []
+    seen: dict[str, int] = {}
+    for config in candidates:
+        problem = _problem(config, space)
+        if problem:
+            notes.append(f"{config.name} ({config.source}) left out: {problem}")
+            continue
+        params = {key: config.params[key] for key in space.keys}
+        identity = json.dumps(params, sort_keys=True, default=str)
+        if identity in seen:
+            index = seen[identity]
+            first = configs[index]
+            configs[index] = WarmConfig(
+                first.name, first.params, f"{first.source}; also {config.name}: {config.source}"
+            )
+            notes.append(f"{config.name} ({config.source}) is the same config as {first.name}")
+            continue
+        seen[identity] = len(configs)
+        configs.append(WarmConfig(config.name, params, config.source))
+    return configs, notes
+
+
+def _problem(config: WarmConfig, space: CheckedSpace) -> str | None:
+    if "?" in config.params:
+        return "its card value is not a mapping of recipe keys"
+    extra = sorted(set(config.params) - set(space.keys))
+    if extra:
+        return f"it sets {', '.join(extra)}, which the space does not search"
+    for axis in space.axes:
+        value = config.params.get(axis.key)
+        if not axis.contains(value):
+            return f"{axis.key} {value!r} is outside the space (widen the axis to try it)"
+    return None
+
+
+def _past_winners(
+    workspace: Workspace,
+    architecture: str,
+    task: str | None,
+    exclude: str | None,
+    baseline: dict[str, Any],
+) -> list[WarmConfig]:
+    from kura.bounded import load_json
+    from kura.sweep.records import list_sweeps, sweep_dir
+
+    found = []
+    for sweep_id in list_sweeps(workspace):
+        path = sweep_dir(workspace, sweep_id) / "winner.json"
+        if sweep_id == exclude or not path.is_file():
+            continue
+        winner = load_json(path)
+        if winner.get("architecture") != architecture or winner.get("task") != task:
+            continue
+        params = {k: v for k, v in winner.get("params", {}).items() if k in baseline}
+        found.append(
+            WarmConfig(
+                f"winner of {sweep_id}",
+                {**baseline, **params},
+                f"sweep {sweep_id} (trial {winner.get('number')})",
+            )
+        )
+    return found
