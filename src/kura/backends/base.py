@@ -77,6 +77,8 @@ class DatasetInput:
     kind: Literal["image", "video"]
     control_count: int | None = None
     source_fps: float | None = None
+    items: int | None = None
+    """Images or videos in the dataset (inspection's counts), for trainers that count steps."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class CompileInputs:
     trainer_dir: str
     weight_dtypes: Mapping[str, str] = field(default_factory=dict)
     container_image: str | None = None
+    bundle: str = ""
+    """The run's bundle id (a backend whose model layout differs per bundle checks it)."""
 
 
 @dataclass(frozen=True)
@@ -450,6 +454,16 @@ class Backend(Protocol):
 
     def progress(self, log_path: Path) -> StepProgress:
         """Progress of a step from its log file."""
+        ...
+
+    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
+        """Whether a step that exited with ``exit_code`` was stopped (an interrupt the
+        trainer caught and exited 0 on) rather than finished: recorded as a cancel."""
+        ...
+
+    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
+        """The ``kura export`` layout (``musubi``, ``diffusers``) a LoRA file with these
+        keys is written in, so export reads it from there."""
         ...
 
     def outputs(self, run_dir: Path) -> OutputLayout:

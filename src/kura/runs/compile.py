@@ -139,6 +139,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
         container_image=workspace.config().executor.musubi_image,
+        bundle=bundle.id,
     )
     return inputs, paths, resolution
 
@@ -175,6 +176,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
         control_dir=paths.dataset(name, control, control=True) if control else None,
         kind="video" if counts.get("videos", 0) > 0 else "image",
         control_count=_control_count(workspace, name) if control else None,
+        items=(counts.get("images", 0) + counts.get("videos", 0)) or None,
     )
 
 
