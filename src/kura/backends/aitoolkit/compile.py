@@ -419,6 +419,11 @@ def _model_section(
     except KeyError:
         raise SpecError(f"bundle {inputs.bundle} has no dit role", hint="check the bundle") from None
     qtype: str | None = knobs.qtype if knobs.quantize else None
+    qtype_te: str | None = knobs.qtype_te if knobs.quantize_te else None
+    if knobs.layer_offloading:
+        # ModelConfig rewrites qfloat8 to float8 when layer_offloading is on: write what runs
+        qtype = "float8" if qtype == "qfloat8" else qtype
+        qtype_te = "float8" if qtype_te == "qfloat8" else qtype_te
     if knobs.accuracy_recovery_adapter:
         adapter = model.ara.get(knobs.qtype)
         if adapter is None:
@@ -447,7 +452,7 @@ def _model_section(
         quantize=knobs.quantize,
         qtype=qtype,
         quantize_te=knobs.quantize_te,
-        qtype_te=knobs.qtype_te if knobs.quantize_te else None,
+        qtype_te=qtype_te,
         low_vram=knobs.low_vram,
         layer_offloading=True if knobs.layer_offloading else None,
         layer_offloading_transformer_percent=(
