@@ -41,6 +41,8 @@ __all__ = [
     "DraftedConfig",
     "Evaluation",
     "FitProblem",
+    "ImportedRun",
+    "Importer",
     "MemoryAid",
     "Mount",
     "OutputLayout",
@@ -386,6 +388,40 @@ class OutputLayout:
 
     lora_files: tuple[Path, ...]
     samples: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """A run made outside Kura (the trainer's own job and logs), read as evidence.
+
+    ``status`` is what the trainer's files show (``succeeded`` when the final file is
+    there, ``stopped`` when only step checkpoints are, ``unknown`` otherwise); ``config``
+    holds the run's settings in this backend's ``backend.config`` names."""
+
+    backend: str
+    source: str
+    name: str
+    architecture: str | None
+    bundle: str | None
+    config: Mapping[str, object]
+    total_steps: int | None
+    last_step: int | None
+    losses: tuple[tuple[int, float], ...]
+    seconds_per_step: float | None
+    status: Literal["succeeded", "stopped", "unknown"]
+    lora_files: tuple[str, ...]
+    job_text: str
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """A backend that can read a run made with its trainer outside Kura."""
+
+    def import_job(self, path: Path) -> ImportedRun:
+        """Read the trainer's job file (or its output folder) at ``path``; InvalidInput
+        naming the file when it is not one."""
+        ...
 
 
 class Backend(Protocol):

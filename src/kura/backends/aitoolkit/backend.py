@@ -17,6 +17,7 @@ from kura.backends.base import (
     Diagnosis,
     DraftedConfig,
     Evaluation,
+    ImportedRun,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -152,6 +153,11 @@ class AitkBackend:
         from kura.backends.aitoolkit.lora import key_style
 
         return key_style(keys, architecture)
+
+    def import_job(self, path: Path) -> ImportedRun:
+        from kura.backends.aitoolkit.importing import import_job
+
+        return import_job(path)
 
     def progress(self, log_path: Path) -> StepProgress:
         from kura.backends.aitoolkit.follow import tail_progress
