@@ -114,4 +114,8 @@ def test_model_bundles_lists_each_bundles_backends(toy_ws: Workspace) -> None:
     out = io.StringIO()
     assert main(["--json", "model", "bundles", "--arch", "zimage"], stdout=out) == 0
     bundles = json.loads(out.getvalue())["bundles"]
-    assert bundles and all(b["backends"] == ["musubi-tuner", "toy-trainer"] for b in bundles)
+    # listed by architecture: every backend that trains Z-Image (each with its own bundles)
+    assert bundles and all(
+        b["backends"] == ["ai-toolkit", "musubi-tuner", "toy-trainer"] for b in bundles
+    )
+    assert {b["backend"] for b in bundles} == {"musubi-tuner", "ai-toolkit"}

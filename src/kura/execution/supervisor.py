@@ -205,7 +205,8 @@ def _stopped_by_trainer(run_dir: Path, record: LaunchRecord, name: str) -> bool:
     from kura.backends.registry import get_backend
     from kura.execution.logs import read_attempt_log
 
-    text = read_attempt_log(Path(run_dir) / "logs" / f"{name}.log", offset=_log_offset(run_dir, name))
+    log = Path(run_dir) / "logs" / f"{name}.log"
+    text = read_attempt_log(log, offset=_log_offset(run_dir, name))
     return get_backend(record.backend).stopped(text, step=name, exit_code=0)
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kura.errors import InvalidInput, UsageError
+from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
 from kura.workspace import Workspace, new_run_id
 
@@ -64,7 +64,7 @@ def import_run(
 
 def imported_runs(workspace: Workspace) -> list[dict[str, Any]]:
     """Every import record, oldest first; a damaged one is skipped (it is no evidence)."""
-    found = []
+    found: list[dict[str, Any]] = []
     if not workspace.runs_dir.is_dir():
         return found
     for path in sorted(workspace.runs_dir.glob(f"*/{IMPORT_FILE}")):
@@ -75,9 +75,3 @@ def imported_runs(workspace: Workspace) -> list[dict[str, Any]]:
         if isinstance(data, dict) and data.get("kind") == "imported-run":
             found.append(data)
     return found
-
-
-def require_import(document: object, source: str) -> dict[str, Any]:
-    if not isinstance(document, dict):
-        raise InvalidInput(f"{source} is not an import record")
-    return document

@@ -50,13 +50,21 @@ def image_dataset(name: str = "photos", *, control: bool = False, items: int = 1
 
 def video_dataset(name: str = "clips", items: int = 6) -> DatasetInput:
     return DatasetInput(
-        name=name, media_dir=f"/data/{name}", caption_ext=".txt", control_dir=None,
-        kind="video", source_fps=24.0, items=items,
+        name=name,
+        media_dir=f"/data/{name}",
+        caption_ext=".txt",
+        control_dir=None,
+        kind="video",
+        source_fps=24.0,
+        items=items,
     )
 
 
-def make_inputs(bundle: str = "aitk-qwen-image", datasets: list[DatasetInput] | None = None,
-                architecture: str | None = None) -> CompileInputs:
+def make_inputs(
+    bundle: str = "aitk-qwen-image",
+    datasets: list[DatasetInput] | None = None,
+    architecture: str | None = None,
+) -> CompileInputs:
     from kura.backends.aitoolkit.archs import model_for
 
     model = model_for(bundle)

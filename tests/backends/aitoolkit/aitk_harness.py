@@ -30,14 +30,29 @@ JOBS = [Path(p) for p in sys.argv[2:]]
 
 class _Anything:
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-    def __getattr__(self, name: str) -> Any: return _Anything()
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: return _Anything()
-    def __getitem__(self, key: Any) -> Any: return _Anything()
-    def __or__(self, other: Any) -> Any: return _Anything()
-    def __ror__(self, other: Any) -> Any: return _Anything()
-    def __iter__(self) -> Any: return iter(())
-    def __bool__(self) -> bool: return False  # torch.cuda/mps "available": no
-    def __mro_entries__(self, bases: Any) -> tuple[type, ...]: return (object,)
+    def __getattr__(self, name: str) -> Any:
+        return _Anything()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _Anything()
+
+    def __getitem__(self, key: Any) -> Any:
+        return _Anything()
+
+    def __or__(self, other: Any) -> Any:
+        return _Anything()
+
+    def __ror__(self, other: Any) -> Any:
+        return _Anything()
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False  # torch.cuda/mps "available": no
+
+    def __mro_entries__(self, bases: Any) -> tuple[type, ...]:
+        return (object,)
 
 
 class _Stub(types.ModuleType):
@@ -58,11 +73,16 @@ def _stub(name: str) -> None:
 
 
 sys.path.insert(0, str(SRC))
-import toolkit  # noqa: E402,F401  (the real package; its heavy leaves are stubbed below)
+import toolkit  # noqa: E402  (the real package; its heavy leaves are stubbed below)
 import toolkit.audio  # noqa: E402,F401
 
-for name in ("torch", "torchaudio", "torchao.quantization.quant_primitives",
-             "toolkit.prompt_utils", "toolkit.audio.album_artwork"):
+for name in (
+    "torch",
+    "torchaudio",
+    "torchao.quantization.quant_primitives",
+    "toolkit.prompt_utils",
+    "toolkit.audio.album_artwork",
+):
     _stub(name)
 import yaml  # noqa: E402
 
@@ -98,8 +118,16 @@ class Recording(dict):  # type: ignore[type-arg]
         return super().setdefault(key, default)
 
 
-CLASSES = ("NetworkConfig", "TrainConfig", "ModelConfig", "SaveConfig", "SampleConfig",
-           "SampleItem", "LoggingConfig", "DatasetConfig")
+CLASSES = (
+    "NetworkConfig",
+    "TrainConfig",
+    "ModelConfig",
+    "SaveConfig",
+    "SampleConfig",
+    "SampleItem",
+    "LoggingConfig",
+    "DatasetConfig",
+)
 READS: dict[str, set[str]] = {}
 _CODES = {getattr(cm, name).__init__.__code__: name for name in CLASSES}
 _locals_to_fast = getattr(ctypes.pythonapi, "PyFrame_LocalsToFast", None)
@@ -144,23 +172,36 @@ def _literal_keys(path: Path, receivers: tuple[str, ...]) -> set[str]:
     """String keys a file reads with ``get_conf('k')`` or ``<receiver>['k']``/``.get('k')``."""
     keys: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "get_conf":
-                keys.add(str(node.args[0].value).split(".")[0])
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            if ast.unparse(node.value) in receivers:
-                keys.add(str(node.slice.value))
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant):
-            if any(ast.unparse(c) in receivers for c in node.comparators):
-                keys.add(str(node.left.value))
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get_conf"
+        ):
+            keys.add(str(node.args[0].value).split(".")[0])
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and ast.unparse(node.value) in receivers
+        ):
+            keys.add(str(node.slice.value))
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Constant)
+            and any(ast.unparse(c) in receivers for c in node.comparators)
+        ):
+            keys.add(str(node.left.value))
     return keys
 
 
-PROCESS_FILES = ("jobs/process/BaseProcess.py", "jobs/process/BaseTrainProcess.py",
-                 "jobs/process/BaseSDTrainProcess.py",
-                 "extensions_built_in/sd_trainer/SDTrainer.py",
-                 "extensions_built_in/sd_trainer/DiffusionTrainer.py")
+PROCESS_FILES = (
+    "jobs/process/BaseProcess.py",
+    "jobs/process/BaseTrainProcess.py",
+    "jobs/process/BaseSDTrainProcess.py",
+    "extensions_built_in/sd_trainer/SDTrainer.py",
+    "extensions_built_in/sd_trainer/DiffusionTrainer.py",
+)
 
 
 def _process_keys() -> set[str]:
@@ -180,9 +221,13 @@ def _job_keys() -> tuple[set[str], set[str]]:
 
 def _trainer_types() -> set[str]:
     text = (SRC / "extensions_built_in/sd_trainer/__init__.py").read_text()
-    return {str(n.value.value) for n in ast.walk(ast.parse(text))
-            if isinstance(n, ast.Assign) and any(ast.unparse(t) == "uid" for t in n.targets)
-            and isinstance(n.value, ast.Constant)}
+    return {
+        str(n.value.value)
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.Assign)
+        and any(ast.unparse(t) == "uid" for t in n.targets)
+        and isinstance(n.value, ast.Constant)
+    }
 
 
 def _unread(data: dict[str, Any], reads: set[str], where: str) -> list[str]:
@@ -221,13 +266,21 @@ def check(path: Path) -> dict[str, Any]:
     finally:
         sys.settrace(None)
     cm.validate_configs(train, model_config, save, datasets)
-    sections = {"network": "NetworkConfig", "train": "TrainConfig", "model": "ModelConfig",
-                "save": "SaveConfig", "sample": "SampleConfig", "logging": "LoggingConfig"}
+    sections = {
+        "network": "NetworkConfig",
+        "train": "TrainConfig",
+        "model": "ModelConfig",
+        "save": "SaveConfig",
+        "sample": "SampleConfig",
+        "logging": "LoggingConfig",
+    }
     for section, cls in sections.items():
         if section in process:
             problems += _unread(process[section], READS.get(cls, set()), f"process.{section}")
     for index, item in enumerate(process.get("sample", {}).get("samples", [])):
-        problems += _unread(item, READS.get("SampleItem", set()), f"process.sample.samples[{index}]")
+        problems += _unread(
+            item, READS.get("SampleItem", set()), f"process.sample.samples[{index}]"
+        )
     for index, item in enumerate(process["datasets"]):
         problems += _unread(item, READS.get("DatasetConfig", set()), f"process.datasets[{index}]")
     if not READS.get("TrainConfig"):

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.skipif(not SRC, reason="set KURA_AITK_SRC to an AI-Tool
 def _report(*files: Path) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, str(HERE / "aitk_harness.py"), str(SRC), *map(str, files)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     report: dict[str, object] = json.loads(done.stdout)
@@ -45,7 +47,8 @@ def test_every_golden_key_is_read_by_the_trainer() -> None:
     assert by_file["zimage-lokr.yaml"]["network_type"] == "lokr"
     assert by_file["wan22-a14b-video-ara.yaml"]["qtype"] == "uint4"
     assert by_file["wan22-a14b-video-ara.yaml"]["accuracy_recovery_adapter"].startswith(
-        "ostris/accuracy_recovery_adapters/")
+        "ostris/accuracy_recovery_adapters/"
+    )
     assert by_file["qwen-image.yaml"]["gradient_checkpointing"] is False
 
 

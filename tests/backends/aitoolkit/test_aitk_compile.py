@@ -25,11 +25,22 @@ CASES = {
         make_spec(
             base="aitk-wan2.2-t2v-a14b",
             datasets=[{"name": "clips", "resolution": [512], "frames": [33]}],
-            training={"effective_batch": 1, "max_steps": 600, "epochs": None,
-                      "sample_prompts": [], "sample_every_n_epochs": None},
-            config={"cache_text_embeddings": True, "quantize": True, "qtype": "uint4",
-                    "accuracy_recovery_adapter": True, "low_vram": True,
-                    "gradient_checkpointing": True, "save_every_steps": 200},
+            training={
+                "effective_batch": 1,
+                "max_steps": 600,
+                "epochs": None,
+                "sample_prompts": [],
+                "sample_every_n_epochs": None,
+            },
+            config={
+                "cache_text_embeddings": True,
+                "quantize": True,
+                "qtype": "uint4",
+                "accuracy_recovery_adapter": True,
+                "low_vram": True,
+                "gradient_checkpointing": True,
+                "save_every_steps": 200,
+            },
         ),
         make_inputs("aitk-wan2.2-t2v-a14b", [video_dataset("clips")]),
     ),
@@ -41,17 +52,26 @@ CASES = {
     "flux2-klein-offload": (
         make_spec(
             base="aitk-flux2-klein-base-9b",
-            training={"effective_batch": 4, "warmup_steps": 50, "optimizer_args":
-                      ["weight_decay=0.01"]},
-            config={"batch_size": 2, "cache_text_embeddings": True, "quantize": True,
-                    "quantize_te": True, "gradient_checkpointing": True,
-                    "layer_offloading_transformer_percent": 0.5},
+            training={
+                "effective_batch": 4,
+                "warmup_steps": 50,
+                "optimizer_args": ["weight_decay=0.01"],
+            },
+            config={
+                "batch_size": 2,
+                "cache_text_embeddings": True,
+                "quantize": True,
+                "quantize_te": True,
+                "gradient_checkpointing": True,
+                "layer_offloading_transformer_percent": 0.5,
+            },
         ),
         make_inputs("aitk-flux2-klein-base-9b"),
     ),
     "zimage-lokr": (
-        make_spec(base="aitk-zimage-base", config={"network_type": "lokr",
-                                                   "cache_text_embeddings": True}),
+        make_spec(
+            base="aitk-zimage-base", config={"network_type": "lokr", "cache_text_embeddings": True}
+        ),
         make_inputs("aitk-zimage-base"),
     ),
 }
@@ -106,15 +126,17 @@ def test_peft_models_ignore_alpha_and_say_so() -> None:
     assert network.linear == 32 and network.linear_alpha is None
     assert any("ignores linear_alpha" in w and "effective scale is 1.0" in w for w in warnings)
     # a legacy UNet honours the alpha, and it is written
-    job, warnings = job_for(make_spec(base="sdxl-base-1.0", training={"network": {
-        "rank": 32, "alpha": 1.0}}), make_inputs("sdxl-base-1.0"))
+    job, warnings = job_for(
+        make_spec(base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 1.0}}),
+        make_inputs("sdxl-base-1.0"),
+    )
     assert job.config.process[0].network.linear_alpha == 1.0
     assert not any("linear_alpha" in w for w in warnings)
 
 
 def test_the_plan_shows_the_effective_scale(tmp_path: Path) -> None:
-    from kura.backends.aitoolkit.fit import network_document
     from kura.backends.aitoolkit.archs import model_for
+    from kura.backends.aitoolkit.fit import network_document
 
     spec = make_spec(training={"network": {"rank": 32, "alpha": 8.0}})
     qwen = network_document(spec, model_for("aitk-qwen-image"))  # type: ignore[arg-type]
@@ -130,19 +152,28 @@ def test_unknown_network_types_are_refused(network: str) -> None:
 
 
 def test_musubi_network_fields_are_refused() -> None:
-    with pytest.raises(Unsupported, match="network.args"):
-        job_for(make_spec(training={"network": {"rank": 16, "alpha": 16, "args": ["x=1"]}}),
-                make_inputs())
-    with pytest.raises(Unsupported, match="network.module"):
-        job_for(make_spec(training={"network": {"rank": 16, "alpha": 16,
-                                                "module": "networks.lora_qwen_image"}}),
-                make_inputs())
+    with pytest.raises(Unsupported, match=r"network\.args"):
+        job_for(
+            make_spec(training={"network": {"rank": 16, "alpha": 16, "args": ["x=1"]}}),
+            make_inputs(),
+        )
+    with pytest.raises(Unsupported, match=r"network\.module"):
+        job_for(
+            make_spec(
+                training={
+                    "network": {"rank": 16, "alpha": 16, "module": "networks.lora_qwen_image"}
+                }
+            ),
+            make_inputs(),
+        )
 
 
 def test_cache_and_unload_text_encoder_exclude_each_other() -> None:
     with pytest.raises(SpecError, match="exclude each other"):
-        job_for(make_spec(config={"cache_text_embeddings": True, "unload_text_encoder": True}),
-                make_inputs())
+        job_for(
+            make_spec(config={"cache_text_embeddings": True, "unload_text_encoder": True}),
+            make_inputs(),
+        )
 
 
 def test_unload_text_encoder_is_never_written_without_saying_captions_are_ignored() -> None:
@@ -150,18 +181,20 @@ def test_unload_text_encoder_is_never_written_without_saying_captions_are_ignore
     assert job.config.process[0].train.unload_text_encoder is True
     assert any("EVERY CAPTION IS IGNORED" in w for w in warnings)
     with pytest.raises(Unsupported, match="refuses unload_text_encoder"):
-        job_for(make_spec(base="aitk-qwen-image-edit", config={"unload_text_encoder": True}),
-                make_inputs("aitk-qwen-image-edit", [image_dataset(control=True)]))
+        job_for(
+            make_spec(base="aitk-qwen-image-edit", config={"unload_text_encoder": True}),
+            make_inputs("aitk-qwen-image-edit", [image_dataset(control=True)]),
+        )
 
 
 def test_micro_batch_times_accumulation_is_the_effective_batch() -> None:
-    job, _ = job_for(make_spec(training={"effective_batch": 6}, config={"batch_size": 3}),
-                     make_inputs())
+    job, _ = job_for(
+        make_spec(training={"effective_batch": 6}, config={"batch_size": 3}), make_inputs()
+    )
     train = job.config.process[0].train
     assert (train.batch_size, train.gradient_accumulation) == (3, 2)
     with pytest.raises(SpecError, match="not a multiple"):
-        job_for(make_spec(training={"effective_batch": 6}, config={"batch_size": 4}),
-                make_inputs())
+        job_for(make_spec(training={"effective_batch": 6}, config={"batch_size": 4}), make_inputs())
 
 
 def test_steps_not_epochs() -> None:
@@ -175,8 +208,10 @@ def test_steps_not_epochs() -> None:
     assert job.config.process[0].train.steps == 123
     unknown = image_dataset()
     with pytest.raises(SpecError, match="item"):
-        job_for(make_spec(), make_inputs(datasets=[type(unknown)(**{**unknown.__dict__,
-                                                                     "items": None})]))
+        job_for(
+            make_spec(),
+            make_inputs(datasets=[type(unknown)(**{**unknown.__dict__, "items": None})]),
+        )
 
 
 def test_each_run_has_its_own_name_and_folders_and_caches_stay_out_of_the_dataset() -> None:
@@ -188,8 +223,10 @@ def test_each_run_has_its_own_name_and_folders_and_caches_stay_out_of_the_datase
     assert process["datasets"][0]["folder_path"] == f"{RUN_DIR}/data/photos"
     assert not process["datasets"][0]["folder_path"].startswith("/data/")
     prepare = compiled.steps[0]
-    assert prepare.kind == "prepare" and prepare.argv[-2:] == ("/data/photos",
-                                                                f"{RUN_DIR}/data/photos")
+    assert prepare.kind == "prepare" and prepare.argv[-2:] == (
+        "/data/photos",
+        f"{RUN_DIR}/data/photos",
+    )
     assert any("resumes by itself" in w for w in compiled.warnings)
 
 
@@ -218,18 +255,27 @@ def test_the_link_script_links_file_by_file(tmp_path: Path) -> None:
 
 def test_layer_offloading_only_where_the_class_reads_it() -> None:
     with pytest.raises(Unsupported, match="ignores layer_offloading"):
-        job_for(make_spec(base="chroma1-base", config={
-            "layer_offloading_transformer_percent": 0.5}), make_inputs("chroma1-base"))
+        job_for(
+            make_spec(base="chroma1-base", config={"layer_offloading_transformer_percent": 0.5}),
+            make_inputs("chroma1-base"),
+        )
 
 
 def test_accuracy_recovery_adapter_only_from_the_known_files() -> None:
-    job, _ = job_for(make_spec(config={"quantize": True, "qtype": "uint3",
-                                       "accuracy_recovery_adapter": True}), make_inputs())
+    job, _ = job_for(
+        make_spec(config={"quantize": True, "qtype": "uint3", "accuracy_recovery_adapter": True}),
+        make_inputs(),
+    )
     assert job.config.process[0].model.qtype == (
-        "uint3|ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors")
+        "uint3|ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors"
+    )
     with pytest.raises(Unsupported, match="no accuracy-recovery adapter"):
-        job_for(make_spec(config={"quantize": True, "qtype": "uint4",
-                                  "accuracy_recovery_adapter": True}), make_inputs())
+        job_for(
+            make_spec(
+                config={"quantize": True, "qtype": "uint4", "accuracy_recovery_adapter": True}
+            ),
+            make_inputs(),
+        )
     with pytest.raises(SpecError, match="qtype"):
         job_for(make_spec(config={"quantize": True, "qtype": "qfloat9"}), make_inputs())
 
@@ -253,8 +299,13 @@ def test_the_ladder_of_aids_and_the_remedy_after_oom() -> None:
 
     aids = aids_for(model_for("aitk-wan2.2-t2v-a14b"), 2)  # type: ignore[arg-type]
     assert [a.name for a in aids] == [
-        "micro-batch", "gradient-checkpointing", "quantize", "quantize-text-encoder",
-        "low-vram", "4bit-accuracy-recovery", "layer-offloading",
+        "micro-batch",
+        "gradient-checkpointing",
+        "quantize",
+        "quantize-text-encoder",
+        "low-vram",
+        "4bit-accuracy-recovery",
+        "layer-offloading",
     ]
     assert all(a.costs and a.saves for a in aids)
     chroma = [a.name for a in aids_for(model_for("chroma1-base"), 1)]  # type: ignore[arg-type]
@@ -268,21 +319,29 @@ def test_the_ladder_of_aids_and_the_remedy_after_oom() -> None:
             break
         seen.append(rung["aid"])
         config.update(rung["change"])  # type: ignore[arg-type]
-    assert seen == ["gradient-checkpointing", "quantize", "quantize-text-encoder", "low-vram",
-                    "4bit-accuracy-recovery", "layer-offloading", "layer-offloading",
-                    "layer-offloading", "layer-offloading"]
+    assert seen == [
+        "gradient-checkpointing",
+        "quantize",
+        "quantize-text-encoder",
+        "low-vram",
+        "4bit-accuracy-recovery",
+        "layer-offloading",
+        "layer-offloading",
+        "layer-offloading",
+        "layer-offloading",
+    ]
     assert rung["key"] == "gpu"
 
 
 def test_not_sizeable_steps_never_fit() -> None:
-    from kura.backends.aitoolkit.fit import AitkProblem
     from kura.backends.aitoolkit.archs import model_for
+    from kura.backends.aitoolkit.fit import AitkProblem
     from kura.planning.gpus import get_gpu_class
     from kura.planning.ladder import walk
 
     problem = AitkProblem(make_spec(), model_for("aitk-qwen-image"), get_gpu_class("h100-pcie"))  # type: ignore[arg-type]
     evaluation = problem.evaluate(problem.baseline())
-    train = [c for c in evaluation.costs if c.kind == "train"][0]
+    train = next(c for c in evaluation.costs if c.kind == "train")
     assert train.fits is None and train.peak_gib is None and NOT_SIZEABLE in train.notes
     assert evaluation.fits is False
     assert walk(problem).fits is False

@@ -27,7 +27,7 @@ config:
       datasets: [{{folder_path: /data/x, caption_ext: txt, resolution: [512, 768]}}]
       train: {{steps: 5, batch_size: 1, gradient_checkpointing: true, lr: 1e-4}}
       model: {{name_or_path: Qwen/Qwen-Image, arch: qwen_image, quantize: true,
-               qtype: "uint3|ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors"}}
+               qtype: "uint3|{ara}"}}
       sample: {{sample_every: 100, samples: []}}
       logging: {{log_every: 1, use_ui_logger: true}}
 meta: {{name: "[name]"}}
@@ -37,17 +37,33 @@ meta: {{name: "[name]"}}
 def test_import_reads_job_and_loss_log(tmp_path: Path) -> None:
     folder = tmp_path / "output"
     job = tmp_path / "job.yaml"
-    job.write_text(UI_JOB.format(folder=folder))
+    ara = "ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors"
+    job.write_text(UI_JOB.format(folder=folder, ara=ara))
     # the fake writes loss_log.db and LoRA files exactly where AI-Toolkit does
-    runnable = job.read_text().replace("ui_trainer", "diffusion_trainer").replace(
-        "training_folder", "name: my_first_lora\n      training_folder")
+    runnable = (
+        job.read_text()
+        .replace("ui_trainer", "diffusion_trainer")
+        .replace("training_folder", "name: my_first_lora\n      training_folder")
+    )
     (tmp_path / "fake.yaml").write_text(runnable)
-    subprocess.run([sys.executable, str(FAKE), str(tmp_path / "fake.yaml")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(FAKE), str(tmp_path / "fake.yaml")], check=True, capture_output=True
+    )
     ws, _ = init_workspace(tmp_path / "ws")
     out = io.StringIO()
-    code = main(["--json", "--workspace", str(ws.root), "run", "import-aitk", str(job),
-                 "--gpu", "rtx-4090"], stdout=out)
+    code = main(
+        [
+            "--json",
+            "--workspace",
+            str(ws.root),
+            "run",
+            "import-aitk",
+            str(job),
+            "--gpu",
+            "rtx-4090",
+        ],
+        stdout=out,
+    )
     assert code == 0, out.getvalue()
     doc = json.loads(out.getvalue())
     assert doc["bundle"] == "aitk-qwen-image" and doc["architecture"] == "qwen_image"
@@ -69,7 +85,6 @@ def test_import_refuses_what_is_not_a_job(tmp_path: Path) -> None:
     bad = tmp_path / "x.yaml"
     bad.write_text("- a\n- b\n")
     out = io.StringIO()
-    code = main(["--json", "--workspace", str(ws.root), "run", "import-aitk", str(bad)],
-                stdout=out)
+    code = main(["--json", "--workspace", str(ws.root), "run", "import-aitk", str(bad)], stdout=out)
     assert code != 0
     assert "not an AI-Toolkit job" in out.getvalue()

@@ -26,23 +26,41 @@ def _prepare(tmp_path: Path, mode: str) -> tuple[Path, LaunchSpec, dict[str, obj
     for i in range(3):
         (data / f"{i}.png").write_bytes(b"png")
         (data / f"{i}.txt").write_text("myaku")
-    spec = make_spec(training={"sample_prompts": ["myaku"], "sample_every_n_epochs": 1,
-                               "effective_batch": 1, "epochs": 2, "save_every_n_epochs": 1})
+    spec = make_spec(
+        training={
+            "sample_prompts": ["myaku"],
+            "sample_every_n_epochs": 1,
+            "effective_batch": 1,
+            "epochs": 2,
+            "save_every_n_epochs": 1,
+        }
+    )
     dataset = replace(image_dataset(), media_dir=str(data), items=3)
-    inputs = replace(make_inputs(datasets=[dataset]), run_dir=str(run_dir),
-                     trainer_dir=str(FAKE_DIR))
+    inputs = replace(
+        make_inputs(datasets=[dataset]), run_dir=str(run_dir), trainer_dir=str(FAKE_DIR)
+    )
     compiled = compile_run(spec, inputs)
     (run_dir / "compiled").mkdir(parents=True)
     for name, text in compiled.files.items():
         (run_dir / "compiled" / name).write_text(text)
     steps = [
-        Step(s.name, [sys.executable if a == "python" else a for a in s.argv],
-             {**s.env, "KURA_FAKE_AITK": mode}, s.cwd)
+        Step(
+            s.name,
+            [sys.executable if a == "python" else a for a in s.argv],
+            {**s.env, "KURA_FAKE_AITK": mode},
+            s.cwd,
+        )
         for s in compiled.steps
     ]
     launch_spec = LaunchSpec(
-        run_id=RUN_ID, run_dir=run_dir, steps=steps, executor="host", container=None, gpus=1,
-        pass_env=[], skip_steps=[],
+        run_id=RUN_ID,
+        run_dir=run_dir,
+        steps=steps,
+        executor="host",
+        container=None,
+        gpus=1,
+        pass_env=[],
+        skip_steps=[],
     )
     assert (run_dir / "compiled" / LINKS_FILE).is_file()
     return run_dir, launch_spec, {"cache_text_embeddings": True}
@@ -60,7 +78,9 @@ def test_a_run_succeeds_and_is_followed(tmp_path: Path) -> None:
     assert progress.seconds_per_step == 1.25
     layout = backend.outputs(run_dir)
     assert [p.name for p in layout.lora_files] == [
-        f"{RUN_ID}_000000006.safetensors", f"{RUN_ID}.safetensors"]
+        f"{RUN_ID}_000000006.safetensors",
+        f"{RUN_ID}.safetensors",
+    ]
     assert len(layout.samples) == 2 and all("__0000000" in p.name for p in layout.samples)
     # the caches would land in the run's link folder, never in the dataset
     assert (run_dir / "data" / "photos" / "0.png").is_symlink()
@@ -78,7 +98,7 @@ def test_sigint_is_a_cancel_not_a_success(tmp_path: Path) -> None:
 
 
 def test_an_oom_is_diagnosed_with_the_next_aid(tmp_path: Path) -> None:
-    run_dir, spec, config = _prepare(tmp_path, "oom")
+    _run_dir, spec, config = _prepare(tmp_path, "oom")
     state = launch(spec, foreground=True, backend="ai-toolkit", backend_config=config)
     assert state.status == "failed"
     diagnosis = state.diagnosis or {}
@@ -88,7 +108,7 @@ def test_an_oom_is_diagnosed_with_the_next_aid(tmp_path: Path) -> None:
 
 
 def test_a_crash_names_the_error(tmp_path: Path) -> None:
-    run_dir, spec, config = _prepare(tmp_path, "crash")
+    _run_dir, spec, config = _prepare(tmp_path, "crash")
     state = launch(spec, foreground=True, backend="ai-toolkit", backend_config=config)
     assert state.status == "failed"
     assert state.diagnosis and state.diagnosis["code"] == "missing_files"
@@ -100,8 +120,9 @@ def test_a_relaunch_says_it_resumes(tmp_path: Path) -> None:
 
     run_dir, spec, config = _prepare(tmp_path, "sigint")
     launch(spec, foreground=True, backend="ai-toolkit", backend_config=config)
-    spec = replace(spec, steps=[replace(s, env={**s.env, "KURA_FAKE_AITK": "ok"})
-                                for s in spec.steps])
+    spec = replace(
+        spec, steps=[replace(s, env={**s.env, "KURA_FAKE_AITK": "ok"}) for s in spec.steps]
+    )
     (run_dir / "output" / f"{RUN_ID}_000000003.safetensors").write_bytes(b"x")
     state = launch(spec, foreground=True, backend="ai-toolkit", backend_config=config)
     assert state.status == "succeeded"

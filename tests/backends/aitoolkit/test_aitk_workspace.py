@@ -37,16 +37,20 @@ def aitk_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
     ws = character_workspace(tmp_path)
     toml = ws.config_path.read_text()
-    ws.config_path.write_text(toml + f'\n[executor]\naitk_checkout = "{FAKE_DIR}"\n'
-                              if "[executor]" not in toml else
-                              toml.replace("[executor]", f'[executor]\naitk_checkout = "{FAKE_DIR}"'))
+    ws.config_path.write_text(
+        toml + f'\n[executor]\naitk_checkout = "{FAKE_DIR}"\n'
+        if "[executor]" not in toml
+        else toml.replace("[executor]", f'[executor]\naitk_checkout = "{FAKE_DIR}"')
+    )
     return ws
 
 
 def _new(ws: Workspace) -> str:
     return create_run(
-        ws, datasets=["myaku"], base=BUNDLE,
-        sets=["execution.executor=host", "training.epochs=2"],
+        ws,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=host", "training.max_steps=6"],
         now=datetime(2026, 12, 1, 9, 0),
     ).run_id
 

@@ -59,12 +59,19 @@ class AitkBackend:
         reasons: dict[str, str] = {}
         drafts = {
             "network_type": ("lora", "adapter default (plain LoRA, AI-Toolkit's default type)"),
-            "batch_size": (1, "adapter default (micro-batch 1; accumulation makes the "
-                              "effective batch)"),
-            "cache_text_embeddings": (True, "adapter default (encodes every caption once, then "
-                                      "frees the text encoder; captions are kept)"),
-            "gradient_checkpointing": (False, "adapter default (off until the plan needs it; "
-                                       "AI-Toolkit's own default is on)"),
+            "batch_size": (
+                1,
+                "adapter default (micro-batch 1; accumulation makes the effective batch)",
+            ),
+            "cache_text_embeddings": (
+                True,
+                "adapter default (encodes every caption once, then "
+                "frees the text encoder; captions are kept)",
+            ),
+            "gradient_checkpointing": (
+                False,
+                "adapter default (off until the plan needs it; AI-Toolkit's own default is on)",
+            ),
         }
         for key, (value, why) in drafts.items():
             if f"backend.config.{key}" in explicit:

@@ -62,19 +62,39 @@ OUTPUT_NAME = "output"
 DATA_DIR = "data"
 
 OPTIMIZERS = (
-    "adamw", "adam", "adamw8bit", "adam8bit", "lion8bit", "ademamix8bit", "adamw8", "adam8",
-    "lion", "adagrad", "adafactor", "prodigy", "prodigy8bit", "automagic",
+    "adamw",
+    "adam",
+    "adamw8bit",
+    "adam8bit",
+    "lion8bit",
+    "ademamix8bit",
+    "adamw8",
+    "adam8",
+    "lion",
+    "adagrad",
+    "adafactor",
+    "prodigy",
+    "prodigy8bit",
+    "automagic",
 )
 """``toolkit/optimizer.py::get_optimizer`` names."""
-SCHEDULERS = ("constant", "cosine", "cosine_with_restarts", "linear", "step",
-              "constant_with_warmup")
+SCHEDULERS = (
+    "constant",
+    "cosine",
+    "cosine_with_restarts",
+    "linear",
+    "step",
+    "constant_with_warmup",
+)
 """``toolkit/scheduler.py::get_lr_scheduler`` names Kura writes."""
 TIMESTEP_TYPES = ("sigmoid", "linear", "lognorm_blend", "weighted", "shift")
 """``TrainConfig.timestep_type`` values the flow-matching schedulers use."""
 SAVE_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bf16"}
 
-LINKS_SCRIPT = '''"""Kura: link a dataset folder file by file into the run (AI-Toolkit writes its caches
-next to the files it reads, so it reads these links, never the user's folder)."""
+LINKS_SCRIPT = '''"""Kura: link dataset folders file by file into the run.
+
+AI-Toolkit writes its caches next to the files it reads: it reads these links, never the
+user's folder."""
 import os
 import sys
 
@@ -150,6 +170,11 @@ def job_for(spec: RunSpec, inputs: CompileInputs) -> tuple[JobFile, list[str]]:
     accumulation = training.effective_batch // micro
     steps_per_epoch = _steps_per_epoch(spec, inputs)
     steps = total_steps(spec, steps_per_epoch)
+    if training.max_steps is not None and training.epochs is not None:
+        warnings.append(
+            f"training.max_steps {training.max_steps} sets the length; training.epochs "
+            f"{training.epochs} is not used (AI-Toolkit counts steps)"
+        )
     network = _network(spec, model, knobs, warnings)
     datasets = [
         _dataset(use, source, model, knobs, inputs.run_dir)
@@ -356,8 +381,13 @@ def _train(
             f"training.timestep_sampling {timestep!r} has no AI-Toolkit timestep_type",
             hint=f"choose one of {', '.join(TIMESTEP_TYPES)} or leave it unset",
         )
-    for key in ("discrete_flow_shift", "weighting_scheme", "min_timestep", "max_timestep",
-                "timestep_boundary"):
+    for key in (
+        "discrete_flow_shift",
+        "weighting_scheme",
+        "min_timestep",
+        "max_timestep",
+        "timestep_boundary",
+    ):
         if getattr(training, key) is not None:
             raise Unsupported(
                 f"training.{key} has no AI-Toolkit equivalent (its model classes bring their "
@@ -417,7 +447,9 @@ def _model_section(
     try:
         path = inputs.model_paths["dit"]
     except KeyError:
-        raise SpecError(f"bundle {inputs.bundle} has no dit role", hint="check the bundle") from None
+        raise SpecError(
+            f"bundle {inputs.bundle} has no dit role", hint="check the bundle"
+        ) from None
     qtype: str | None = knobs.qtype if knobs.quantize else None
     qtype_te: str | None = knobs.qtype_te if knobs.quantize_te else None
     if knobs.layer_offloading:
@@ -440,7 +472,10 @@ def _model_section(
         )
     kwargs: dict[str, object] | None = None
     if model.two_experts:
-        kwargs = {"train_high_noise": knobs.train_high_noise, "train_low_noise": knobs.train_low_noise}
+        kwargs = {
+            "train_high_noise": knobs.train_high_noise,
+            "train_low_noise": knobs.train_low_noise,
+        }
     if knobs.layer_offloading:
         warnings.append(
             "layer_offloading picks a random subset of linear layers per run; Kura sets SEED "

@@ -33,8 +33,10 @@ def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
             mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
     for role, path in sorted(inputs.model_paths.items()):
         mounts.append(Mount(path, True, f"model {role}"))
-    seen: set[str] = set()
-    unique = [m for m in mounts if not (m.target in seen or seen.add(m.target))]
+    unique: list[Mount] = []
+    for mount in mounts:
+        if all(mount.target != kept.target for kept in unique):
+            unique.append(mount)
     return ContainerSpec(
         image=DEFAULT_IMAGE,
         gpus=spec.execution.gpus,

@@ -69,11 +69,18 @@ def diagnose_text(
         )
     if exit_code in (-9, 137) or re.search(r"^Killed$", text, re.MULTILINE):
         return Diagnosis(
-            "host_oom", step, "the trainer was killed (host memory, or the OOM killer)",
+            "host_oom",
+            step,
+            "the trainer was killed (host memory, or the OOM killer)",
             "Killed" if "Killed" in text else f"exit {exit_code}",
-            {"action": "change", "key": "host_ram", "why": "low_vram and layer offloading "
-             "need host RAM; free memory or use a machine with more"},
-            None, exit_code,
+            {
+                "action": "change",
+                "key": "host_ram",
+                "why": "low_vram and layer offloading "
+                "need host RAM; free memory or use a machine with more",
+            },
+            None,
+            exit_code,
         )
     error = list(_ERROR.finditer(text))
     message = error[-1]["msg"].strip() if error else ""

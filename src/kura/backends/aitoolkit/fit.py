@@ -107,7 +107,9 @@ class AitkProblem:
         return {aid.name: aid.off for aid in self.aids}
 
     def evaluate(self, choice: AidChoice) -> Evaluation:
-        return Evaluation(_costs(self.spec.training.max_steps), None, _detail(self.spec, self.model, self.gpu))
+        return Evaluation(
+            _costs(self.spec.training.max_steps), None, _detail(self.spec, self.model, self.gpu)
+        )
 
     def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
         return dict(self.settings({aid.name: choice[aid.name]}))
@@ -140,7 +142,9 @@ def settings_for(choice: AidChoice) -> dict[str, object]:
     return out
 
 
-def fit_run(spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None) -> PlanFit:
+def fit_run(
+    spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+) -> PlanFit:
     model = _model(spec, inputs)
     problem = AitkProblem(spec, model, gpu)
     result = walk(problem, host_ram_gib=host_ram_gib)
@@ -154,8 +158,13 @@ def fit_run(spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: f
         "recipe_options": [],
         "notes": [NOT_SIZEABLE, str(network_document(spec, model)["note"])],
         "aids": [
-            {"aid": a.name, "keys": list(a.keys), "saves": a.saves, "costs": a.costs,
-             "levels": list(a.levels)}
+            {
+                "aid": a.name,
+                "keys": list(a.keys),
+                "saves": a.saves,
+                "costs": a.costs,
+                "levels": list(a.levels),
+            }
             for a in problem.aids
         ],
         "network": network_document(spec, model),
@@ -182,13 +191,20 @@ def failure_config(spec: RunSpec, inputs: PlanInputs) -> dict[str, object]:
 
 def next_rung(config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
     """The next aid up the ladder after an out-of-memory, as a rung document."""
-    facts = {k: config[k] for k in ("aitk_ara_qtypes", "aitk_layer_offloading", "effective_batch")
-             if k in config}
+    facts = {
+        k: config[k]
+        for k in ("aitk_ara_qtypes", "aitk_layer_offloading", "effective_batch")
+        if k in config
+    }
     knobs = read_knobs({k: v for k, v in config.items() if k not in facts})
     batch = knobs.batch_size
     if batch > 1:
-        smaller = max(n for n in range(1, batch) if int(str(facts.get("effective_batch", batch))) % n == 0)
-        return _rung("micro-batch", {"batch_size": smaller}, "same effective batch, fewer samples at once")
+        smaller = max(
+            n for n in range(1, batch) if int(str(facts.get("effective_batch", batch))) % n == 0
+        )
+        return _rung(
+            "micro-batch", {"batch_size": smaller}, "same effective batch, fewer samples at once"
+        )
     if not knobs.gradient_checkpointing:
         return _rung("gradient-checkpointing", {"gradient_checkpointing": True}, "about 1/3 slower")
     if not knobs.quantize:

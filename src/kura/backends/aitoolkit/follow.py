@@ -66,12 +66,13 @@ def tail_progress(log_path: Path) -> StepProgress:
     checkpoint = _newest_checkpoint(run_dir / "output")
     if not hits:
         if losses:
-            return StepProgress(step=losses[-1].step, loss=losses[-1].loss,
-                                last_checkpoint=checkpoint)
+            return StepProgress(
+                step=losses[-1].step, loss=losses[-1].loss, last_checkpoint=checkpoint
+            )
         return StepProgress(last_checkpoint=checkpoint)
     bar = hits[-1]
     rate = float(bar["rate"])
-    seconds_per_step = (rate if bar["unit"] == "s/it" else (1.0 / rate if rate else None))
+    seconds_per_step = rate if bar["unit"] == "s/it" else (1.0 / rate if rate else None)
     loss: float | None = None
     post = _LOSS.search(bar["post"] or "")
     if post and post["loss"] != "nan":
@@ -119,7 +120,9 @@ def read_loss_log(path: Path, *, limit: int | None = None) -> list[LossRow]:
         return []
     finally:
         con.close()
-    return [LossRow(int(s), float(w), None if v is None else float(v)) for s, w, v in reversed(rows)]
+    return [
+        LossRow(int(s), float(w), None if v is None else float(v)) for s, w, v in reversed(rows)
+    ]
 
 
 def lora_checkpoints(output: Path, name: str) -> list[tuple[int | None, Path]]:
@@ -129,7 +132,7 @@ def lora_checkpoints(output: Path, name: str) -> list[tuple[int | None, Path]]:
     if not output.is_dir():
         return found
     for path in output.glob(f"{name}*.safetensors"):
-        rest = path.name[len(name):]
+        rest = path.name[len(name) :]
         match = _STEP_FILE.fullmatch(rest)
         if match:
             found.append((int(match.group(1)), path))
@@ -139,7 +142,11 @@ def lora_checkpoints(output: Path, name: str) -> list[tuple[int | None, Path]]:
 
 
 def _newest_checkpoint(output: Path) -> str | None:
-    files = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime) if output.is_dir() else []
+    files = (
+        sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
+        if output.is_dir()
+        else []
+    )
     return files[-1].name if files else None
 
 
@@ -148,7 +155,11 @@ def outputs(run_dir: Path) -> OutputLayout:
     loras = tuple(path for _, path in lora_checkpoints(output, run_dir.name))
     samples_dir = output / "samples"
     samples = (
-        tuple(sorted(p for p in samples_dir.iterdir() if p.is_file() and p.suffix in SAMPLE_EXTENSIONS))
+        tuple(
+            sorted(
+                p for p in samples_dir.iterdir() if p.is_file() and p.suffix in SAMPLE_EXTENSIONS
+            )
+        )
         if samples_dir.is_dir()
         else ()
     )

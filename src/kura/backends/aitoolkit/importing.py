@@ -8,6 +8,7 @@ their wall times: the measured seconds per step) and the LoRA files.
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
@@ -99,7 +100,7 @@ def import_job(path: Path) -> ImportedRun:
     losses = tuple((r.step, r.loss) for r in rows if r.loss is not None)
     gaps = [
         (b.wall_time - a.wall_time) / (b.step - a.step)
-        for a, b in zip(rows, rows[1:], strict=False)
+        for a, b in itertools.pairwise(rows)
         if b.step > a.step
     ]
     checkpoints = lora_checkpoints(save_root, name)

@@ -24,15 +24,21 @@ MODE = os.environ.get("KURA_FAKE_AITK", "ok")
 LORA = b"\x08\x00\x00\x00\x00\x00\x00\x00{}      "
 
 
+def write(path, data):
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
 def bar(name, step, total, loss):
     pct = int(100 * step / total)
-    line = f"\r{name}:  {pct}%|##| {step}/{total} [00:0{step % 10}<00:10,  1.25s/it, lr: 1.0e-04 loss: {loss:.3e}]"
-    sys.stderr.write(line)
+    timing = f"[00:0{step % 10}<00:10,  1.25s/it, lr: 1.0e-04 loss: {loss:.3e}]"
+    sys.stderr.write(f"\r{name}:  {pct}%|##| {step}/{total} {timing}")
     sys.stderr.flush()
 
 
 def main():
-    job = yaml.safe_load(open(sys.argv[1]))
+    with open(sys.argv[1]) as handle:
+        job = yaml.safe_load(handle)
     name = job["config"]["name"]
     process = job["config"]["process"][0]
     root = os.path.join(process["training_folder"], process["name"])
@@ -46,7 +52,7 @@ def main():
     saved = sorted(f for f in os.listdir(root) if f.startswith(name) and f.endswith(".safetensors"))
     if saved:
         print(f"#### IMPORTANT RESUMING FROM {os.path.join(root, saved[-1])} ####", flush=True)
-        start = int(saved[-1][len(name) + 1:-len(".safetensors")] or 0)
+        start = int(saved[-1][len(name) + 1 : -len(".safetensors")] or 0)
     db = sqlite3.connect(os.path.join(root, "loss_log.db"))
     db.executescript(
         "CREATE TABLE IF NOT EXISTS steps (step INTEGER PRIMARY KEY, wall_time REAL NOT NULL);"
@@ -59,11 +65,16 @@ def main():
         if MODE == "oom":
             print("Caching latents for dataset", flush=True)
             for n in range(1, 4):
-                print(f"\n################################################\n"
-                      f"# OOM during training step, skipping batch {n}/3 #\n"
-                      f"################################################\n", flush=True)
-            print("Error running job: OOM during training step 3 times in a row, aborting training",
-                  flush=True)
+                print(
+                    f"\n################################################\n"
+                    f"# OOM during training step, skipping batch {n}/3 #\n"
+                    f"################################################\n",
+                    flush=True,
+                )
+            print(
+                "Error running job: OOM during training step 3 times in a row, aborting training",
+                flush=True,
+            )
             raise RuntimeError("OOM during training step 3 times in a row, aborting training")
         if MODE == "crash":
             print("Error running job: Model path /nope does not exist", flush=True)
@@ -73,27 +84,36 @@ def main():
             bar(name, step, steps, loss)
             if step % log_every == 0:
                 db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?)", (step, time.time()))
-                db.execute("INSERT OR REPLACE INTO metrics VALUES (?, 'loss/loss', ?, NULL)",
-                           (step, loss))
-                db.execute("INSERT OR REPLACE INTO metrics VALUES (?, 'learning_rate', 1e-4, NULL)",
-                           (step,))
+                db.execute(
+                    "INSERT OR REPLACE INTO metrics VALUES (?, 'loss/loss', ?, NULL)", (step, loss)
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO metrics VALUES (?, 'learning_rate', 1e-4, NULL)",
+                    (step,),
+                )
                 db.commit()
             if sample and step % sample["sample_every"] == 0:
                 for i, _ in enumerate(sample["samples"]):
                     stamp = int(time.time() * 1000)
-                    open(os.path.join(root, "samples", f"{stamp}__{step:09d}_{i}.jpg"), "wb").write(b"jpg")
+                    write(os.path.join(root, "samples", f"{stamp}__{step:09d}_{i}.jpg"), b"jpg")
             if step % save_every == 0 and step != steps:
-                open(os.path.join(root, f"{name}_{step:09d}.safetensors"), "wb").write(LORA)
+                write(os.path.join(root, f"{name}_{step:09d}.safetensors"), LORA)
             if MODE == "sigint" and step == 3:
                 os.kill(os.getpid(), signal.SIGINT)
                 time.sleep(1)
             time.sleep(0.01)
-        open(os.path.join(root, f"{name}.safetensors"), "wb").write(LORA)
-        print("\n\n========================================\nResult:\n - 1 completed job\n"
-              "========================================", flush=True)
+        write(os.path.join(root, f"{name}.safetensors"), LORA)
+        print(
+            "\n\n========================================\nResult:\n - 1 completed job\n"
+            "========================================",
+            flush=True,
+        )
     except KeyboardInterrupt:
-        print("\n========================================\nJob stopped\n"
-              "========================================", flush=True)
+        print(
+            "\n========================================\nJob stopped\n"
+            "========================================",
+            flush=True,
+        )
         sys.exit(0)
 
 
