@@ -177,7 +177,10 @@ def _literal_keys(path: Path, receivers: tuple[str, ...]) -> set[str]:
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "get_conf"
+            and (
+                node.func.attr == "get_conf"
+                or (node.func.attr == "get" and ast.unparse(node.func.value) in receivers)
+            )
         ):
             keys.add(str(node.args[0].value).split(".")[0])
         if (
