@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kura"
-TRAINERS = ("kura.backends.musubi",)
+TRAINERS = ("kura.backends.musubi", "kura.backends.aitoolkit")
 ABOVE_THE_SEAM = ("runs", "planning", "execution", "export", "web", "cli", "knowledge", "sweep")
 BELOW = {
     # spec validates backend.name against the registry's names (no trainer is imported).
@@ -58,6 +58,19 @@ def test_lower_layers_do_not_import_upper_ones(package: str) -> None:
         for path in modules(package)
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_trainer_packages_do_not_import_each_other() -> None:
+    """A backend stands alone: AI-Toolkit's package borrows nothing of Musubi's (no shapes,
+    no estimator), and Musubi's nothing of AI-Toolkit's."""
+    for own in TRAINERS:
+        package = own.removeprefix("kura.").replace(".", "/")
+        others = tuple(t for t in TRAINERS if t != own)
+        offenders = {
+            str(path.relative_to(SRC)): sorted(i for i in imports(path) if i.startswith(others))
+            for path in modules(package)
+        }
+        assert {k: v for k, v in offenders.items() if v} == {}
 
 
 def test_the_debt_list_is_still_true() -> None:

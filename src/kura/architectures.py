@@ -1,4 +1,4 @@
-"""Kura's architecture ids: one per Musubi Tuner model family, in one place.
+"""Kura's architecture ids: one per trainable model family (any backend), in one place.
 
 Docs, cards, bundles, adapters and the estimator all key by these ids.
 """
@@ -24,6 +24,8 @@ ARCHITECTURES: Mapping[str, str] = MappingProxyType(
         "hidream_o1": "HiDream-O1",
         "ideogram4": "Ideogram 4",
         "krea2": "Krea 2",
+        "sdxl": "Stable Diffusion XL",
+        "chroma": "Chroma",
     }
 )
 """Kura architecture id → display name."""

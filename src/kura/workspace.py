@@ -52,6 +52,7 @@ class ExecutorDefaults(StrictModel):
     musubi_checkout: str | None = None
     musubi_python: str | None = None
     kohakumoss_env: str | None = None
+    aitk_checkout: str | None = None
 
 
 class WorkspaceConfig(StrictModel):

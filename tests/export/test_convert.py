@@ -30,8 +30,8 @@ def test_every_architecture_has_a_comfyui_rule_with_a_source() -> None:
 
 
 def test_unknown_architecture_is_refused() -> None:
-    with pytest.raises(Unsupported, match="sdxl"):
-        comfy_rule("sdxl")
+    with pytest.raises(Unsupported, match="pixart"):
+        comfy_rule("pixart")
 
 
 @pytest.mark.parametrize("architecture", list(COMPONENT))

@@ -43,6 +43,8 @@ __all__ = [
     "DraftedConfig",
     "Evaluation",
     "FitProblem",
+    "ImportedRun",
+    "Importer",
     "MemoryAid",
     "Mount",
     "OutputLayout",
@@ -107,6 +109,8 @@ class DatasetInput:
     source_fps: float | None = None
     clips: tuple[ClipFact, ...] = ()
     images: int = 0
+    items: int | None = None
+    """Images or videos in the dataset (inspection's counts), for trainers that count steps."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class CompileInputs:
     validation: tuple[DatasetInput, ...] = ()
     """Held-out datasets: the trainer reports its loss on them and never trains on them
     (a backend whose trainer cannot refuses them, see ``SearchKeys.heldout_loss``)."""
+    bundle: str = ""
+    """The run's bundle id (a backend whose model layout differs per bundle checks it)."""
 
 
 @dataclass(frozen=True)
@@ -456,6 +462,40 @@ class OutputLayout:
     samples: tuple[Path, ...]
 
 
+@dataclass(frozen=True)
+class ImportedRun:
+    """A run made outside Kura (the trainer's own job and logs), read as evidence.
+
+    ``status`` is what the trainer's files show (``succeeded`` when the final file is
+    there, ``stopped`` when only step checkpoints are, ``unknown`` otherwise); ``config``
+    holds the run's settings in this backend's ``backend.config`` names."""
+
+    backend: str
+    source: str
+    name: str
+    architecture: str | None
+    bundle: str | None
+    config: Mapping[str, object]
+    total_steps: int | None
+    last_step: int | None
+    losses: tuple[tuple[int, float], ...]
+    seconds_per_step: float | None
+    status: Literal["succeeded", "stopped", "unknown"]
+    lora_files: tuple[str, ...]
+    job_text: str
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """A backend that can read a run made with its trainer outside Kura."""
+
+    def import_job(self, path: Path) -> ImportedRun:
+        """Read the trainer's job file (or its output folder) at ``path``; InvalidInput
+        naming the file when it is not one."""
+        ...
+
+
 class Backend(Protocol):
     """One trainer behind Kura. See the module docstring for why this is a Protocol."""
 
@@ -526,6 +566,16 @@ class Backend(Protocol):
 
     def progress(self, log_path: Path) -> StepProgress:
         """Progress of a step from its log file."""
+        ...
+
+    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
+        """Whether a step that exited with ``exit_code`` was stopped (an interrupt the
+        trainer caught and exited 0 on) rather than finished: recorded as a cancel."""
+        ...
+
+    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
+        """The ``kura export`` layout (``musubi``, ``diffusers``) a LoRA file with these
+        keys is written in, so export reads it from there."""
         ...
 
     def outputs(self, run_dir: Path) -> OutputLayout:

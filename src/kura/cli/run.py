@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -316,3 +317,26 @@ def evaluate_command(state: AppState, run_id: str, rating: int | None, notes: st
 
     doc = evaluate_run(state.workspace(), run_id, rating=rating, notes=notes)
     state.out.result(doc, lambda console, d: console.print(f"recorded in {d['path']}"))
+
+
+@run_group.command("import-aitk")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--gpu", "gpu_id", default=None, help="GPU class it ran on (for evidence).")
+@click.pass_obj
+def import_aitk_command(state: AppState, path: Path, gpu_id: str | None) -> None:
+    """Read an AI-Toolkit job (its YAML and loss_log.db) into a Kura run record."""
+    from kura.runs.imported import import_run
+
+    document = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
+    state.out.result(document, _render_import)
+
+
+def _render_import(console: Console, doc: dict[str, Any]) -> None:
+    console.print(
+        f"Imported [bold]{doc['name']}[/] as run {doc['id']} ({doc['status']}; bundle "
+        f"{doc['bundle'] or 'unknown'}; {len(doc['losses'])} loss rows; "
+        f"{doc['seconds_per_step'] or '?'} s/step)"
+    )
+    for note in doc.get("notes", []):
+        console.print(f"- {note}")
+

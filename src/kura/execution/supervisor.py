@@ -73,6 +73,10 @@ def run_steps(run_dir: Path, record: LaunchRecord) -> int:
         if _cancel_requested(run_dir, current):
             _finish_cancelled(run_dir, code)
             return 0
+        if code == 0 and _stopped_by_trainer(run_dir, record, step.name):
+            _finish_cancelled(run_dir, code, message=f"step {step.name} was interrupted "
+                              "(the trainer caught it and exited 0): recorded as a cancel")
+            return 0
         if code != 0:
             _finish_failed(run_dir, record, step.name, code)
             return 0
@@ -195,16 +199,29 @@ def _cancel_requested(run_dir: Path, current: _Current) -> bool:
     return current.terminated or cancel_marker(run_dir).exists()
 
 
-def _finish_cancelled(run_dir: Path, code: int | None) -> None:
+def _stopped_by_trainer(run_dir: Path, record: LaunchRecord, name: str) -> bool:
+    """A trainer that catches an interrupt and exits 0 (AI-Toolkit) did not succeed: its
+    backend tells from the log of this attempt."""
+    from kura.backends.registry import get_backend
+    from kura.execution.logs import read_attempt_log
+
+    log = Path(run_dir) / "logs" / f"{name}.log"
+    text = read_attempt_log(log, offset=_log_offset(run_dir, name))
+    return get_backend(record.backend).stopped(text, step=name, exit_code=0)
+
+
+def _finish_cancelled(
+    run_dir: Path, code: int | None, *, message: str = "cancelled on request"
+) -> None:
     def cancel(state: RunState) -> None:
         if state.is_terminal:
             return
         if state.current_step is not None:
             record_ = state.step(state.current_step)
-            if record_.status in ("running", "failed"):
+            if record_.status in ("running", "failed", "succeeded"):
                 record_.status = "cancelled"
         state.exit_code = code
-        state.message = "cancelled on request"
+        state.message = message
         state.move_to("cancelled")
 
     update_state(run_dir, cancel)

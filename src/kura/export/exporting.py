@@ -30,7 +30,8 @@ def export_run(
     out: Path | None = None,
 ) -> dict[str, Any]:
     """Export one LoRA file of ``run_id``; return the ``lora-export`` result document."""
-    from kura.export.convert import convert_lora
+    from kura.backends.registry import get_backend
+    from kura.export.convert import convert_lora, to_musubi
     from kura.export.layout import base_modules
     from kura.export.runfiles import base_shapes, choose_source, trigger_words
     from kura.export.tensorio import read_tensors, serialize
@@ -49,6 +50,11 @@ def export_run(
     modules = base_modules(base.shapes, architecture)
     style, layout = target_layout(architecture, fmt, modules)
     tensors, metadata = read_tensors(source.path)
+    written_in = get_backend(spec.backend.name).lora_layout(tuple(tensors), architecture)
+    if written_in != "musubi":
+        # the trainer wrote another layout: read it back into the one export starts from,
+        # resolved against the base model's modules (an unknown root is refused by name)
+        tensors = to_musubi(tensors, architecture, written_in, modules)
     conversion = convert_lora(tensors, architecture, fmt, modules)
     report = verify_lora(conversion.tensors, style, layout)
     if not report.ok:

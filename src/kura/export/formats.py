@@ -172,6 +172,19 @@ COMFYUI: Mapping[str, ComfyRule] = MappingProxyType(
                 (("txt_attn_q", "txt_attn_k", "txt_attn_v"), "txt_attn.qkv"),
             ),
         ),
+        "sdxl": ComfyRule(
+            "unsupported",
+            "AI-Toolkit saves SDXL LoRAs in kohya diffusers-UNet names (toolkit/lora_special.py "
+            "non-PEFT path), which ComfyUI maps itself; Kura has no SDXL name table to verify "
+            "them against the base checkpoint",
+            hint="use the run's own file (output/<run>.safetensors): ComfyUI loads it as written",
+        ),
+        "chroma": ComfyRule(
+            "unsupported",
+            "AI-Toolkit's Chroma class keeps BFL-style module names; Kura has not checked them "
+            "against ComfyUI's Chroma model",
+            hint="use the run's own file and check ComfyUI's log for 'lora key not loaded'",
+        ),
         "framepack": ComfyRule(
             "unsupported",
             "ComfyUI core has no FramePack model; FramePack runs through custom nodes",

@@ -136,6 +136,8 @@ def base_shapes(workspace: Workspace, run_id: str, bundle_id: str) -> BaseShapes
                 hint=f"restore it or recompile the run (`kura run compile {run_id}`)",
                 path=path,
             )
+        if path.is_dir():
+            return _repository_shapes(path)
         header = read_header(path)
         return BaseShapes({k: v.shape for k, v in header.tensors.items()}, f"header of {path}")
     components = get_bundle(bundle_id).file("dit").components
@@ -151,6 +153,24 @@ def base_shapes(workspace: Workspace, run_id: str, bundle_id: str) -> BaseShapes
         {k: tuple(shape) for k, (_, shape) in layout.items()},
         f"layout of component {components[0]} (DiT not locked yet)",
     )
+
+
+def _repository_shapes(folder: Path) -> BaseShapes:
+    """A diffusers repository snapshot (a bundle role of format ``hf-repo``): the headers of
+    its ``transformer/`` shards, together."""
+    from kura.models.header import read_header
+
+    shards = sorted((folder / "transformer").glob("*.safetensors"))
+    if not shards:
+        raise NotFound(
+            f"the locked model folder {folder} has no transformer/*.safetensors",
+            hint="download the whole repository (`kura model fetch`)",
+            path=folder,
+        )
+    shapes: dict[str, tuple[int, ...]] = {}
+    for shard in shards:
+        shapes.update({k: v.shape for k, v in read_header(shard).tensors.items()})
+    return BaseShapes(shapes, f"headers of {folder}/transformer ({len(shards)} shards)")
 
 
 def trigger_words(workspace: Workspace, dataset_names: list[str]) -> list[str]:

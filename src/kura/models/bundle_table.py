@@ -862,3 +862,121 @@ ESTIMATOR_MODELS: dict[str, str] = {
     "ideogram4": "ideogram4",
 }
 """Bundle id → the memory/step-time estimator's model id (Musubi's estimator shapes)."""
+
+
+# ---- AI-Toolkit bundles (appended) -----------------------------------------------------
+# AI-Toolkit loads whole diffusers-layout repositories by id (``model.name_or_path``) for
+# every registered DiT class, and SDXL / Chroma from one single-file checkpoint; its text
+# encoders, VAEs and adapters come from the Hub by repository id at run time. Sources:
+# ``aitk`` is /work/shared/research/ai-toolkit.md §2b (ostris/ai-toolkit 27a03a9), the
+# repository being the UI preset in ui/src/app/jobs/new/options.tsx.
+
+
+def _aitk_repo(
+    bundle_id: str, title: str, architecture: str, arch: str, repo: str, gated: bool = False
+) -> dict[str, Any]:
+    return {
+        "id": bundle_id,
+        "title": title,
+        "architecture": architecture,
+        "backend": "ai-toolkit",
+        "trainer": {"arch": arch},
+        "roles": {
+            "dit": {
+                "role": "dit",
+                "repo": repo,
+                "filename": None,
+                "format": "hf-repo",
+                "components": [],
+                "confidence": "doc",
+                "gated": gated or None,
+                "note": "the whole diffusers repository (transformer, text encoder, VAE); "
+                "AI-Toolkit reads its sub-folders",
+                "sources": [f"aitk §2b (options.tsx preset of arch {arch})"],
+            },
+        },
+    }
+
+
+BUNDLES += [
+    _aitk_repo("aitk-flux1-kontext-dev", "FLUX.1 Kontext [dev] (AI-Toolkit)", "flux_kontext",
+               "flux_kontext", "black-forest-labs/FLUX.1-Kontext-dev", gated=True),
+    _aitk_repo("aitk-flux2-dev", "FLUX.2 [dev] (AI-Toolkit)", "flux2", "flux2",
+               "black-forest-labs/FLUX.2-dev", gated=True),
+    _aitk_repo("aitk-flux2-klein-base-4b", "FLUX.2 [klein] base 4B (AI-Toolkit)", "flux2",
+               "flux2_klein_4b", "black-forest-labs/FLUX.2-klein-base-4B"),
+    _aitk_repo("aitk-flux2-klein-base-9b", "FLUX.2 [klein] base 9B (AI-Toolkit)", "flux2",
+               "flux2_klein_9b", "black-forest-labs/FLUX.2-klein-base-9B", gated=True),
+    _aitk_repo("aitk-qwen-image", "Qwen-Image (AI-Toolkit)", "qwen_image", "qwen_image",
+               "Qwen/Qwen-Image"),
+    _aitk_repo("aitk-qwen-image-edit", "Qwen-Image-Edit (AI-Toolkit)", "qwen_image",
+               "qwen_image_edit", "Qwen/Qwen-Image-Edit"),
+    _aitk_repo("aitk-qwen-image-edit-2509", "Qwen-Image-Edit-2509 (AI-Toolkit)", "qwen_image",
+               "qwen_image_edit_plus", "Qwen/Qwen-Image-Edit-2509"),
+    _aitk_repo("aitk-qwen-image-edit-2511", "Qwen-Image-Edit-2511 (AI-Toolkit)", "qwen_image",
+               "qwen_image_edit_plus", "Qwen/Qwen-Image-Edit-2511"),
+    _aitk_repo("aitk-zimage-base", "Z-Image Base (AI-Toolkit)", "zimage", "zimage",
+               "Tongyi-MAI/Z-Image"),
+    _aitk_repo("aitk-wan2.1-t2v-14b", "Wan 2.1 T2V 14B (AI-Toolkit)", "wan", "wan21",
+               "Wan-AI/Wan2.1-T2V-14B-Diffusers"),
+    _aitk_repo("aitk-wan2.1-t2v-1.3b", "Wan 2.1 T2V 1.3B (AI-Toolkit)", "wan", "wan21",
+               "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"),
+    _aitk_repo("aitk-wan2.1-i2v-14b", "Wan 2.1 I2V 14B 480p (AI-Toolkit)", "wan", "wan21_i2v",
+               "Wan-AI/Wan2.1-I2V-14B-480P-Diffusers"),
+    _aitk_repo("aitk-wan2.2-t2v-a14b", "Wan 2.2 T2V A14B, both experts (AI-Toolkit)", "wan",
+               "wan22_14b", "ai-toolkit/Wan2.2-T2V-A14B-Diffusers-bf16"),
+    _aitk_repo("aitk-wan2.2-i2v-a14b", "Wan 2.2 I2V A14B, both experts (AI-Toolkit)", "wan",
+               "wan22_14b_i2v", "ai-toolkit/Wan2.2-I2V-A14B-Diffusers-bf16"),
+    _aitk_repo("aitk-wan2.2-ti2v-5b", "Wan 2.2 TI2V 5B (AI-Toolkit)", "wan", "wan22_5b",
+               "Wan-AI/Wan2.2-TI2V-5B-Diffusers"),
+    _aitk_repo("aitk-hidream-o1", "HiDream-O1-Image (AI-Toolkit)", "hidream_o1", "hidream_o1",
+               "HiDream-ai/HiDream-O1-Image"),
+    _aitk_repo("aitk-ideogram4", "Ideogram 4 fp8 (AI-Toolkit)", "ideogram4", "ideogram4",
+               "ideogram-ai/ideogram-4-fp8"),
+    _aitk_repo("aitk-krea2", "Krea 2 Raw (AI-Toolkit)", "krea2", "krea2", "krea/Krea-2-Raw",
+               gated=True),
+    {
+        "id": "sdxl-base-1.0",
+        "title": "Stable Diffusion XL base 1.0 (AI-Toolkit only)",
+        "architecture": "sdxl",
+        "backend": "ai-toolkit",
+        "trainer": {"arch": "sdxl"},
+        "roles": {
+            "dit": {
+                "role": "dit",
+                "repo": "stabilityai/stable-diffusion-xl-base-1.0",
+                "filename": "sd_xl_base_1.0.safetensors",
+                "components": ["sdxl-unet"],
+                "confidence": "public-use",
+                "note": "the single-file checkpoint (UNet, VAE and both CLIPs); AI-Toolkit "
+                "loads it with StableDiffusionXLPipeline.from_single_file",
+                "sources": [
+                    "aitk §2b (legacy sdxl; toolkit/stable_diffusion_model.py from_single_file "
+                    "for a local .safetensors)",
+                    "file name: the repository's single-file checkpoint",
+                ],
+            },
+        },
+    },
+    {
+        "id": "chroma1-base",
+        "title": "Chroma1-Base (AI-Toolkit only)",
+        "architecture": "chroma",
+        "backend": "ai-toolkit",
+        "trainer": {"arch": "chroma"},
+        "roles": {
+            "dit": {
+                "role": "dit",
+                "repo": "lodestones/Chroma1-Base",
+                "filename": "Chroma1-Base.safetensors",
+                "components": ["chroma-dit"],
+                "confidence": "doc",
+                "note": "T5 and VAE come from ostris/Flex.1-alpha at run time",
+                "sources": [
+                    "aitk §2b (chroma preset lodestones/Chroma1-Base; chroma_model.py downloads "
+                    "<repo name>.safetensors for lodestones/Chroma1-* and loads a local file)"
+                ],
+            },
+        },
+    },
+]

@@ -698,6 +698,11 @@ _LAYOUTS: dict[str, Callable[[], dict[str, tuple[int, ...]]]] = {
         **_blocks({"joint_blocks.{i}.context_block.attn.qkv.weight": (4608, 1536)}, 24),
     },
     "sdxl-unet": lambda: _sd_unet(True),
+    "chroma-dit": lambda: {
+        **{k: v for k, v in _flux1(64, False).items() if not k.startswith("vector_in")},
+        "distilled_guidance_layer.in_proj.weight": (5120, 64),
+        "distilled_guidance_layer.out_proj.weight": (3072, 5120),
+    },
     "sd1-unet": lambda: _sd_unet(False),
     "flux2-vae": lambda: _ldm_vae(32, flux2=True),
     "flux1-ae": lambda: _ldm_vae(16),

@@ -658,6 +658,9 @@ COMPONENTS: tuple[Component, ...] = (
         match=Match(
             has={"input_blocks.0.0.weight": (None, None, 3, 3), "label_emb.0.0.weight": None}
         ),
+        architectures=("sdxl",),
+        facts={"vae_latent_channels": 4},
+        note="AI-Toolkit trains SDXL from the single-file checkpoint (UNet + VAE + both CLIPs)",
         source="model-signatures §3.4",
     ),
     _c(
@@ -993,6 +996,27 @@ COMPONENTS: tuple[Component, ...] = (
         note="Musubi's Wan 2.1 I2V loads the original open-clip-xlm-roberta-large-vit-huge-14 "
         ".pth (with its text tower) strictly",
         source="model-signatures §5.4",
+    ),
+    # ---- appended: families only AI-Toolkit trains (first match wins; no earlier rule
+    # matches these, see tests/models/test_identify.py)
+    _c(
+        id="chroma-dit",
+        role="dit",
+        title="a Chroma DiT (FLUX.1-shaped, no vector_in, distilled guidance layer)",
+        match=Match(
+            has={
+                "img_in.weight": (3072, 64),
+                "txt_in.weight": (3072, 4096),
+                "distilled_guidance_layer.in_proj.weight": None,
+            },
+            lacks=("vector_in.in_layer.weight",),
+        ),
+        architectures=("chroma",),
+        candidates=("Chroma1-Base", "Chroma1-HD"),
+        facts={"vae_latent_channels": 16, "text_inputs": {"t5-xxl": 4096}},
+        note="AI-Toolkit loads the T5 and VAE of ostris/Flex.1-alpha with it "
+        "(extensions_built_in/diffusion_models/chroma/chroma_model.py)",
+        source="model-signatures §3.1 (Chroma look-alike row)",
     ),
 )
 

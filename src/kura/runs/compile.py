@@ -142,6 +142,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         weight_dtypes=dtypes,
         container_image=workspace.config().executor.musubi_image,
         validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
+        bundle=bundle.id,
     )
     return inputs, paths, resolution
 
@@ -185,6 +186,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
         source_fps=next(iter(rates)) if len(rates) == 1 else None,
         clips=media.clips,
         images=counts.get("images", 0),
+        items=(counts.get("images", 0) + counts.get("videos", 0)) or None,
     )
 
 

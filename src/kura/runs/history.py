@@ -76,7 +76,25 @@ def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> lis
                 measured_step=progress.get("seconds_per_step"),
             )
         )
-    return found
+    return found + _imported(workspace, base=base, gpu=gpu)
+
+
+def _imported(workspace: Workspace, *, base: str, gpu: str) -> list[PastRun]:
+    """Runs made outside Kura (``kura run import-aitk``) of ``base`` on ``gpu``."""
+    from kura.runs.imported import imported_runs
+
+    return [
+        PastRun(
+            run_id=str(r["id"]),
+            status=str(r["status"]),
+            diagnosis=None,
+            config=ladder_config(dict(r.get("config") or {})),
+            estimated_step=None,
+            measured_step=r.get("seconds_per_step"),
+        )
+        for r in imported_runs(workspace)
+        if r.get("bundle") == base and r.get("gpu") == gpu
+    ]
 
 
 def step_time_factor(runs: list[PastRun]) -> float | None:

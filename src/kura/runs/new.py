@@ -152,9 +152,7 @@ def create_run(
         },
     }
     document["provenance"]["task"] = task_evidence
-    document["provenance"]["backend.name"] = (
-        "your instruction (--backend)" if backend else f"bundle {bundle.id}'s trainer"
-    )
+    document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
     for key, value in explicit.items():
         if key not in defaults:
             set_dotted(document, key, value)
@@ -186,6 +184,24 @@ _HEADER = (
     "# `provenance` says where each drafted value came from. Editing this file is drafting:\n"
     "# `kura run plan` then `kura run approve` make it launchable.\n"
 )
+
+
+def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
+    """Why this backend: a proposal with its reason, naming the others that also train the
+    architecture (each needs its own bundle and is chosen only by editing backend.name)."""
+    from kura.backends.registry import backends_serving
+
+    others = [n for n in backends_serving(bundle.architecture) if n != chosen]
+    why = (
+        "your instruction (--backend)"
+        if asked
+        else f"proposed: bundle {bundle.id} is laid out for {chosen}"
+    )
+    if others:
+        why += f"; {', '.join(others)} also train{'s' if len(others) == 1 else ''} " + (
+            f"{bundle.architecture} (with their own bundles; set backend.name to switch)"
+        )
+    return why
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

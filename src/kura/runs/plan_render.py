@@ -104,7 +104,22 @@ def _accommodations(spec: Any) -> list[str]:
     return ["## Accommodations (backend.config)", "", *_table(("key", "value", "reason"), rows), ""]
 
 
+def _unsized(fit: dict[str, Any], written: dict[str, Any]) -> list[str]:
+    """A backend that cannot size its steps: say so, list its aids with their costs."""
+    out = ["## Fit", "", f"Kura cannot say whether this run fits: {written['confidence']}", ""]
+    out += [f"- {note}" for note in fit.get("notes", [])[1:]]
+    if fit.get("aids"):
+        out += ["", "Memory aids this trainer offers (none applied; set them in backend.config):"]
+        out += [
+            f"- {a['aid']} ({', '.join(a['keys'])}): saves {a['saves']}; costs {a['costs']}"
+            for a in fit["aids"]
+        ]
+    return [*out, ""]
+
+
 def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) -> list[str]:
+    if fit.get("sizeable") is False or written.get("fits") is None:
+        return _unsized(fit, written)
     verdict = "fits" if written["fits"] else "does NOT fit"
     out = [
         "## Fit",

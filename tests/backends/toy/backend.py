@@ -261,6 +261,12 @@ class ToyBackend:
             step=int(step), total=int(total), loss=float(loss), validation_loss=validation
         )
 
+    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
+        return False
+
+    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
+        return "musubi"
+
     def outputs(self, run_dir: Path) -> OutputLayout:
         return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())
 

@@ -217,6 +217,14 @@ class MusubiBackend:
 
         return tail_progress(log_path)
 
+    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
+        """Musubi does not catch interrupts: a stopped step never exits 0."""
+        return False
+
+    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
+        """Musubi writes its own layout (``lora_unet_…``), the one export starts from."""
+        return "musubi"
+
     def outputs(self, run_dir: Path) -> OutputLayout:
         output = run_dir / "output"
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)

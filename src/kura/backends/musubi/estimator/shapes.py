@@ -842,4 +842,10 @@ def shapes_for_architecture(architecture: str) -> tuple[ModelShape, ...]:
             f"unknown architecture {architecture!r}",
             hint="known architectures: " + ", ".join(ARCHITECTURE_IDS),
         )
-    return tuple(shape for shape in MODEL_SHAPES.values() if shape.architecture == architecture)
+    found = tuple(shape for shape in MODEL_SHAPES.values() if shape.architecture == architecture)
+    if not found:
+        raise NotFound(
+            f"Musubi's estimator has no model shape for {architecture}",
+            hint="Musubi Tuner does not train it; see `kura model bundles` for its backends",
+        )
+    return found

@@ -1,0 +1,186 @@
+"""AI-Toolkit behind the seam: :class:`AitkBackend` implements ``kura.backends.base.Backend``.
+
+This module wires the arch table, the job compiler, the (non-)estimate, the aids and the
+follower into the protocol's verbs; every AI-Toolkit name lives in this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kura.backends.base import (
+    CompiledRun,
+    CompileInputs,
+    Contingency,
+    Diagnosis,
+    DraftedConfig,
+    Evaluation,
+    ImportedRun,
+    OutputLayout,
+    PlanFit,
+    PlanInputs,
+    SearchKeys,
+    StepProgress,
+)
+from kura.errors import CheckFailed, SpecError
+
+if TYPE_CHECKING:
+    from kura.models.bundles import Bundle
+    from kura.planning.gpus import GpuClass
+    from kura.spec.run import RunSpec
+    from kura.workspace import Workspace
+
+__all__ = ["BACKEND", "AitkBackend"]
+
+
+class AitkBackend:
+    name = "ai-toolkit"
+    title = "AI-Toolkit (ostris)"
+
+    @property
+    def release(self) -> str:
+        from kura.backends.aitoolkit.archs import AITK_RELEASE
+
+        return AITK_RELEASE
+
+    def serves(self, architecture: str) -> bool:
+        from kura.backends.aitoolkit.archs import KURA_ARCHITECTURES
+
+        return architecture in KURA_ARCHITECTURES
+
+    def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
+        """No memory aid; text embeddings cached (captions kept, the encoder freed)."""
+        from kura.backends.aitoolkit.archs import model_for
+
+        if model_for(bundle.id) is None:
+            return DraftedConfig({}, {})
+        config: dict[str, object] = {}
+        reasons: dict[str, str] = {}
+        drafts = {
+            "network_type": ("lora", "adapter default (plain LoRA, AI-Toolkit's default type)"),
+            "batch_size": (
+                1,
+                "adapter default (micro-batch 1; accumulation makes the effective batch)",
+            ),
+            "cache_text_embeddings": (
+                True,
+                "adapter default (encodes every caption once, then "
+                "frees the text encoder; captions are kept)",
+            ),
+            "gradient_checkpointing": (
+                False,
+                "adapter default (off until the plan needs it; AI-Toolkit's own default is on)",
+            ),
+        }
+        for key, (value, why) in drafts.items():
+            if f"backend.config.{key}" in explicit:
+                continue
+            config[key], reasons[key] = value, why
+        return DraftedConfig(config, reasons)
+
+    def config_keys(self, architecture: str) -> frozenset[str]:
+        from kura.backends.aitoolkit.knobs import KNOB_KEYS
+
+        return KNOB_KEYS
+
+    def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        from kura.backends.aitoolkit.container import IMAGE_AITK_DIR
+
+        if in_container:
+            return IMAGE_AITK_DIR
+        checkout = workspace.config().executor.aitk_checkout
+        if not checkout:
+            raise SpecError(
+                "execution.executor is `host` but kura.toml names no AI-Toolkit checkout",
+                hint='set `aitk_checkout = "/path/to/ai-toolkit"` under [executor] in '
+                "kura.toml (run.py is started from there, as AI-Toolkit's UI does), or use "
+                "execution.executor: docker",
+                path=workspace.config_path,
+            )
+        return checkout
+
+    def search_keys(self, architecture: str) -> SearchKeys:
+        from kura.backends.aitoolkit.search import search_keys
+
+        return search_keys(architecture)
+
+    def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
+        from kura.backends.aitoolkit.compile import compile_run
+
+        return compile_run(spec, inputs)
+
+    def fit(
+        self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
+    ) -> PlanFit:
+        from kura.backends.aitoolkit.fit import fit_run
+
+        return fit_run(spec, inputs, gpu, host_ram_gib=host_ram_gib)
+
+    def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        from kura.backends.aitoolkit.fit import estimate_run
+
+        return estimate_run(spec, inputs, gpu)
+
+    def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
+        from kura.backends.aitoolkit.fit import contingency_for
+
+        return contingency_for(spec, inputs)
+
+    def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
+        from kura.backends.aitoolkit.fit import failure_config
+
+        return failure_config(spec, inputs)
+
+    def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
+        from kura.backends.aitoolkit.fit import next_rung
+
+        return next_rung(config, step=step, phase=phase)
+
+    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
+        """AI-Toolkit resumes by itself from the newest checkpoint of the run's name: no
+        argument, but there must be a checkpoint to resume from."""
+        from kura.backends.aitoolkit.follow import lora_checkpoints
+
+        if not lora_checkpoints(run_dir / "output", run_dir.name):
+            raise CheckFailed(
+                f"run {run_dir.name} has no AI-Toolkit checkpoint to resume from",
+                hint="checkpoints are saved every save_every steps; relaunch to start over",
+            )
+        return ()
+
+    def diagnose(
+        self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]
+    ) -> Diagnosis:
+        from kura.backends.aitoolkit.diagnose import diagnose_text
+
+        return diagnose_text(log_text, step=step, exit_code=exit_code, config=config)
+
+    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
+        from kura.backends.aitoolkit.diagnose import stopped
+
+        return stopped(log_text, exit_code)
+
+    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
+        from kura.backends.aitoolkit.lora import key_style
+
+        return key_style(keys, architecture)
+
+    def import_job(self, path: Path) -> ImportedRun:
+        from kura.backends.aitoolkit.importing import import_job
+
+        return import_job(path)
+
+    def progress(self, log_path: Path) -> StepProgress:
+        from kura.backends.aitoolkit.follow import tail_progress
+
+        return tail_progress(log_path)
+
+    def outputs(self, run_dir: Path) -> OutputLayout:
+        from kura.backends.aitoolkit.follow import outputs
+
+        return outputs(run_dir)
+
+
+BACKEND = AitkBackend()

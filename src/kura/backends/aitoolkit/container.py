@@ -1,0 +1,46 @@
+"""The container an AI-Toolkit run needs (``docker/ai-toolkit/Dockerfile``).
+
+The image holds AI-Toolkit at the pinned commit under ``IMAGE_AITK_DIR``. AI-Toolkit
+fetches text encoders, VAEs and adapters from the Hugging Face Hub itself (by repository
+id), so its runs are not offline: what it downloads lands in the container's ``HF_HOME``
+and goes with the container (the host executor keeps the user's cache). ``HF_TOKEN`` is
+passed through by name for gated repositories, never written.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from kura.backends.aitoolkit.archs import AITK_RELEASE
+from kura.backends.base import CompileInputs, ContainerSpec, Mount
+from kura.spec.run import RunSpec
+
+__all__ = ["DEFAULT_IMAGE", "IMAGE_AITK_DIR", "IMAGE_HF_HOME", "container_spec"]
+
+DEFAULT_IMAGE = f"kura/ai-toolkit:{AITK_RELEASE}"
+IMAGE_AITK_DIR = "/opt/ai-toolkit"
+IMAGE_HF_HOME = "/opt/hf-home"
+
+
+def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
+    """Image, GPU count, mounts (datasets and models read-only, the run writable)."""
+    mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (job file)")]
+    for sub in ("output", "data", "logs"):
+        mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
+    for source in inputs.datasets:
+        mounts.append(Mount(source.media_dir, True, f"dataset {source.name}"))
+        if source.control_dir is not None:
+            mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
+    for role, path in sorted(inputs.model_paths.items()):
+        mounts.append(Mount(path, True, f"model {role}"))
+    unique: list[Mount] = []
+    for mount in mounts:
+        if all(mount.target != kept.target for kept in unique):
+            unique.append(mount)
+    return ContainerSpec(
+        image=DEFAULT_IMAGE,
+        gpus=spec.execution.gpus,
+        workdir=IMAGE_AITK_DIR,
+        mounts=tuple(unique),
+        env={"HF_HOME": IMAGE_HF_HOME, "PYTHONUNBUFFERED": "1"},
+    )

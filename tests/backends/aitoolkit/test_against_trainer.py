@@ -1,0 +1,63 @@
+"""Opt-in: the golden job files, loaded by AI-Toolkit's own loader and config classes.
+
+Set ``KURA_AITK_SRC`` to an ostris/ai-toolkit checkout (27a03a9 is what Kura compiles for);
+the harness (``aitk_harness.py``) runs in a fresh process, records every key the config
+classes read and fails on any key of Kura's files that nothing reads. Skipped without the
+variable; never skipped under ``CI=true`` when the variable is set but wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+SRC = os.environ.get("KURA_AITK_SRC")
+pytestmark = pytest.mark.skipif(not SRC, reason="set KURA_AITK_SRC to an AI-Toolkit checkout")
+
+
+def _report(*files: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, str(HERE / "aitk_harness.py"), str(SRC), *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_every_golden_key_is_read_by_the_trainer() -> None:
+    goldens = sorted((HERE / "golden").glob("*.yaml"))
+    assert goldens
+    report = _report(*goldens)
+    assert report["build_lines_missing"] == [], "BaseSDTrainProcess builds configs differently"
+    jobs = report["jobs"]
+    assert isinstance(jobs, list) and len(jobs) == len(goldens)
+    for job in jobs:
+        assert job["unread"] == [], job
+        assert job["facts"]["lr_is_float"] is True, job
+    by_file = {job["file"]: job["facts"] for job in jobs}
+    assert by_file["zimage-lokr.yaml"]["network_type"] == "lokr"
+    assert by_file["wan22-a14b-video-ara.yaml"]["qtype"] == "uint4"
+    assert by_file["wan22-a14b-video-ara.yaml"]["accuracy_recovery_adapter"].startswith(
+        "ostris/accuracy_recovery_adapters/"
+    )
+    assert by_file["qwen-image.yaml"]["gradient_checkpointing"] is False
+
+
+def test_the_harness_catches_a_key_nobody_reads(tmp_path: Path) -> None:
+    text = (HERE / "golden" / "qwen-image.yaml").read_text()
+    text = text.replace("    training_seed: 42\n", "    training_seed: 42\n    device: cuda:0\n")
+    text = text.replace("      steps: 40\n", "      steps: 40\n      stepz: 41\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    report = _report(bad)
+    unread = report["jobs"][0]["unread"]  # type: ignore[index]
+    assert "process.device" in unread and "process.train.stepz" in unread

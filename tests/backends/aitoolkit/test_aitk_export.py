@@ -1,0 +1,55 @@
+"""AI-Toolkit's PEFT LoRA keys through ``kura export``'s conversion, verified against the
+base model's modules (the same path Musubi's files take once read back)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kura.backends.registry import get_backend
+from kura.errors import CheckFailed
+from kura.export.convert import convert_lora, to_musubi
+from kura.export.layout import base_modules
+from kura.export.verify import target_layout, verify_lora
+from kura.models.fixtures import component_layout
+
+
+def _modules() -> dict[str, object]:
+    shapes = {k: tuple(shape) for k, (_, shape) in component_layout("qwen-image-dit").items()}
+    return base_modules(shapes, "qwen_image")  # type: ignore[return-value]
+
+
+def _peft(paths: list[str], modules: dict[str, object], rank: int = 4) -> dict[str, np.ndarray]:
+    tensors: dict[str, np.ndarray] = {}
+    for path in paths:
+        module = modules[path]
+        out_dim, in_dim = module.out_features, module.in_features  # type: ignore[attr-defined]
+        tensors[f"diffusion_model.{path}.lora_A.weight"] = np.ones((rank, in_dim), np.float16)
+        tensors[f"diffusion_model.{path}.lora_B.weight"] = np.zeros((out_dim, rank), np.float16)
+    return tensors
+
+
+def test_aitk_files_are_read_as_peft_and_export_to_comfyui() -> None:
+    modules = _modules()
+    paths = [p for p in sorted(modules) if p.startswith("transformer_blocks.0.")][:3]
+    tensors = _peft(paths, modules)
+    backend = get_backend("ai-toolkit")
+    layout = backend.lora_layout(tuple(tensors), "qwen_image")
+    assert layout == "diffusers"
+    assert get_backend("musubi-tuner").lora_layout(tuple(tensors), "qwen_image") == "musubi"
+    canonical = to_musubi(tensors, "qwen_image", layout, modules)  # type: ignore[arg-type]
+    alphas = [v for k, v in canonical.items() if k.endswith(".alpha")]
+    assert alphas and all(float(a) == 4.0 for a in alphas)  # PEFT: alpha = rank
+    conversion = convert_lora(canonical, "qwen_image", "comfyui", modules)  # type: ignore[arg-type]
+    style, target = target_layout("qwen_image", "comfyui", modules)  # type: ignore[arg-type]
+    report = verify_lora(conversion.tensors, style, target)
+    assert report.ok, report.to_dict()
+
+
+def test_a_key_the_base_does_not_have_is_refused() -> None:
+    modules = _modules()
+    tensors = _peft(sorted(modules)[:1], modules)
+    tensors["diffusion_model.not_a_block.lora_A.weight"] = np.ones((4, 8), np.float16)
+    tensors["diffusion_model.not_a_block.lora_B.weight"] = np.ones((8, 4), np.float16)
+    with pytest.raises(CheckFailed, match="not_a_block"):
+        to_musubi(tensors, "qwen_image", "diffusers", modules)  # type: ignore[arg-type]

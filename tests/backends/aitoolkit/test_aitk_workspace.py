@@ -1,0 +1,85 @@
+"""The whole path with AI-Toolkit chosen in run.yaml: new → plan → approve → launch (the
+fake run.py from a checkout named in kura.toml) → status, on the Chroma bundle (a family
+Musubi does not train), and never a switch of backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.builders import character_workspace
+
+from kura.errors import SpecError
+from kura.models.bundles import get_bundle
+from kura.runs.approval import approve_run
+from kura.runs.following import run_status
+from kura.runs.launching import launch_run
+from kura.runs.new import create_run
+from kura.runs.plan import plan_run
+from kura.workspace import Workspace
+
+FAKE_DIR = Path(__file__).with_name("fake_aitk")
+BUNDLE = "chroma1-base"
+
+
+@pytest.fixture
+def aitk_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
+    ws = character_workspace(tmp_path)
+    toml = ws.config_path.read_text()
+    ws.config_path.write_text(
+        toml + f'\n[executor]\naitk_checkout = "{FAKE_DIR}"\n'
+        if "[executor]" not in toml
+        else toml.replace("[executor]", f'[executor]\naitk_checkout = "{FAKE_DIR}"')
+    )
+    return ws
+
+
+def _new(ws: Workspace) -> str:
+    return create_run(
+        ws,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=host", "training.max_steps=6"],
+        now=datetime(2026, 12, 1, 9, 0),
+    ).run_id
+
+
+def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
+    run_id = _new(aitk_ws)
+    run_dir = aitk_ws.run_dir(run_id)
+    document = yaml.safe_load((run_dir / "run.yaml").read_text())
+    assert document["backend"]["name"] == "ai-toolkit"
+    assert "proposed" in document["provenance"]["backend.name"]
+    assert document["backend"]["config"]["gradient_checkpointing"] is False
+    plan = plan_run(aitk_ws, run_id, gpu="rtx-4090").to_dict()
+    assert plan["fits"] is False  # cannot say "fits": AI-Toolkit cannot be sized
+    assert plan["fit"]["sizeable"] is False and plan["applied"] == {}
+    assert plan["contingency"]["change"] == {"gradient_checkpointing": True}
+    text = (run_dir / "plan.md").read_text()
+    assert "cannot say whether this run fits" in text and "layer-offloading" not in text
+    job = yaml.safe_load((run_dir / "compiled" / "aitk-job.yaml").read_text())
+    assert job["config"]["process"][0]["model"]["arch"] == "chroma"
+    approve_run(aitk_ws, run_id)
+    state = launch_run(aitk_ws, run_id, detach=False)["state"]
+    assert state["status"] == "succeeded", state
+    status = run_status(aitk_ws, run_id)
+    assert status["progress"]["step"] == status["progress"]["total"] == 6
+    assert (run_dir / "output" / f"{run_id}.safetensors").is_file()
+    assert json.loads((run_dir / "compiled" / "steps.json").read_text())["backend"] == "ai-toolkit"
+
+
+def test_no_backend_switch(aitk_ws: Workspace) -> None:
+    with pytest.raises(SpecError, match="musubi-tuner does not train chroma") as caught:
+        create_run(aitk_ws, datasets=["myaku"], base=BUNDLE, backend="musubi-tuner")
+    assert "ai-toolkit" in (caught.value.hint or "")
