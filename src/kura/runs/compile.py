@@ -193,21 +193,34 @@ def _control_count(workspace: Workspace, name: str) -> int | None:
 def _lock(
     workspace: Workspace, spec: RunSpec, resolution: Any, release: str
 ) -> dict[str, Any]:
-    from kura.dataset.registry import load_dataset
+    """The run lock (schema :class:`kura.spec.lock.RunLock`, written only here). Each dataset
+    names the folder the trainer reads, resolved, so a ``media:`` moved to a copy is seen."""
+    from kura.dataset.registry import control_dir, load_dataset, media_dir
     from kura.models.lockdoc import build_lock
+    from kura.spec.lock import RunLock
 
     datasets = []
     for use in sorted(spec.datasets, key=lambda d: d.name):
         dataset, _ = load_dataset(workspace, use.name)
         assert dataset.facts is not None
-        datasets.append({"name": use.name, "digest": dataset.facts.digest})
-    return {
-        "version": 1,
-        "run": spec.id,
-        "trainer": {"name": spec.backend.name, "release": release},
-        "models": build_lock(resolution),
-        "datasets": datasets,
-    }
+        control = control_dir(workspace, dataset)
+        datasets.append(
+            {
+                "name": use.name,
+                "digest": dataset.facts.digest,
+                "media": str(media_dir(workspace, dataset).resolve()),
+                "control": None if control is None else str(control.resolve()),
+            }
+        )
+    lock = RunLock.model_validate(
+        {
+            "run": spec.id,
+            "trainer": {"name": spec.backend.name, "release": release},
+            "models": build_lock(resolution),
+            "datasets": datasets,
+        }
+    )
+    return lock.model_dump(mode="json")
 
 
 def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:

@@ -189,8 +189,10 @@ def render(
     regrets: list[dict[str, Any]],
     downloads: dict[str, Any],
     compiled: Any,
+    checks: list[dict[str, Any]],
+    plan_id: str,
 ) -> str:
-    lines = [f"# Plan for run {spec.id}", ""]
+    lines = [f"# Plan for run {spec.id}", "", f"Plan id: `{plan_id}`", ""]
     task = spec.task or "unspecified"
     lines.append(f"{task} LoRA on {spec.model.base}; approve with `kura run approve {spec.id}`.")
     lines.append("")
@@ -227,7 +229,7 @@ def render(
     for step in compiled.steps:
         lines += [f"{step['name']}:", "", "```", shlex.join(step["argv"]), "```", ""]
     lines += ["## Checks", ""]
-    lines += [f"- {c['check']}: {c['status']} — {c['detail']}" for c in compiled.checks]
+    lines += [f"- {c['check']}: {c['status']} — {c['detail']}" for c in checks]
     for warning in compiled.warnings:
         lines.append(f"- warning: {warning}")
     return "\n".join(lines) + "\n"
