@@ -30,12 +30,12 @@ def host_ws(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> W
     return ws
 
 
-def _new(ws: Workspace, hour: int = 8) -> str:
+def _new(ws: Workspace, hour: int = 8, *extra: str) -> str:
     return create_run(
         ws,
         datasets=["myaku"],
         base=BUNDLE,
-        sets=["execution.executor=host", "training.epochs=2"],
+        sets=["execution.executor=host", "training.epochs=2", *extra],
         now=datetime(2026, 11, 30, hour, 0),
     ).run_id
 
@@ -297,3 +297,36 @@ def test_relaunch_shows_what_actually_ran_in_the_plan(host_ws: Workspace) -> Non
     text = (host_ws.run_dir(run_id) / "plan.md").read_text()
     assert "## Attempt 2: what changed" in text
     assert f"- {key}: {change['from']} → {change['to']}" in text
+
+
+# --- a plan that does not fit (the generic guard behind --accept-risk) ------------------
+
+
+def test_a_plan_that_does_not_fit_is_approved_only_with_a_reason(host_ws: Workspace) -> None:
+    run_id = _new(host_ws, 8, "training.network.rank=1024")
+    report = plan_run(host_ws, run_id, gpu="rtx-3060-12g").to_dict()
+    assert report["fits"] is False
+    assert any("--accept-risk" in step["command"] for step in report["next"])
+    with pytest.raises(CheckFailed, match="does not fit") as info:
+        approve_run(host_ws, run_id)
+    assert "--accept-risk" in info.value.hint
+    assert not (host_ws.run_dir(run_id) / "approval.json").exists()
+    approval = approve_run(host_ws, run_id, accept_risk="testing the OOM path on purpose")
+    assert approval.accepted_risk is not None
+    assert approval.accepted_risk["reason"] == "testing the OOM path on purpose"
+    record = check_approval(host_ws, run_id)
+    assert record.accepted_risk is not None and record.accepted_risk.problems
+
+
+def test_the_cli_records_an_accepted_risk(kura, host_ws: Workspace) -> None:
+    run_id = _new(host_ws, 8, "training.network.rank=1024")
+    plan_run(host_ws, run_id, gpu="rtx-3060-12g")
+    refused = kura("-w", host_ws.root, "run", "approve", run_id, "--json")
+    assert refused.exit_code == 1
+    assert "--accept-risk" in refused.json()["error"]["hint"]
+    done = kura(
+        "-w", host_ws.root, "run", "approve", run_id, "--accept-risk", "on purpose", "--json"
+    )
+    assert done.exit_code == 0, done.stdout
+    assert done.json()["accepted_risk"]["reason"] == "on purpose"
+    assert done.json()["next"][0]["command"] == f"kura run launch {run_id}"

@@ -123,16 +123,29 @@ def _render_plan(console: Console, doc: dict[str, Any]) -> None:
 
 @run_group.command("approve")
 @click.argument("run_id")
+@click.option(
+    "--accept-risk",
+    "accept_risk",
+    metavar="REASON",
+    help="Approve a plan that does not fit (or ran out of memory before); the reason is "
+    "recorded in the approval.",
+)
 @click.pass_obj
-def approve_command(state: AppState, run_id: str) -> None:
+def approve_command(state: AppState, run_id: str, accept_risk: str | None) -> None:
     """Approve the current plan: launch will run exactly this, and refuse anything else."""
     from kura.runs.approval import approve_run
 
-    approval = approve_run(state.workspace(), run_id)
-    state.out.result(
-        approval.to_dict(),
-        lambda console, d: console.print(f"Run [bold]{d['run']}[/] approved ({d['digest'][:19]}…)"),
-    )
+    approval = approve_run(state.workspace(), run_id, accept_risk=accept_risk)
+    state.out.result(approval.to_dict(), _render_approval)
+
+
+def _render_approval(console: Console, doc: dict[str, Any]) -> None:
+    console.print(f"Run [bold]{doc['run']}[/] approved ({doc['digest'][:19]}…)")
+    risk = doc.get("accepted_risk")
+    if risk:
+        console.print(f"[yellow]risk accepted:[/] {risk['reason']} ({'; '.join(risk['problems'])})")
+    for step in doc.get("next", []):
+        console.print(f"next: `{step['command']}` — {step['why']}")
 
 
 @run_group.command("launch")

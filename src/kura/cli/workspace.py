@@ -36,14 +36,15 @@ def _render_init(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"Workspace at [bold]{doc['root']}[/] already complete; nothing changed")
 
 
-SCHEMAS = ("dataset", "run", "workspace")
+SCHEMAS = ("approval", "dataset", "lock", "plan", "run", "workspace")
 
 
 @click.command("schema")
 @click.argument("name", type=click.Choice(SCHEMAS))
 @click.pass_obj
 def schema_command(state: AppState, name: str) -> None:
-    """Print the JSON Schema of dataset.yaml, run.yaml or kura.toml."""
+    """Print the JSON Schema of dataset.yaml, run.yaml, kura.toml, or a run's approval.json,
+    plan.json or compiled/run.lock."""
     doc = {"kind": "schema", "name": name, "schema": json_schema(name)}
     state.out.result(doc, lambda console, d: console.print_json(json.dumps(d["schema"])))
 
@@ -52,9 +53,15 @@ def json_schema(name: str) -> dict[str, Any]:
     from pydantic import BaseModel
 
     from kura.spec import DatasetSpec, RunSpec
+    from kura.spec.approval import ApprovalRecord
+    from kura.spec.lock import RunLock
+    from kura.spec.plan import PlanRecord
     from kura.workspace import WorkspaceConfig
 
     models: dict[str, type[BaseModel]] = {
+        "approval": ApprovalRecord,
+        "lock": RunLock,
+        "plan": PlanRecord,
         "dataset": DatasetSpec,
         "run": RunSpec,
         "workspace": WorkspaceConfig,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, UsageError
-from kura.runs.approval import approve_run, check_approval, check_gate
+from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.context import RunContext, load_context
 from kura.runs.plan import record_applied
@@ -192,7 +192,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
     contingency = None if record.contingency is None else record.contingency.model_dump()
     suggested = (diagnosis.get("next") or {}).get("key")
     covered = contingency is not None and suggested in contingency["change"]
-    if diagnosis.get("code") != "cuda_oom" or not covered:
+    if diagnosis.get("code") != "cuda_oom" or not covered or contingency is None:
         suggestion = diagnosis.get("next") or {}
         raise CheckFailed(
             f"run {run_id} failed ({diagnosis.get('code', state.status)}) and its approval "

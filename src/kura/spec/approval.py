@@ -16,7 +16,7 @@ from kura.spec.base import StrictModel
 
 __all__ = ["APPROVAL_VERSION", "AcceptedRisk", "ApprovalRecord", "ContingencyRecord"]
 
-APPROVAL_VERSION = 2
+APPROVAL_VERSION: Literal[2] = 2
 
 
 class ContingencyRecord(StrictModel):
@@ -26,7 +26,7 @@ class ContingencyRecord(StrictModel):
 
 
 class AcceptedRisk(StrictModel):
-    reason: str = Field(min_length=1, description="Why the person launches a plan that does not fit.")
+    reason: str = Field(min_length=1, description="Why a person launches a plan that does not fit.")
     problems: list[str] = Field(description="What the plan said does not hold.")
 
 
@@ -35,7 +35,9 @@ class ApprovalRecord(StrictModel):
     version: Literal[2] = APPROVAL_VERSION
     run: str
     digest: str = Field(description="sha256 over `files`.")
-    files: dict[str, str] = Field(description="run-folder path → sha256 of compiled/, plan.md, plan.json.")
+    files: dict[str, str] = Field(
+        description="run-folder path → sha256 of compiled/*, plan.md and plan.json."
+    )
     plan_id: str = Field(description="The plan approved (plan.json's `plan_id`).")
     approved_at: str
     approved_by: str

@@ -16,7 +16,7 @@ from kura.spec.base import StrictModel
 
 __all__ = ["LOCK_VERSION", "LockedDataset", "LockedModels", "LockedRole", "LockedShard", "RunLock"]
 
-LOCK_VERSION = 2
+LOCK_VERSION: Literal[2] = 2
 
 
 class LockedShard(StrictModel):

@@ -18,7 +18,7 @@ from kura.spec.base import StrictModel
 
 __all__ = ["PLAN_VERSION", "PlanCheck", "PlanRecord"]
 
-PLAN_VERSION = 1
+PLAN_VERSION: Literal[1] = 1
 
 
 class PlanCheck(StrictModel):
