@@ -67,11 +67,14 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
 
-    spec, _ = load_run(workspace, run_id)
+    from kura.runs.new import check_explicit_values
+
+    spec, document = load_run(workspace, run_id)
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
     inputs, paths, resolution = _inputs(workspace, spec, backend)
     compiled = backend.compile(spec, inputs)
+    check_explicit_values(workspace, document, source=f"runs/{run_id}/run.yaml")
     lock = _lock(workspace, spec, resolution, compiled.release)
     container = (
         _container_with_hosts(container_document(compiled.container), paths)

@@ -60,6 +60,7 @@ class PlanReport:
     plan_path: str
     plan_digest: str
     plan_id: str = ""
+    kept: dict[str, Any] | None = None
     compiled_digest: str = ""
     checks: tuple[PlanCheck, ...] = ()
     dataset_files: dict[str, dict[str, str]] | None = None
@@ -75,6 +76,7 @@ class PlanReport:
             "kind": "run-plan",
             "run": self.run_id,
             "plan_id": self.plan_id,
+            "kept": self.kept or {},
             "plan_md_sha256": self.plan_digest.removeprefix("sha256:"),
             "compiled_digest": self.compiled_digest,
             "checks": [c.model_dump() for c in self.checks],
@@ -164,7 +166,9 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     fit = context.backend.fit(
         spec, context.plan_inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
     )
-    applied = _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else {}
+    applied, kept = (
+        _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else ({}, {})
+    )
     context = load_context(workspace, run_id)
     spec = context.spec
     written = context.backend.estimate(spec, context.plan_inputs, gpu_class)
@@ -191,6 +195,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         written=estimate_doc,
         evidence=evidence,
         applied=applied,
+        kept=kept,
         contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
@@ -210,6 +215,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         estimate=estimate_doc,
         evidence=evidence,
         applied=applied,
+        kept=kept,
         contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
@@ -321,23 +327,31 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
     return document
 
 
-def _apply_ladder(workspace: Workspace, context: RunContext, fit: PlanFit) -> dict[str, Any]:
+def _apply_ladder(
+    workspace: Workspace, context: RunContext, fit: PlanFit
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Write the ladder's aids into backend.config; undo aids an earlier plan set that are no
-    longer needed. Aids a person set (their reason is not the ladder's) are left alone."""
+    longer needed. Values a person set (their reason is not Kura's, or their provenance is
+    "your instruction") are fixed: left alone, and returned as ``kept`` with what the ladder
+    would have chosen, so the plan says so."""
     from kura.spec import RunSpec, validate_spec
 
     run_id = context.spec.id
+    kept: dict[str, Any] = {}
     with workspace.lock():
-        _, document = load_run(workspace, run_id)
+        spec, document = load_run(workspace, run_id)
         known = context.backend.config_keys(context.bundle.architecture)
         config = document["backend"].setdefault("config", {})
         why = document["backend"].setdefault("reasons", {})
         changed: dict[str, Any] = {}
         for key, value in fit.settings.items():
-            person_set = key in why and not str(why[key]).startswith(KURA_REASONS)
-            if person_set or key not in known:
+            if key not in known:
                 continue
             current = config.get(key)
+            if _person_set(spec, key):
+                if value is not None and current != value and (value or current is not None):
+                    kept[key] = {"yours": current, "ladder": value}
+                continue
             if value is None or (not value and current is None) or current == value:
                 continue
             config[key] = value
@@ -346,7 +360,14 @@ def _apply_ladder(workspace: Workspace, context: RunContext, fit: PlanFit) -> di
         if changed:
             validate_spec(RunSpec, document, source=run_file(workspace, run_id))
             write_yaml(run_file(workspace, run_id), document)
-    return changed
+    return changed, kept
+
+
+def _person_set(spec: Any, key: str) -> bool:
+    reason = spec.backend.reasons.get(key)
+    if reason is not None and not str(reason).startswith(KURA_REASONS):
+        return True
+    return str(spec.provenance.get(f"backend.config.{key}", "")).startswith("your instruction")
 
 
 def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[str, Any]:

@@ -104,7 +104,12 @@ def _accommodations(spec: Any) -> list[str]:
     return ["## Accommodations (backend.config)", "", *_table(("key", "value", "reason"), rows), ""]
 
 
-def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) -> list[str]:
+def _fit(
+    fit: dict[str, Any],
+    written: dict[str, Any],
+    applied: dict[str, Any],
+    kept: dict[str, Any] | None = None,
+) -> list[str]:
     verdict = "fits" if written["fits"] else "does NOT fit"
     out = [
         "## Fit",
@@ -128,6 +133,18 @@ def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) 
     if applied:
         out.append("Applied from the fit ladder (speed only, meaning kept):")
         out += [f"- {k}: {v['from']} → {v['to']}" for k, v in sorted(applied.items())]
+        out.append("")
+    if kept:
+        out.append(
+            "Kept as you set them (the ladder treats them as fixed; the verdict above is for "
+            "the run with your values):"
+        )
+        out += [
+            f"- {k}: {v['yours']} (the ladder alone would choose {v['ladder']})"
+            for k, v in sorted(kept.items())
+        ]
+        if not written["fits"]:
+            out.append("- the ladder cannot fit the run around these values on this GPU")
         out.append("")
     for rung in fit["rungs"]:
         flag = " **ask first**" if rung["ask_first"] else ""
@@ -185,6 +202,7 @@ def render(
     written: dict[str, Any],
     evidence: dict[str, Any],
     applied: dict[str, Any],
+    kept: dict[str, Any],
     contingency: dict[str, Any] | None,
     regrets: list[dict[str, Any]],
     downloads: dict[str, Any],
@@ -199,7 +217,7 @@ def render(
     lines += _resources(spec, gpu, host, compiled)
     lines += _recipe(spec)
     lines += _accommodations(spec)
-    lines += _fit(fit, written, applied)
+    lines += _fit(fit, written, applied, kept)
     lines += _time(spec, written, gpu)
     lines += _evidence(evidence)
     lines += ["## Downloads", ""]

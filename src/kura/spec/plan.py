@@ -45,6 +45,9 @@ class PlanRecord(StrictModel):
     options: list[dict[str, Any]] = []
     evidence: dict[str, Any]
     applied: dict[str, Any]
+    kept: dict[str, Any] = Field(
+        {}, description="Settings a person fixed that the fit ladder would have chosen otherwise."
+    )
     contingency: dict[str, Any] | None
     regrets: list[dict[str, Any]]
     downloads: dict[str, Any]
