@@ -66,7 +66,6 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     from kura.backends.documents import container_document, step_document
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
-
     from kura.runs.new import check_explicit_values
 
     spec, document = load_run(workspace, run_id)
