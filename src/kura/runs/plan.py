@@ -104,8 +104,10 @@ def _next_steps(report: PlanReport) -> list[dict[str, str]]:
     blocking = [c for c in report.checks if c.status == "failed" and c.blocking]
     if blocking:
         return [
-            {"command": f"kura dataset validate {c.check.removeprefix('dataset ')}",
-             "why": f"{c.check} failed: {c.detail}"}
+            {
+                "command": f"kura dataset validate {c.check.removeprefix('dataset ')}",
+                "why": f"{c.check} failed: {c.detail}",
+            }
             if c.check.startswith("dataset ")
             else {"command": f"kura run compile {run_id}", "why": f"{c.check}: {c.detail}"}
             for c in blocking
@@ -371,16 +373,26 @@ def _person_set(spec: Any, key: str) -> bool:
 
 
 def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[str, Any]:
-    from kura.runs.history import ladder_config, past_runs, step_time_factor
+    """Every attempt of the runs before this one on this model and GPU class (item 5): an
+    out-of-memory of this configuration is evidence even when a later attempt succeeded,
+    and speed recalibrates only from attempts whose GPU was read as this class."""
+    from kura.runs.history import ignored_ratios, ladder_config, past_runs, step_time_factor
 
     spec = context.spec
     runs = past_runs(workspace, exclude=spec.id, base=spec.model.base, gpu=gpu_id)
     mine = ladder_config(dict(spec.backend.config))
-    ooms = [r.run_id for r in runs if r.diagnosis == "cuda_oom" and r.config == mine]
+    ooms = sorted({f"{r.run_id}" for r in runs if r.diagnosis == "cuda_oom" and r.config == mine})
+    worked = [
+        {"run": r.run_id, "attempt": r.attempt, "config": r.config}
+        for r in runs
+        if r.status == "succeeded" and r.config != mine
+    ]
     return {
         "runs": [r.to_dict() for r in runs],
-        "step_time_factor": step_time_factor(runs),
+        "step_time_factor": step_time_factor(runs, gpu_id),
+        "ignored_measurements": ignored_ratios(runs, gpu_id),
         "same_config_oom": ooms,
+        "succeeded_configs": worked if ooms else [],
     }
 
 

@@ -187,9 +187,24 @@ def _evidence(evidence: dict[str, Any]) -> list[str]:
         measured = run["measured_step_seconds"]
         speed = f", {measured:.2f} s/step measured" if measured else ""
         outcome = run["status"] + (f" ({run['diagnosis']})" if run["diagnosis"] else "")
-        out.append(f"- run {run['run']}: {outcome}; {config}{speed}")
+        attempt = f" attempt {run['attempt']}" if run.get("attempt", 1) > 1 else ""
+        ran_on = run.get("gpu") or "GPU not read"
+        if run.get("gpu") and run.get("planned_gpu") and run["gpu"] != run["planned_gpu"]:
+            ran_on += f", planned for {run['planned_gpu']}"
+        peak = f", peak {run['peak_gib']:.1f} GiB" if run.get("peak_gib") else ""
+        out.append(f"- run {run['run']}{attempt}: {outcome} on {ran_on}; {config}{speed}{peak}")
     if evidence["same_config_oom"]:
         out.append("- this exact configuration ran out of memory before: it is not called fitting")
+        for worked in evidence.get("succeeded_configs", []):
+            config = ", ".join(f"{k}={v}" for k, v in sorted(worked["config"].items()))
+            out.append(
+                f"  - worked instead: run {worked['run']} attempt {worked['attempt']}: {config}"
+            )
+    for ignored in evidence.get("ignored_measurements", []):
+        out.append(
+            f"- not used to recalibrate: run {ignored['run']} attempt "
+            f"{ignored['attempt']} ({ignored['why']})"
+        )
     return [*out, ""]
 
 
