@@ -69,17 +69,17 @@ def test_an_unreadable_gpu_is_unknown_with_why() -> None:
 
 
 def _run(**kw: object) -> PastRun:
-    values = dict(
-        run_id="r",
-        status="succeeded",
-        diagnosis=None,
-        config={},
-        estimated_step=2.0,
-        measured_step=2.2,
-        attempt=1,
-        planned_gpu="h100-sxm",
-        gpu="h100-sxm",
-    )
+    values: dict[str, object] = {
+        "run_id": "r",
+        "status": "succeeded",
+        "diagnosis": None,
+        "config": {},
+        "estimated_step": 2.0,
+        "measured_step": 2.2,
+        "attempt": 1,
+        "planned_gpu": "h100-sxm",
+        "gpu": "h100-sxm",
+    }
     values.update(kw)
     return PastRun(**values)  # type: ignore[arg-type]
 
