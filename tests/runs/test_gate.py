@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -330,3 +331,28 @@ def test_the_cli_records_an_accepted_risk(kura, host_ws: Workspace) -> None:
     assert done.exit_code == 0, done.stdout
     assert done.json()["accepted_risk"]["reason"] == "on purpose"
     assert done.json()["next"][0]["command"] == f"kura run launch {run_id}"
+
+
+def test_watch_json_follows_with_one_document_per_line_and_the_final_last(
+    kura, host_ws: Workspace
+) -> None:
+    from tests.cli.test_json_contract import strict_json
+
+    run_id = _approved(host_ws)
+    checkout = Path(host_ws.config().executor.musubi_checkout or "")
+    set_mode(checkout, "slow")
+    launch_run(host_ws, run_id, detach=True)
+    from kura.runs.following import cancel
+
+    stopper = threading.Timer(2.0, cancel, (host_ws, run_id))
+    stopper.start()
+    try:
+        result = kura("-w", host_ws.root, "run", "watch", run_id, "--interval", "0.2", "--json")
+    finally:
+        stopper.join()
+    assert result.exit_code == 0, result.stderr
+    documents = [strict_json(line) for line in result.stdout.splitlines()]
+    assert len(documents) >= 2
+    assert all(d["kind"] == "run-status" for d in documents)
+    assert documents[-1]["state"]["status"] == "cancelled"
+    assert all(d["state"]["status"] != "cancelled" for d in documents[:-1])
