@@ -84,6 +84,12 @@ def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | No
     return (found[-1][0], int(found[-1][1])) if found else None
 
 
+def _architecture(spec: Any) -> str:
+    from kura.models.bundles import get_bundle
+
+    return get_bundle(spec.model.base).architecture
+
+
 def evaluate_run(
     workspace: Workspace,
     run_id: str,
@@ -140,7 +146,8 @@ def evaluate_run(
         "path": workspace.relative(path),
         "next": [
             {
-                "command": f"kura knowledge promote {run_id} --arch ARCH --task {spec.task or 'TASK'}",
+                "command": f"kura knowledge promote {run_id} --arch {_architecture(spec)} "
+                f"--task {spec.task or 'TASK'}",
                 "why": "write this run's recipe (and the chosen checkpoint) into the card",
             }
         ],
