@@ -45,6 +45,20 @@ def build_image(name: str, *, image: str | None, run: bool) -> dict[str, Any]:
     return {"kind": "image-build", "image": tag, "argv": argv, "ran": run, "exit_code": exit_code}
 
 
+_UNREACHABLE = (
+    "cannot connect to the docker daemon",
+    "is the docker daemon running",
+    "error during connect",
+    "permission denied while trying to connect",
+)
+
+
+def _engine_unreachable(stderr: str) -> bool:
+    """Whether docker's error says the engine is unreachable (not that the image is absent)."""
+    text = stderr.lower()
+    return any(marker in text for marker in _UNREACHABLE)
+
+
 def image_release(image: str) -> str | None:
     """The Musubi release label of a local image; None when the image is not there.
 
@@ -61,9 +75,20 @@ def image_release(image: str) -> str | None:
             timeout=30,
             stdin=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except subprocess.TimeoutExpired:
+        raise Unsupported(
+            "no Docker engine answered within 30 s (`docker image inspect` timed out)",
+            hint="start Docker (`systemctl start docker`, or Docker Desktop) and retry",
+        ) from None
+    except OSError as exc:
+        raise Unsupported(f"docker cannot be run: {exc}", hint="check the Docker install") from None
     if inspected.returncode != 0:
+        if _engine_unreachable(inspected.stderr):
+            raise Unsupported(
+                "no Docker engine: " + inspected.stderr.strip().splitlines()[-1],
+                hint="start Docker (`systemctl start docker`, or Docker Desktop), or check "
+                "DOCKER_HOST and your permission on the docker socket, then retry",
+            )
         return None
     labels = json.loads(inspected.stdout or "null") or {}
     return str(labels.get(RELEASE_LABEL, "unknown"))

@@ -53,7 +53,7 @@ def test_human_error_has_no_traceback(kura, tmp_path: Path, monkeypatch) -> None
 
 
 def test_schema_commands_print_json_schema(kura) -> None:
-    for name in ("dataset", "run", "workspace"):
+    for name in ("approval", "dataset", "lock", "plan", "run", "workspace"):
         result = kura("schema", name, "--json")
         assert result.exit_code == 0
         assert result.json()["schema"]["additionalProperties"] is False

@@ -98,15 +98,15 @@ def test_approve_needs_a_plan_and_refuses_a_stale_one(ws: Workspace) -> None:
     plan_run(ws, run_id, gpu="rtx-4090")
     approval = approve_run(ws, run_id)
     record = check_approval(ws, run_id)
-    assert record["digest"] == approval.digest
-    assert set(record["files"]) >= {
+    assert record.digest == approval.digest
+    assert set(record.files) >= {
         "compiled/dataset.toml",
         "compiled/steps.json",
         "compiled/run.lock",
         "plan.md",
         "plan.json",
     }
-    assert record["run_yaml"]["training"]["learning_rate"] == 0.0002
+    assert record.run_yaml["training"]["learning_rate"] == 0.0002
 
 
 def test_every_field_edited_after_approval_is_named(ws: Workspace) -> None:

@@ -43,7 +43,7 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     assert _json("-w", root, "sweep", "approve", sweep_id)[0] == 0
     code, worker = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie",
                          "--seed", "5")
-    assert code == 0 and len(worker["trials"]) == 2
+    assert code == 0 and len(worker["trials"]) == 2, worker
     code, status = _json("-w", root, "sweep", "status", sweep_id)
     assert code == 0 and len(status["rows"]) == 2
     code, report = _json("-w", root, "sweep", "report", sweep_id)

@@ -71,12 +71,23 @@ def _render_card(console: Console, doc: dict[str, Any]) -> None:
 @click.argument("run_id")
 @click.option("--arch", "architecture", required=True, help="Card (architecture id).")
 @click.option("--task", required=True, help="Card section: character, style, concept, …")
+@click.option("--epoch", type=int, help="The epoch judged best (default: `run evaluate`'s).")
+@click.option("--step", type=int, help="The step judged best, instead of an epoch.")
 @click.pass_obj
-def promote_command(state: AppState, run_id: str, architecture: str, task: str) -> None:
+def promote_command(
+    state: AppState,
+    run_id: str,
+    architecture: str,
+    task: str,
+    epoch: int | None,
+    step: int | None,
+) -> None:
     """Add the run's recipe to a card as `source: run <id>` lines (never overwriting)."""
     from kura.runs.evidence import promote_run
 
-    doc = promote_run(state.workspace(), run_id, architecture=architecture, task=task)
+    doc = promote_run(
+        state.workspace(), run_id, architecture=architecture, task=task, epoch=epoch, step=step
+    )
     state.out.result(
         doc, lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values")
     )

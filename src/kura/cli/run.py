@@ -124,16 +124,29 @@ def _render_plan(console: Console, doc: dict[str, Any]) -> None:
 
 @run_group.command("approve")
 @click.argument("run_id")
+@click.option(
+    "--accept-risk",
+    "accept_risk",
+    metavar="REASON",
+    help="Approve a plan that does not fit (or ran out of memory before); the reason is "
+    "recorded in the approval.",
+)
 @click.pass_obj
-def approve_command(state: AppState, run_id: str) -> None:
+def approve_command(state: AppState, run_id: str, accept_risk: str | None) -> None:
     """Approve the current plan: launch will run exactly this, and refuse anything else."""
     from kura.runs.approval import approve_run
 
-    approval = approve_run(state.workspace(), run_id)
-    state.out.result(
-        approval.to_dict(),
-        lambda console, d: console.print(f"Run [bold]{d['run']}[/] approved ({d['digest'][:19]}…)"),
-    )
+    approval = approve_run(state.workspace(), run_id, accept_risk=accept_risk)
+    state.out.result(approval.to_dict(), _render_approval)
+
+
+def _render_approval(console: Console, doc: dict[str, Any]) -> None:
+    console.print(f"Run [bold]{doc['run']}[/] approved ({doc['digest'][:19]}…)")
+    risk = doc.get("accepted_risk")
+    if risk:
+        console.print(f"[yellow]risk accepted:[/] {risk['reason']} ({'; '.join(risk['problems'])})")
+    for step in doc.get("next", []):
+        console.print(f"next: `{step['command']}` — {step['why']}")
 
 
 @run_group.command("launch")
@@ -214,7 +227,8 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True)
 @click.pass_obj
 def watch_command(state: AppState, run_id: str, interval: float) -> None:
-    """Follow a run with a progress bar until it ends."""
+    """Follow a run with a progress bar until it ends (with --json: one JSON document per
+    line at every change, the final document last)."""
     import time
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -223,7 +237,10 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
 
     workspace = state.workspace()
     doc = run_status(workspace, run_id)
-    if not state.out.json_mode and doc.get("state"):
+    if state.out.json_mode:
+        _watch_json_lines(state, run_id, doc, interval)
+        return
+    if doc.get("state"):
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -245,6 +262,30 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
                 time.sleep(interval)
                 doc = run_status(workspace, run_id)
     state.out.result(doc, render_status)
+
+
+def _watch_json_lines(state: AppState, run_id: str, doc: dict[str, Any], interval: float) -> None:
+    """JSON lines: a document whenever state or progress changes, until the run ends."""
+    import json
+    import time
+
+    from kura.cli._output import finite_json
+    from kura.runs.following import run_status
+
+    stream = state.out.console.file
+    last = None
+    while True:
+        line = json.dumps(finite_json(doc), ensure_ascii=False, allow_nan=False, default=str)
+        current = (doc.get("state") or {}).get("status"), json.dumps(doc.get("progress"))
+        ended = doc.get("state") is None or current[0] in ("succeeded", "failed", "cancelled")
+        if current != last or ended:
+            stream.write(line + "\n")
+            stream.flush()
+            last = current
+        if ended:
+            return
+        time.sleep(interval)
+        doc = run_status(state.workspace(), run_id)
 
 
 @run_group.command("logs")
@@ -310,12 +351,23 @@ def _render_list(console: Console, doc: dict[str, Any]) -> None:
 @click.argument("run_id")
 @click.option("--rating", type=int, help="1 (unusable) … 5 (excellent).")
 @click.option("--notes", help="Your judgement, in your own words.")
+@click.option("--epoch", type=int, help="The epoch whose checkpoint was best.")
+@click.option("--step", type=int, help="The step whose checkpoint was best (instead).")
 @click.pass_obj
-def evaluate_command(state: AppState, run_id: str, rating: int | None, notes: str | None) -> None:
+def evaluate_command(
+    state: AppState,
+    run_id: str,
+    rating: int | None,
+    notes: str | None,
+    epoch: int | None,
+    step: int | None,
+) -> None:
     """Append your judgement, with settings, hardware and measured speed, to notes.md."""
     from kura.runs.evidence import evaluate_run
 
-    doc = evaluate_run(state.workspace(), run_id, rating=rating, notes=notes)
+    doc = evaluate_run(
+        state.workspace(), run_id, rating=rating, notes=notes, epoch=epoch, step=step
+    )
     state.out.result(doc, lambda console, d: console.print(f"recorded in {d['path']}"))
 
 

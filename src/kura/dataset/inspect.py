@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,9 @@ class Inspection:
     task_suggestion: dict[str, Any]
     questions: tuple[dict[str, Any], ...]
     digest: str
+    files: dict[str, str] = field(default_factory=dict)
+    """Label (as in the digest) → content sha256 of every file the digest covers; not in
+    the JSON document (a plan keeps it to name what changed)."""
 
     def blocking_problems(self) -> list[Problem]:
         """Problems that break a training run or silently damage what it learns."""
@@ -200,6 +203,10 @@ def _build(
         task_suggestion=task,
         questions=tuple(intent.questions(ctx, texts, trigger, pairing, task)),
         digest=_digest(ctx),
+        files={
+            os.fsencode(label).decode("utf-8", "backslashreplace"): sha
+            for label, sha, _ in _digest_rows(ctx)
+        },
     )
 
 
@@ -217,6 +224,14 @@ def _digest(ctx: Context) -> str:
     """sha256 over sorted (label, content sha256, size) of every media, caption and control
     file; labels are paths relative to the dataset (``control/…`` for control files), so the
     digest does not depend on where the folders live."""
+    lines = b"".join(
+        b"%s\0%s\0%d\n" % (os.fsencode(label), sha.encode(), size)
+        for label, sha, size in sorted(_digest_rows(ctx))
+    )
+    return "sha256:" + hashlib.sha256(lines).hexdigest()
+
+
+def _digest_rows(ctx: Context) -> list[tuple[str, str, int]]:
     rows: list[tuple[str, str, int]] = []
     for entry in (*ctx.scan.images, *ctx.scan.videos, *ctx.scan.captions.values()):
         facts = ctx.of(entry)
@@ -231,8 +246,4 @@ def _digest(ctx: Context) -> str:
                     int(facts.get("bytes", 0)),
                 )
             )
-    lines = b"".join(
-        b"%s\0%s\0%d\n" % (os.fsencode(label), sha.encode(), size)
-        for label, sha, size in sorted(rows)
-    )
-    return "sha256:" + hashlib.sha256(lines).hexdigest()
+    return rows

@@ -76,6 +76,8 @@ class DatasetChecked:
     warnings: list[dict[str, Any]]
     digest: str
     counts: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    """File label → content sha256 (what the digest covers); not in the JSON document."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -505,6 +507,7 @@ def validate_dataset(
         warnings=warnings,
         digest=report["digest"],
         counts=dict(report["counts"]),
+        files=dict(inspection.files),
     )
 
 

@@ -1,9 +1,11 @@
 """A SQLite cache of per-file facts, so an unchanged dataset is re-inspected without reading.
 
 A row is keyed by the file's absolute path (as bytes, so any file name fits) and is valid
-only while its size, ``mtime_ns`` and inode are unchanged and the row was written by the
-current ``SCHEMA_VERSION`` of the facts; anything else is a miss and the file is read
-again. Writes are batched into one transaction.
+only while its size, ``mtime_ns``, inode and ``ctime_ns`` are unchanged and the row was
+written by the current ``SCHEMA_VERSION`` of the facts; anything else is a miss and the file
+is read again. The ctime matters: a file rewritten in place at the same size with its mtime
+set back (``touch -d``) keeps size, mtime and inode, but the kernel moves its ctime, which
+no user call can set. Writes are batched into one transaction.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from kura.errors import InvalidInput
 
 __all__ = ["SCHEMA_VERSION", "FileKey", "StatCache"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_NAME = "dataset-facts.sqlite3"
+TABLE = "facts_v3"
+"""Rows keyed with the ctime (older Kura's ``facts`` table lacks it and is never read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,7 @@ class FileKey:
     size: int
     mtime_ns: int
     inode: int
+    ctime_ns: int = 0
 
     @classmethod
     def of(cls, path: Path | str) -> FileKey:
@@ -41,7 +46,7 @@ class FileKey:
         path = os.fspath(path)
         info = os.stat(path)
         absolute = path if os.path.isabs(path) else os.path.abspath(path)
-        return cls(absolute, info.st_size, info.st_mtime_ns, info.st_ino)
+        return cls(absolute, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
 
 
 class StatCache:
@@ -63,9 +68,9 @@ class StatCache:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute(
-                "CREATE TABLE IF NOT EXISTS facts (path BLOB PRIMARY KEY, size INTEGER NOT NULL,"
-                " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, schema INTEGER NOT NULL,"
-                " facts TEXT NOT NULL)"
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (path BLOB PRIMARY KEY, size INTEGER NOT NULL,"
+                " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,"
+                " schema INTEGER NOT NULL, facts TEXT NOT NULL)"
             )
         except (OSError, sqlite3.Error) as exc:
             raise InvalidInput(
@@ -103,16 +108,17 @@ class StatCache:
             prefix = folder.rstrip(b"/") + b"/"
             upper = prefix[:-1] + bytes([prefix[-1] + 1])
             rows = self._db.execute(
-                "SELECT path, size, mtime_ns, inode, schema, facts FROM facts"
+                f"SELECT path, size, mtime_ns, inode, ctime_ns, schema, facts FROM {TABLE}"
                 " WHERE path >= ? AND path < ?",
                 (prefix, upper),
             )
-            for path, size, mtime_ns, inode, schema, facts in rows:
+            for path, size, mtime_ns, inode, ctime_ns, schema, facts in rows:
                 match = wanted.get(path)
-                if match is not None and (size, mtime_ns, inode, schema) == (
+                if match is not None and (size, mtime_ns, inode, ctime_ns, schema) == (
                     match.size,
                     match.mtime_ns,
                     match.inode,
+                    match.ctime_ns,
                     SCHEMA_VERSION,
                 ):
                     found[match] = json.loads(facts)
@@ -126,13 +132,16 @@ class StatCache:
                 k.size,
                 k.mtime_ns,
                 k.inode,
+                k.ctime_ns,
                 SCHEMA_VERSION,
                 json.dumps(v, ensure_ascii=False, separators=(",", ":")),
             )
             for k, v in entries.items()
         ]
         with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+            )
 
     def move_prefix(self, old: Path | str, new: Path | str) -> int:
         """Re-key every row under folder ``old`` to the same relative path under ``new`` (after
@@ -142,13 +151,13 @@ class StatCache:
         upper = source[:-1] + bytes([source[-1] + 1])
         with self._db:
             rows = self._db.execute(
-                "SELECT path, size, mtime_ns, inode, schema, facts FROM facts"
+                f"SELECT path, size, mtime_ns, inode, ctime_ns, schema, facts FROM {TABLE}"
                 " WHERE path >= ? AND path < ?",
                 (source, upper),
             ).fetchall()
-            self._db.execute("DELETE FROM facts WHERE path >= ? AND path < ?", (source, upper))
+            self._db.execute(f"DELETE FROM {TABLE} WHERE path >= ? AND path < ?", (source, upper))
             self._db.executemany(
-                "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(target + bytes(row[0])[len(source) :], *row[1:]) for row in rows],
             )
         return len(rows)

@@ -43,6 +43,7 @@ __all__ = [
     "new_state",
     "now_iso",
     "read_state",
+    "read_state_file",
     "state_path",
     "update_state",
     "write_state",
@@ -85,7 +86,11 @@ def new_state(
 
 def read_state(run_dir: Path) -> RunState:
     """Read and validate state.json; damage is :class:`InvalidInput` naming the file."""
-    path = state_path(run_dir)
+    return read_state_file(state_path(run_dir))
+
+
+def read_state_file(path: Path) -> RunState:
+    """A state document (``state.json`` or an archived ``attempts/<n>.json``)."""
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:

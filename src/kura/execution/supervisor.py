@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kura.execution.commands import StepCommand, step_command
+from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
 from kura.execution.logs import diagnose_step
 from kura.execution.procutil import process_start_ticks, signal_group
@@ -131,7 +132,8 @@ def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current)
         record_.started_at = now_iso()
 
     update_state(run_dir, started)
-    code = process.wait()
+    with GpuWatch(functools.partial(_record_gpu, run_dir, step.name), session=process.pid):
+        code = process.wait()
     current.pgid = None
     atomic_write_text(exit_file(run_dir, step.name), f"{code}\n")
 
@@ -181,6 +183,29 @@ def _not_started(run_dir: Path, step: Step, log_path: Path, offset: int) -> int:
 
     update_state(run_dir, record)
     return code
+
+
+def _record_gpu(run_dir: Path, step: str, reading: GpuReading) -> None:
+    """Write one GPU reading into state.json: the identity once (or when it becomes known),
+    the memory sample always, thinned past the limit."""
+
+    def record(state: RunState) -> None:
+        if state.gpu is None or (state.gpu.get("name") is None and reading.name is not None):
+            state.gpu = reading.identity()
+        if reading.used_gib is None:
+            return
+        state.gpu_samples.append(
+            {
+                "t": now_iso(),
+                "step": step,
+                "used_gib": reading.used_gib,
+                "process_gib": reading.process_gib,
+            }
+        )
+        if len(state.gpu_samples) > GPU_SAMPLE_LIMIT:
+            state.gpu_samples = state.gpu_samples[::2]
+
+    update_state(run_dir, record)
 
 
 def _log_offset(run_dir: Path, name: str) -> int:

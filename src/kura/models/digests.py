@@ -1,4 +1,9 @@
-"""The digest cache: a file's sha256 is computed once per (path, size, mtime_ns, inode).
+"""The digest cache: a file's sha256 is computed once per (path, size, mtime_ns, inode, ctime).
+
+The ctime is part of the key because it is the one stamp nobody can set: a file rewritten
+in place at its old size with its mtime restored keeps size, mtime and inode, but not its
+ctime. A hub blob trusted by name is recorded with its stat too (``hf-etag``), so a later
+:meth:`DigestCache.lookup` tells whether those bytes are still the ones that were trusted.
 
 Entries live in SQLite under :func:`kura.constants.cache_dir` (``KURA_CACHE_DIR`` in tests).
 A file whose resolved path is a Hugging Face cache blob named by 64 hex digits is trusted by
@@ -26,11 +31,12 @@ __all__ = ["DigestCache", "DigestRecord", "hash_file"]
 
 CHUNK = 8 * 1024 * 1024
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS digests (
+CREATE TABLE IF NOT EXISTS digests_v2 (
     path TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     inode INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
     source TEXT NOT NULL,
     recorded_at REAL NOT NULL
@@ -101,13 +107,15 @@ class DigestCache:
         row = (
             self._connect()
             .execute(
-                "SELECT size, mtime_ns, inode, sha256, source FROM digests WHERE path = ?", (key,)
+                "SELECT size, mtime_ns, inode, ctime_ns, sha256, source FROM digests_v2 "
+                "WHERE path = ?",
+                (key,),
             )
             .fetchone()
         )
-        if row is None or tuple(row[:3]) != (stat.st_size, stat.st_mtime_ns, stat.st_ino):
+        if row is None or tuple(row[:4]) != _stamp(stat):
             return None
-        return DigestRecord(key, stat.st_size, row[3], row[4], cached=True)
+        return DigestRecord(key, stat.st_size, row[4], row[5], cached=True)
 
     def digest(
         self,
@@ -127,6 +135,7 @@ class DigestCache:
             if cached is not None:
                 return cached
             if named is not None:
+                self._store(key, stat, named, "hf-etag")
                 return DigestRecord(key, stat.st_size, named, "hf-etag")
         recorded = self.lookup(path) if verify and named is None else None
         expected = named if named is not None else (recorded.sha256 if recorded else None)
@@ -140,7 +149,7 @@ class DigestCache:
                 path=path,
             )
         after = os.stat(key)
-        if (after.st_size, after.st_mtime_ns) != (stat.st_size, stat.st_mtime_ns):
+        if _stamp(after) != _stamp(stat):
             raise InvalidInput(
                 f"{path} changed while it was being hashed",
                 hint="run the command again when nothing writes to it",
@@ -153,10 +162,15 @@ class DigestCache:
     def _store(self, key: str, stat: os.stat_result, sha256: str, source: str) -> None:
         with self._connect() as db:
             db.execute(
-                "INSERT OR REPLACE INTO digests (path, size, mtime_ns, inode, sha256, source, "
-                "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, stat.st_size, stat.st_mtime_ns, stat.st_ino, sha256, source, time.time()),
+                "INSERT OR REPLACE INTO digests_v2 (path, size, mtime_ns, inode, ctime_ns, "
+                "sha256, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, *_stamp(stat), sha256, source, time.time()),
             )
+
+
+def _stamp(stat: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells one version of a file from another without reading it."""
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
 
 
 def _key(path: Path) -> tuple[str, os.stat_result]:

@@ -1,9 +1,21 @@
 """The one gate: `kura run approve` binds an approval to the digest of what will run.
 
-The approval (``runs/<id>/approval.json``) holds the sha256 of every compiled file (the
-dataset TOML, the commands, the container, the lock) and of plan.md, plus a copy of run.yaml
-as data. :func:`check_approval` recomputes them; any difference refuses the launch and names
-what changed, down to the run.yaml key.
+The approval (``runs/<id>/approval.json``, schema :class:`kura.spec.approval.ApprovalRecord`)
+holds the sha256 of every compiled file (the dataset TOML, the commands, the container, the
+lock), of plan.md and plan.json, a copy of run.yaml as data, the contingency the plan
+approved in advance, and the digest of the record itself, so an edited approval (its
+contingency included) is refused like an edited plan.
+
+Approve refuses a plan it cannot stand behind: plan.md and plan.json from different plans
+(a ``run plan`` killed between its writes), compiled files changed since the plan, a
+dataset whose content is no longer what the plan checked (naming the files) or whose checks
+failed, and a plan that does not fit unless the person accepts the risk with a reason
+(``--accept-risk "…"``, recorded in the approval).
+
+:func:`check_gate` is what launch, relaunch and resume call **first**, before any executor,
+image or trainer environment is touched: the approval record, run.yaml, every bound file,
+then every locked model file (size and stat against the digest cache, re-hashed when they
+differ, the header re-checked for its role) and every dataset the trainer will read.
 """
 
 from __future__ import annotations
@@ -17,15 +29,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kura.bounded import load_json
 from kura.errors import CheckFailed, InvalidInput
-from kura.fsutil import atomic_write_text
-from kura.runs.compile import COMPILED_DIR, compile_in_workspace
-from kura.runs.plan import PLAN_JSON, PLAN_NAME
+from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
+from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
 from kura.runs.store import load_run
+from kura.spec.approval import AcceptedRisk, ApprovalRecord, ContingencyRecord
+from kura.spec.lock import RunLock
+from kura.spec.plan import PlanRecord
+from kura.spec.records import canonical_json, read_record, write_record
 from kura.workspace import Workspace
 
-__all__ = ["APPROVAL_NAME", "Approval", "approve_run", "check_approval", "diff_values"]
+__all__ = [
+    "APPROVAL_NAME",
+    "Approval",
+    "approval_path",
+    "approve_run",
+    "check_approval",
+    "check_gate",
+    "diff_values",
+    "read_lock",
+]
 
 APPROVAL_NAME = "approval.json"
 
@@ -37,16 +60,30 @@ class Approval:
     files: dict[str, str]
     approved_at: str
     approved_by: str
+    plan_id: str = ""
+    accepted_risk: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "run-approval",
             "run": self.run_id,
             "digest": self.digest,
+            "plan_id": self.plan_id,
             "files": self.files,
             "approved_at": self.approved_at,
             "approved_by": self.approved_by,
+            "accepted_risk": self.accepted_risk,
+            "next": [
+                {
+                    "command": f"kura run launch {self.run_id}",
+                    "why": "run exactly what was approved",
+                }
+            ],
         }
+
+
+def approval_path(workspace: Workspace, run_id: str) -> Path:
+    return workspace.run_dir(run_id) / APPROVAL_NAME
 
 
 def _file_digests(workspace: Workspace, run_id: str) -> dict[str, str]:
@@ -64,8 +101,32 @@ def _combined(files: dict[str, str]) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
-def approve_run(workspace: Workspace, run_id: str, *, via: str = "plan") -> Approval:
-    """Approve the current plan; refuse when there is none or it is stale.
+def _record_digest(record: ApprovalRecord) -> str:
+    body = record.model_dump(mode="json")
+    body.pop("record_digest", None)
+    return "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def read_lock(workspace: Workspace, run_id: str) -> RunLock:
+    """compiled/run.lock through its schema (damage names the file and the fix)."""
+    return read_record(
+        RunLock, lock_path(workspace, run_id), fix=f"recompile with `kura run plan {run_id}`"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# approve
+
+
+def approve_run(
+    workspace: Workspace,
+    run_id: str,
+    *,
+    via: str = "plan",
+    accept_risk: str | None = None,
+) -> Approval:
+    """Approve the current plan; refuse when there is none, it is stale or torn, a dataset
+    changed or failed its checks, or it does not fit (unless ``accept_risk`` says why).
 
     The plan's contingency (one rung up the ladder on an out-of-memory) is approved with it;
     ``via="contingency"`` records an approval made by relaunch applying that rung, which
@@ -78,70 +139,238 @@ def approve_run(workspace: Workspace, run_id: str, *, via: str = "plan") -> Appr
             f"run {run_id} has no plan to approve",
             hint=f"run `kura run plan {run_id}` and read plan.md first",
         )
-    if compile_in_workspace(workspace, run_id).changed:
+    plan = read_plan(workspace, run_id)
+    _check_plan_pair(workspace, run_id, plan)
+    if compile_in_workspace(workspace, run_id).changed or plan.compiled_digest != compiled_digest(
+        workspace, run_id
+    ):
         raise CheckFailed(
             f"run {run_id} changed since its plan was made (the compiled commands differ)",
             hint=f"run `kura run plan {run_id}` again, read it, then approve",
         )
+    lock = read_lock(workspace, run_id)
+    _check_datasets_now(workspace, run_id, lock, plan)
+    risk = _accepted_risk(run_id, plan, accept_risk) if via == "plan" else None
     files = _file_digests(workspace, run_id)
-    approval = Approval(
-        run_id=run_id,
+    contingency = plan.contingency if via == "plan" else None
+    record = ApprovalRecord(
+        run=run_id,
         digest=_combined(files),
         files=files,
+        plan_id=plan.plan_id,
         approved_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
         approved_by=f"{getpass.getuser()}@{socket.gethostname()}",
+        via=via,
+        contingency=None if contingency is None else ContingencyRecord(**contingency),
+        accepted_risk=risk,
+        run_yaml=spec.model_dump(mode="json"),
     )
-    plan = json.loads((folder / PLAN_JSON).read_text(encoding="utf-8"))
-    record = {
-        **approval.to_dict(),
-        "via": via,
-        "contingency": plan.get("contingency") if via == "plan" else None,
-        "run_yaml": spec.model_dump(mode="json"),
-    }
+    record = record.model_copy(update={"record_digest": _record_digest(record)})
     with workspace.lock():
-        atomic_write_text(
-            folder / APPROVAL_NAME, json.dumps(record, indent=2, sort_keys=True) + "\n"
+        write_record(folder / APPROVAL_NAME, record)
+    return Approval(
+        run_id=run_id,
+        digest=record.digest,
+        files=files,
+        approved_at=record.approved_at,
+        approved_by=record.approved_by,
+        plan_id=record.plan_id,
+        accepted_risk=None if risk is None else risk.model_dump(),
+    )
+
+
+def _check_plan_pair(workspace: Workspace, run_id: str, plan: PlanRecord) -> None:
+    """plan.md and plan.json must come from one ``run plan``: plan.json names plan.md's
+    digest (and plan.md shows the plan id)."""
+    text = (workspace.run_dir(run_id) / PLAN_NAME).read_bytes()
+    if hashlib.sha256(text).hexdigest() != plan.plan_md_sha256 or plan.plan_id.encode() not in text:
+        raise CheckFailed(
+            f"runs/{run_id}/plan.md and plan.json are not from the same plan (plan {plan.plan_id} "
+            "in plan.json; plan.md was edited, or a `run plan` was interrupted between them)",
+            hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
         )
-    return approval
 
 
-def check_approval(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def _accepted_risk(run_id: str, plan: PlanRecord, reason: str | None) -> AcceptedRisk | None:
+    problems = _fit_problems(plan)
+    if not problems:
+        return None
+    if reason is None or not reason.strip():
+        raise CheckFailed(
+            f"run {run_id}'s plan is not known to fit: " + "; ".join(problems),
+            hint=f"change the run (plan.md lists the options) and `kura run plan {run_id}` again; "
+            f'or approve anyway with `kura run approve {run_id} --accept-risk "why"`',
+        )
+    return AcceptedRisk(reason=reason.strip(), problems=problems)
+
+
+def _fit_problems(plan: PlanRecord) -> list[str]:
+    problems = []
+    if plan.fit.get("sizeable") is False or plan.estimate.get("fits") is None:
+        problems.append(
+            f"Kura cannot size this run on {plan.gpu.get('name')}: no step's memory is "
+            "estimated, so nothing says it fits"
+        )
+    elif plan.fits is False:
+        worst = plan.estimate.get("peak_vram_gib")
+        usable = plan.estimate.get("usable_gib")
+        detail = f" (peak {worst} GiB, usable {usable} GiB)" if worst and usable else ""
+        problems.append(f"the estimate says it does not fit on {plan.gpu.get('name')}{detail}")
+    if plan.evidence.get("same_config_oom"):
+        problems.append(
+            "this configuration ran out of memory on this GPU class before (run(s) "
+            + ", ".join(plan.evidence["same_config_oom"])
+            + ")"
+        )
+    return problems
+
+
+def _check_datasets_now(
+    workspace: Workspace, run_id: str, lock: RunLock, plan: PlanRecord
+) -> None:
+    """Each dataset as it is now: the same content the plan checked, no blocking problem,
+    and still read from the folder the lock names."""
+    from kura.dataset.registry import validate_dataset
+
+    for entry in lock.datasets:
+        _check_dataset_path(workspace, run_id, entry.name, entry.media, entry.control)
+        checked = validate_dataset(workspace, entry.name)
+        if checked.digest != entry.digest:
+            before = plan.dataset_files.get(entry.name)
+            raise CheckFailed(
+                f"dataset {entry.name} changed since the plan was made"
+                + _changed_files(before, checked.files),
+                hint=f"run `kura run plan {run_id}` again (it re-checks the files), then approve",
+            )
+        if not checked.ok:
+            raise CheckFailed(
+                f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
+                hint=f"fix them (`kura dataset validate {entry.name}` lists each), then "
+                f"`kura run plan {run_id}` and approve",
+            )
+    failed = [c for c in plan.checks if c.status == "failed" and c.blocking]
+    if failed:
+        raise CheckFailed(
+            "the plan's own checks failed: "
+            + "; ".join(f"{c.check}: {c.detail}" for c in failed),
+            hint=f"fix what they name, then `kura run plan {run_id}` and approve",
+        )
+
+
+def _check_dataset_path(
+    workspace: Workspace, run_id: str, name: str, media: str, control: str | None
+) -> None:
+    from kura.dataset.registry import control_dir, load_dataset, media_dir
+
+    spec, _ = load_dataset(workspace, name)
+    now = str(media_dir(workspace, spec).resolve())
+    now_control = control_dir(workspace, spec)
+    now_control_text = None if now_control is None else str(now_control.resolve())
+    if now != media or now_control_text != control:
+        raise CheckFailed(
+            f"dataset {name} now points at {now} but run {run_id} reads {media} (its "
+            "dataset.yaml `media:`/`control:` changed after the plan)",
+            hint=f"run `kura run plan {run_id}` again, then approve",
+        )
+
+
+def _changed_files(before: dict[str, str] | None, after: dict[str, str]) -> str:
+    if before is None:
+        return ""
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if not changed:
+        return ""
+    shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+    return f": {shown}"
+
+
+def _problem_files(problems: list[dict[str, Any]]) -> str:
+    shown = [f"{p.get('path')} ({p.get('code')})" for p in problems[:8]]
+    more = len(problems) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+# ---------------------------------------------------------------------------------------
+# the gate
+
+
+def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     """The stored approval, after checking that nothing changed since; else CheckFailed naming
     what changed and the way back (plan, then approve)."""
     spec, _ = load_run(workspace, run_id)
-    path = workspace.run_dir(run_id) / APPROVAL_NAME
+    path = approval_path(workspace, run_id)
+    again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
-        raise CheckFailed(
-            f"run {run_id} is not approved",
-            hint=f"run `kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`",
-        )
+        raise CheckFailed(f"run {run_id} is not approved", hint=f"run {again}")
     try:
-        record = load_json(path)
-        if not isinstance(record, dict):
-            raise InvalidInput(f"{path} does not hold a JSON object", path=path)
+        record = read_record(ApprovalRecord, path, fix=f"approve again: {again}")
     except InvalidInput as exc:
         raise CheckFailed(
-            f"{path} cannot be read ({exc.message})",
-            hint=f"approve again: `kura run plan {run_id}` then `kura run approve {run_id}`",
-            path=path,
+            f"{path} cannot be read ({exc.message})", hint=exc.hint, path=path
         ) from None
-    changes = diff_values(record.get("run_yaml", {}), spec.model_dump(mode="json"))
+    if record.run != run_id or record.record_digest != _record_digest(record):
+        raise CheckFailed(
+            f"{path} was edited after approval (its digest does not match its content)",
+            hint=f"an approval is written only by `kura run approve`: run {again}",
+            path=path,
+        )
+    changes = diff_values(record.run_yaml, spec.model_dump(mode="json"))
     if changes:
         raise CheckFailed(
             "run.yaml changed after approval: " + "; ".join(changes[:5]),
             hint=f"run `kura run plan {run_id}` and approve again",
         )
     current = _file_digests(workspace, run_id)
-    approved = record.get("files", {})
+    approved = record.files
     changed = sorted(
         name for name in set(current) | set(approved) if current.get(name) != approved.get(name)
     )
-    if changed or _combined(current) != record.get("digest"):
+    if changed or _combined(current) != record.digest:
         raise CheckFailed(
             f"run {run_id} changed after approval: {', '.join(changed) or 'the approval record'}",
             hint=f"run `kura run plan {run_id}` and approve again",
         )
+    if record.via == "plan":
+        plan = read_plan(workspace, run_id)
+        bound = None if record.contingency is None else record.contingency.model_dump()
+        if plan.plan_id != record.plan_id or bound != plan.contingency:
+            raise CheckFailed(
+                f"{path} does not match the plan it approved (plan id or contingency differ)",
+                hint=f"run {again}",
+                path=path,
+            )
     return record
+
+
+def check_gate(workspace: Workspace, run_id: str) -> ApprovalRecord:
+    """Everything launch checks before it touches an executor: the approval and every input
+    the approved run reads (model files, datasets)."""
+    from kura.models.lockcheck import verify_locked_models
+
+    record = check_approval(workspace, run_id)
+    lock = read_lock(workspace, run_id)
+    verify_locked_models(lock.models, run_id=run_id)
+    _check_datasets_at_launch(workspace, run_id, lock)
+    return record
+
+
+def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:
+    from kura.dataset.registry import validate_dataset
+
+    for entry in lock.datasets:
+        _check_dataset_path(workspace, run_id, entry.name, entry.media, entry.control)
+        checked = validate_dataset(workspace, entry.name)
+        if not checked.ok:
+            raise CheckFailed(
+                f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
+                hint=f"fix them (`kura dataset validate {entry.name}`), then "
+                f"`kura run plan {run_id}` and approve again",
+            )
+        if checked.digest != entry.digest:
+            raise CheckFailed(
+                f"dataset {entry.name} changed after approval (digest {checked.digest[:19]}…)",
+                hint=f"run `kura run plan {run_id}` and approve again",
+            )
 
 
 def diff_values(before: Any, after: Any, prefix: str = "") -> list[str]:
@@ -165,7 +394,3 @@ def diff_values(before: Any, after: Any, prefix: str = "") -> list[str]:
     if before != after:
         return [f"{prefix} {before!r} → {after!r}"]
     return []
-
-
-def approval_path(workspace: Workspace, run_id: str) -> Path:
-    return workspace.run_dir(run_id) / APPROVAL_NAME

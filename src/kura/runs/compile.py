@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
-from kura.runs.store import read_run
+from kura.runs.store import load_run
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
@@ -68,14 +68,16 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     from kura.backends.documents import container_document, steps_file
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
+    from kura.runs.new import check_explicit_values
     from kura.spec.compiled import ContainerFile
     from kura.spec.machine import machine_text
 
-    spec = read_run(workspace, run_id)
+    spec, document = load_run(workspace, run_id)
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
     inputs, paths, resolution = _inputs(workspace, spec, backend)
     compiled = backend.compile(spec, inputs)
+    check_explicit_values(workspace, document, source=f"runs/{run_id}/run.yaml")
     lock = _lock(workspace, spec, resolution, compiled.release)
     container = (
         _container_with_hosts(container_document(compiled.container), paths)
@@ -193,21 +195,34 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
 def _lock(
     workspace: Workspace, spec: RunSpec, resolution: Any, release: str
 ) -> dict[str, Any]:
-    from kura.dataset.registry import read_dataset
+    """The run lock (schema :class:`kura.spec.lock.RunLock`, written only here). Each dataset
+    names the folder the trainer reads, resolved, so a ``media:`` moved to a copy is seen."""
+    from kura.dataset.registry import control_dir, media_dir, read_dataset
     from kura.models.lockdoc import build_lock
+    from kura.spec.lock import RunLock
 
     datasets = []
     for use in sorted([*spec.datasets, *spec.validation], key=lambda d: d.name):
         dataset = read_dataset(workspace, use.name)
         assert dataset.facts is not None
-        datasets.append({"name": use.name, "digest": dataset.facts.digest})
-    return {
-        "version": 1,
-        "run": spec.id,
-        "trainer": {"name": spec.backend.name, "release": release},
-        "models": build_lock(resolution),
-        "datasets": datasets,
-    }
+        control = control_dir(workspace, dataset)
+        datasets.append(
+            {
+                "name": use.name,
+                "digest": dataset.facts.digest,
+                "media": str(media_dir(workspace, dataset).resolve()),
+                "control": None if control is None else str(control.resolve()),
+            }
+        )
+    lock = RunLock.model_validate(
+        {
+            "run": spec.id,
+            "trainer": {"name": spec.backend.name, "release": release},
+            "models": build_lock(resolution),
+            "datasets": datasets,
+        }
+    )
+    return lock.model_dump(mode="json")
 
 
 def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:

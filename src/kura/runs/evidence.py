@@ -9,6 +9,7 @@ owner or run line already there (a different value stays beside it).
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,11 +61,51 @@ def _measured(workspace: Workspace, run_id: str, backend: str) -> dict[str, Any]
     return facts
 
 
+_CHOSEN = re.compile(r"^- chosen: (epoch|step) (\d+)\b", re.MULTILINE)
+
+
+def _chosen_label(epoch: int | None, step: int | None) -> tuple[str, int] | None:
+    if epoch is not None and step is not None:
+        raise UsageError("choose an epoch or a step, not both", hint="pass --epoch N or --step N")
+    for unit, value in (("epoch", epoch), ("step", step)):
+        if value is not None:
+            if value < 1:
+                raise UsageError(f"--{unit} {value} must be 1 or more", hint=f"e.g. --{unit} 10")
+            return unit, value
+    return None
+
+
+def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | None:
+    """The epoch/step the latest evaluation in notes.md chose (``- chosen: epoch 10``)."""
+    path = workspace.run_dir(run_id) / "notes.md"
+    if not path.is_file():
+        return None
+    found = _CHOSEN.findall(path.read_text(encoding="utf-8"))
+    return (found[-1][0], int(found[-1][1])) if found else None
+
+
+def _architecture(spec: Any) -> str:
+    from kura.models.bundles import get_bundle
+
+    return get_bundle(spec.model.base).architecture
+
+
 def evaluate_run(
-    workspace: Workspace, run_id: str, *, rating: int | None, notes: str | None
+    workspace: Workspace,
+    run_id: str,
+    *,
+    rating: int | None,
+    notes: str | None,
+    epoch: int | None = None,
+    step: int | None = None,
 ) -> dict[str, Any]:
-    if rating is None and not notes:
-        raise UsageError("nothing to record", hint="pass --rating 1-5 and/or --notes TEXT")
+    """Append a judgement to notes.md; ``epoch``/``step`` records the checkpoint chosen as
+    best ("epoch 10 was best"), which promote then writes instead of the configured length."""
+    chosen = _chosen_label(epoch, step)
+    if rating is None and not notes and chosen is None:
+        raise UsageError(
+            "nothing to record", hint="pass --rating 1-5, --notes TEXT and/or --epoch N"
+        )
     if rating is not None and not 1 <= rating <= 5:
         raise UsageError(f"--rating {rating} is outside 1-5", hint="1 = unusable … 5 = excellent")
     spec, _ = load_run(workspace, run_id)
@@ -74,6 +115,8 @@ def evaluate_run(
     lines = [f"## {stamp}", ""]
     if rating is not None:
         lines.append(f"- rating: {rating}/5")
+    if chosen is not None:
+        lines.append(f"- chosen: {chosen[0]} {chosen[1]} (the checkpoint judged best)")
     if notes:
         lines += ["- notes:", *(f"  > {line}" for line in notes.splitlines())]
     lines.append(
@@ -98,14 +141,32 @@ def evaluate_run(
         "run": run_id,
         "rating": rating,
         "notes": notes,
+        "chosen": None if chosen is None else {"unit": chosen[0], "value": chosen[1]},
         "measured": measured,
         "path": workspace.relative(path),
+        "next": [
+            {
+                "command": f"kura knowledge promote {run_id} --arch {_architecture(spec)} "
+                f"--task {spec.task or 'TASK'}",
+                "why": "write this run's recipe (and the chosen checkpoint) into the card",
+            }
+        ],
     }
 
 
 def promote_run(
-    workspace: Workspace, run_id: str, *, architecture: str, task: str
+    workspace: Workspace,
+    run_id: str,
+    *,
+    architecture: str,
+    task: str,
+    epoch: int | None = None,
+    step: int | None = None,
 ) -> dict[str, Any]:
+    """Write the run's recipe into the card. The length written is the chosen checkpoint's
+    (``epoch``/``step`` here, else the latest ``- chosen:`` of ``kura run evaluate``), not
+    the configured length, when one was chosen."""
+    chosen = _chosen_label(epoch, step) or chosen_checkpoint(workspace, run_id)
     if task not in SECTIONS:
         raise UsageError(
             f"--task {task!r} is not a card section", hint=f"one of {', '.join(SECTIONS)}"
@@ -119,6 +180,9 @@ def promote_run(
         entries, _ = parse_card(text)
         for key in PROMOTED_KEYS:
             value = _value(spec, key)
+            if key == "training.epochs" and chosen is not None:
+                key = "training.epochs" if chosen[0] == "epoch" else "training.max_steps"
+                value = chosen[1]
             if value is None:
                 continue
             same = [e for e in entries if e.key == key and e.section == task and e.source == source]
@@ -134,5 +198,6 @@ def promote_run(
         "architecture": architecture,
         "task": task,
         "added": added,
+        "chosen": None if chosen is None else {"unit": chosen[0], "value": chosen[1]},
         "card": workspace.relative(path),
     }

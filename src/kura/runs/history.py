@@ -1,38 +1,63 @@
 """Evidence from past runs: what happened to the same model on the same GPU class.
 
-A plan shows the runs that went before it (configuration, outcome, measured speed) and
-uses them twice: measured seconds per step recalibrate the step-time estimate, and a
-configuration that already ran out of memory on this GPU class is never called fitting.
+Every attempt of every run is evidence: its configuration (what that attempt actually ran:
+a relaunch's applied contingency is undone for the attempts before it), its outcome, its
+peak memory if the GPU was read, its measured speed. Facts are credited to the GPU the
+attempt actually ran on (read on the step's machine, ``state.gpu``), not to the plan; an
+attempt whose GPU could not be read counts for out-of-memory evidence on the planned class
+(a conservative reading) but never recalibrates speed.
+
+A plan uses the evidence twice: the median measured/estimated step time from attempts on a
+known GPU of the planned class recalibrates the estimate (a ratio outside
+:data:`RATIO_BOUNDS` is reported and ignored, not believed); and a configuration that ran
+out of memory on this GPU class is never called fitting, whatever later attempts did.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kura.runs.store import list_run_ids
 from kura.workspace import Workspace
 
-__all__ = ["PastRun", "past_runs", "step_time_factor"]
+__all__ = ["RATIO_BOUNDS", "PastRun", "ladder_config", "past_runs", "step_time_factor"]
+
+RATIO_BOUNDS = (1 / 3, 3.0)
+"""Measured/estimated step-time ratios believed; outside, the measurement is not evidence
+(a 13× "speed-up" on a machine without the planned GPU)."""
 
 
 @dataclass(frozen=True)
 class PastRun:
+    """One attempt of one past run."""
+
     run_id: str
     status: str
     diagnosis: str | None
     config: dict[str, Any]
     estimated_step: float | None
     measured_step: float | None
+    attempt: int = 1
+    planned_gpu: str | None = None
+    gpu: str | None = None
+    """The GPU class the attempt actually ran on; None when it could not be read."""
+    gpu_source: str | None = None
+    peak_gib: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run": self.run_id,
+            "attempt": self.attempt,
             "status": self.status,
             "diagnosis": self.diagnosis,
             "config": self.config,
+            "planned_gpu": self.planned_gpu,
+            "gpu": self.gpu,
+            "gpu_source": self.gpu_source,
+            "peak_gib": self.peak_gib,
             "estimated_step_seconds": self.estimated_step,
             "measured_step_seconds": self.measured_step,
         }
@@ -44,39 +69,77 @@ def ladder_config(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(config.items()) if v not in (None, False, 0)}
 
 
-def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> list[PastRun]:
-    """Launched runs of ``base`` planned for ``gpu``, oldest first."""
-    from kura.backends.registry import get_backend
-    from kura.execution.summary import run_summary
+def _load(path: Path) -> Any:
+    from kura.bounded import load_json
 
-    found = []
+    return load_json(path)
+
+
+def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> list[PastRun]:
+    """Every attempt of launched runs of ``base`` that ran (or, GPU unknown, were planned)
+    on ``gpu``, oldest first."""
+    from kura.errors import KuraError
+
+    found: list[PastRun] = []
     for run_id in list_run_ids(workspace):
         run_dir = workspace.run_dir(run_id)
         if run_id == exclude or not (run_dir / "state.json").exists():
             continue
         try:
-            plan = json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))
-            approval = json.loads((run_dir / "approval.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):  # a damaged record is no evidence
-            continue
-        approved = approval.get("run_yaml", {})
-        if plan.get("gpu", {}).get("id") != gpu or approved.get("model", {}).get("base") != base:
-            continue
-        backend = get_backend(approved.get("backend", {}).get("name", "musubi-tuner"))
-        summary = run_summary(run_dir, progress=backend.progress)
-        state = summary["state"]
-        progress = summary.get("progress") or {}
-        found.append(
+            found += _attempts(workspace, run_id, base)
+        except (KuraError, OSError, ValueError, KeyError, TypeError):
+            continue  # a damaged record is no evidence
+    return [r for r in found if (r.gpu or r.planned_gpu) == gpu] + _imported(
+        workspace, base=base, gpu=gpu
+    )
+
+
+def _attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
+    from kura.backends.registry import get_backend
+    from kura.execution.state import read_state_file
+    from kura.execution.summary import run_summary
+
+    run_dir = workspace.run_dir(run_id)
+    plan = _load(run_dir / "plan.json")
+    approval = _load(run_dir / "approval.json")
+    approved = approval.get("run_yaml", {})
+    if approved.get("model", {}).get("base") != base:
+        return []
+    backend = get_backend(approved.get("backend", {}).get("name", "musubi-tuner"))
+    final = dict(approved.get("backend", {}).get("config", {}))
+    applied = {int(a["attempt"]): a["change"] for a in plan.get("attempts", [])}
+    estimated = plan.get("estimate", {}).get("estimated_step_seconds") or plan.get(
+        "estimate", {}
+    ).get("step_seconds")
+    planned = plan.get("gpu", {}).get("id")
+    states: list[tuple[Any, dict[str, Any] | None]] = []
+    for path in sorted((run_dir / "attempts").glob("*.json"), key=lambda p: int(p.stem)):
+        states.append((read_state_file(path), None))
+    summary = run_summary(run_dir, progress=backend.progress)
+    current = read_state_file(run_dir / "state.json")
+    states.append((current, summary.get("progress") or {}))
+    out = []
+    for state, progress in states:
+        config = _config_of(final, applied, state.attempt)
+        measured = (progress or {}).get("seconds_per_step")
+        gpu = state.gpu or {}
+        peaks = [s.get("process_gib") or s.get("used_gib") for s in state.gpu_samples]
+        out.append(
             PastRun(
                 run_id=run_id,
-                status=state["status"],
-                diagnosis=(state.get("diagnosis") or {}).get("code"),
-                config=ladder_config(approved.get("backend", {}).get("config", {})),
-                estimated_step=plan.get("estimate", {}).get("step_seconds"),
-                measured_step=progress.get("seconds_per_step"),
+                status=state.status,
+                diagnosis=(state.diagnosis or {}).get("code"),
+                config=ladder_config(config),
+                estimated_step=estimated,
+                measured_step=measured,
+                attempt=state.attempt,
+                planned_gpu=planned,
+                gpu=gpu.get("gpu_class"),
+                gpu_source=gpu.get("source"),
+                peak_gib=max((p for p in peaks if p is not None), default=None),
             )
         )
-    return found + _imported(workspace, base=base, gpu=gpu)
+    return out
 
 
 def _imported(workspace: Workspace, *, base: str, gpu: str) -> list[PastRun]:
@@ -91,17 +154,65 @@ def _imported(workspace: Workspace, *, base: str, gpu: str) -> list[PastRun]:
             config=ladder_config(dict(r.get("config") or {})),
             estimated_step=None,
             measured_step=r.get("seconds_per_step"),
+            planned_gpu=r.get("gpu"),
+            gpu=r.get("gpu"),
+            gpu_source="given at import (kura run import-aitk --gpu)",
         )
         for r in imported_runs(workspace)
         if r.get("bundle") == base and r.get("gpu") == gpu
     ]
 
 
-def step_time_factor(runs: list[PastRun]) -> float | None:
-    """Median of measured / estimated seconds per step over runs that measured any."""
-    ratios = [
+def _config_of(final: dict[str, Any], applied: dict[int, Any], attempt: int) -> dict[str, Any]:
+    """backend.config as ``attempt`` ran it: the final config with every change applied for
+    a later attempt undone, newest first."""
+    config = dict(final)
+    for later in sorted((a for a in applied if a > attempt), reverse=True):
+        for key, change in applied[later].items():
+            config[key] = change.get("from")
+    return config
+
+
+def step_time_factor(runs: list[PastRun], gpu: str | None = None) -> float | None:
+    """Median of measured / estimated seconds per step over attempts that ran on a GPU that
+    was read (of class ``gpu`` when given) and whose ratio is within :data:`RATIO_BOUNDS`."""
+    low, high = RATIO_BOUNDS
+    ratios = [r for r in _ratios(runs, gpu) if low <= r <= high]
+    return statistics.median(ratios) if ratios else None
+
+
+def ignored_ratios(runs: list[PastRun], gpu: str | None = None) -> list[dict[str, Any]]:
+    """Measurements that were not used for recalibration, and why."""
+    low, high = RATIO_BOUNDS
+    out = []
+    for r in runs:
+        if not (r.measured_step and r.estimated_step):
+            continue
+        if r.gpu is None:
+            out.append({"run": r.run_id, "attempt": r.attempt, "why": "its GPU was not read"})
+        elif gpu is not None and r.gpu != gpu:
+            out.append({"run": r.run_id, "attempt": r.attempt, "why": f"it ran on {r.gpu}"})
+        else:
+            ratio = r.measured_step / r.estimated_step
+            if not low <= ratio <= high:
+                out.append(
+                    {
+                        "run": r.run_id,
+                        "attempt": r.attempt,
+                        "why": f"measured/estimated ×{ratio:.2f} is outside "
+                        f"×{low:.2f}–×{high:.0f}: not believed",
+                    }
+                )
+    return out
+
+
+def _ratios(runs: list[PastRun], gpu: str | None) -> list[float]:
+    return [
         r.measured_step / r.estimated_step
         for r in runs
-        if r.measured_step and r.estimated_step and r.measured_step > 0
+        if r.measured_step
+        and r.estimated_step
+        and r.measured_step > 0
+        and r.gpu is not None
+        and (gpu is None or r.gpu == gpu)
     ]
-    return statistics.median(ratios) if ratios else None

@@ -1,10 +1,13 @@
 """`kura run launch|relaunch|resume`: run exactly what was approved.
 
-Launch re-checks the approval (any change since refuses, naming it), that every model file
-is present and still the file that was locked, and that each dataset still has the digest the
-lock recorded. It then hands the compiled steps to an executor. Relaunch after an
-out-of-memory applies the approved plan's contingency (and only that) without a new
-approval; resume continues training from the last saved trainer state.
+Each command passes the gate first (:func:`kura.runs.approval.check_gate`): the approval
+record (its own digest, run.yaml, every bound file), every locked model file and every
+dataset the trainer reads — before an executor, an image or the trainer's environment is
+looked at. Launch starts a run that never ran; a run that already ran (succeeded, failed,
+cancelled) is refused with the commands that do apply. Relaunch after an out-of-memory
+applies the approved plan's contingency (and only that) without a new approval; resume
+continues training from the last saved trainer state. A new attempt never overwrites an
+earlier one: its logs and outputs move to ``attempts/<n>/`` first.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, UsageError
-from kura.runs.approval import approval_path, approve_run, check_approval
+from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.context import RunContext, load_context
+from kura.runs.plan import record_applied
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
@@ -32,31 +36,6 @@ def _compiled(workspace: Workspace, run_id: str, name: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-
-
-def _check_inputs(workspace: Workspace, run_id: str) -> None:
-    """Models present and unchanged since the lock; datasets still at their locked digest."""
-    from kura.dataset.registry import validate_dataset
-
-    lock = _compiled(workspace, run_id, "run.lock")
-    pending = [slot for slot, r in lock["models"]["roles"].items() if r["sha256"] == "pending"]
-    if pending:
-        raise CheckFailed(
-            f"model files not downloaded yet: {', '.join(sorted(pending))}",
-            hint=f"`kura model fetch {lock['models']['bundle']}`, then plan and approve again",
-        )
-    for entry in lock["datasets"]:
-        checked = validate_dataset(workspace, entry["name"])
-        if checked.digest != entry["digest"]:
-            raise CheckFailed(
-                f"dataset {entry['name']} changed after approval (digest {checked.digest[:19]}…)",
-                hint=f"run `kura run plan {run_id}` and approve again",
-            )
-        if not checked.ok:
-            raise CheckFailed(
-                f"dataset {entry['name']} has blocking problems",
-                hint=f"`kura dataset validate {entry['name']}` lists the fixes",
-            )
 
 
 def _launch_spec(
@@ -133,10 +112,24 @@ def launch_run(
     skip: list[str] | None = None,
     extra_train: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    check_gate(workspace, run_id)
+    _refuse_ran_before(workspace, run_id)
+    return _start(workspace, run_id, detach=detach, skip=skip, extra_train=extra_train)
+
+
+def _start(
+    workspace: Workspace,
+    run_id: str,
+    *,
+    detach: bool,
+    skip: list[str] | None = None,
+    extra_train: tuple[str, ...] = (),
+    keep_outputs: bool = False,
+) -> dict[str, Any]:
+    """Hand the approved steps to the executor (after :func:`check_gate`)."""
     from kura.execution import launch
 
-    check_approval(workspace, run_id)
-    _check_inputs(workspace, run_id)
+    _archive_attempt(workspace.run_dir(run_id), keep_outputs=keep_outputs)
     context = load_context(workspace, run_id)
     spec = context.spec
     launch_spec = _launch_spec(workspace, context, skip=skip or [], extra_train=extra_train)
@@ -187,18 +180,16 @@ def _sky_accelerator(gpu_class: str | None) -> str:
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
     """After an out-of-memory: apply the approved contingency, re-approve, launch again."""
-    from kura.execution.state import read_state
-
+    record = check_gate(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    state = read_state(run_dir)
+    state = _ran_state(workspace, run_id, "relaunch")
     if not state.is_terminal:
         raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
     diagnosis = state.diagnosis or {}
-    record = json.loads(approval_path(workspace, run_id).read_text(encoding="utf-8"))
-    contingency = record.get("contingency")
+    contingency = None if record.contingency is None else record.contingency.model_dump()
     suggested = (diagnosis.get("next") or {}).get("key")
     covered = contingency is not None and suggested in contingency["change"]
-    if diagnosis.get("code") != "cuda_oom" or not covered:
+    if diagnosis.get("code") != "cuda_oom" or not covered or contingency is None:
         suggestion = diagnosis.get("next") or {}
         raise CheckFailed(
             f"run {run_id} failed ({diagnosis.get('code', state.status)}) and its approval "
@@ -208,6 +199,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
         )
     with workspace.lock():
         _, document = load_run(workspace, run_id)
+        before = dict(document["backend"]["config"])
         for key, value in contingency["change"].items():
             document["backend"]["config"][key] = value
             document["backend"]["reasons"][key] = (
@@ -215,8 +207,16 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
             )
         write_yaml(run_file(workspace, run_id), document)
     compile_in_workspace(workspace, run_id)
+    record_applied(
+        workspace,
+        run_id,
+        attempt=state.attempt + 1,
+        change={k: {"from": before.get(k), "to": v} for k, v in contingency["change"].items()},
+        why=f"the approved contingency, after an out-of-memory in attempt {state.attempt}",
+    )
     approve_run(workspace, run_id, via="contingency")
-    return launch_run(workspace, run_id, detach=detach, skip=_cached_steps(run_dir))
+    check_gate(workspace, run_id)
+    return _start(workspace, run_id, detach=detach, skip=_cached_steps(run_dir))
 
 
 def _describe(suggestion: dict[str, Any]) -> str:
@@ -228,11 +228,84 @@ def _describe(suggestion: dict[str, Any]) -> str:
 
 
 def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
-    """Continue training from the newest state the trainer saved."""
+    """Continue training from the newest state the trainer saved (outputs stay in place:
+    the trainer continues them; the earlier attempt's logs move to ``attempts/<n>/``)."""
+    check_gate(workspace, run_id)
+    state = _ran_state(workspace, run_id, "resume")
+    if not state.is_terminal:
+        raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
     context = load_context(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
     extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
-    return launch_run(
-        workspace, run_id, detach=detach, skip=_cached_steps(run_dir), extra_train=extra
+    return _start(
+        workspace,
+        run_id,
+        detach=detach,
+        skip=_cached_steps(run_dir),
+        extra_train=extra,
+        keep_outputs=True,
     )
+
+
+def _ran_state(workspace: Workspace, run_id: str, verb: str) -> Any:
+    from kura.execution.state import read_state, state_path
+
+    run_dir = workspace.run_dir(run_id)
+    if not state_path(run_dir).exists():
+        raise UsageError(
+            f"run {run_id} has never been launched: there is nothing to {verb}",
+            hint=f"start it with `kura run launch {run_id}`",
+        )
+    return read_state(run_dir)
+
+
+def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
+    """A run launches once; after that the commands that apply are relaunch and resume."""
+    from kura.execution.runs import refresh_state
+    from kura.execution.state import state_path
+
+    run_dir = workspace.run_dir(run_id)
+    if not state_path(run_dir).exists():
+        return
+    state = refresh_state(run_dir)
+    if not state.is_terminal:
+        raise UsageError(
+            f"run {run_id} is already {state.status} (attempt {state.attempt})",
+            hint=f"follow it with `kura run watch {run_id}`, or stop it with "
+            f"`kura run cancel {run_id}`",
+        )
+    options = [f"`kura run resume {run_id}` (continue from its last saved state)"]
+    if (state.diagnosis or {}).get("code") == "cuda_oom":
+        options.insert(0, f"`kura run relaunch {run_id}` (apply the approved contingency)")
+    options.append("a new run: `kura run new …` (copy this run's --set values)")
+    raise UsageError(
+        f"run {run_id} already ran (attempt {state.attempt} {state.status}); launching it "
+        "again would overwrite that attempt",
+        hint="use " + ", or ".join(options),
+    )
+
+
+def _archive_attempt(run_dir: Path, *, keep_outputs: bool) -> None:
+    """Move the finished attempt's logs (and outputs, unless the trainer continues them) to
+    ``attempts/<n>/``, so a new attempt overwrites nothing; the archived state records
+    itself there too (``attempts/<n>.json``, by the executor)."""
+    import shutil
+
+    from kura.execution.state import read_state, state_path
+
+    if not state_path(run_dir).exists():
+        return
+    state = read_state(run_dir)
+    if not state.is_terminal:
+        return
+    target = run_dir / "attempts" / str(state.attempt)
+    target.mkdir(parents=True, exist_ok=True)
+    logs = run_dir / "logs"
+    if logs.is_dir():
+        (target / "logs").mkdir(exist_ok=True)
+        for path in sorted(logs.glob("*.log")):
+            shutil.move(str(path), target / "logs" / path.name)
+    output = run_dir / "output"
+    if not keep_outputs and output.is_dir() and any(output.iterdir()):
+        shutil.move(str(output), target / "output")

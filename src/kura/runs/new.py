@@ -22,7 +22,10 @@ from kura.spec.run import RunSpec, TrainingSection
 from kura.workspace import Workspace, new_run_id
 from kura.yamlio import dump_yaml
 
-__all__ = ["RunCreated", "create_run", "recipe_keys"]
+__all__ = ["EXPLICIT_REASON", "RunCreated", "check_explicit_values", "create_run", "recipe_keys"]
+
+EXPLICIT_REASON = "your instruction (--set)"
+"""backend.reasons for a value a person set on the command line (the ladder keeps it)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,12 @@ def create_run(
         if key not in defaults:
             set_dotted(document, key, value)
             document["provenance"][key] = "your instruction"
+            if key.startswith("backend.config."):
+                # The reason marks it as a person's: the fit ladder never replaces it.
+                document["backend"]["reasons"][key.removeprefix("backend.config.")] = (
+                    EXPLICIT_REASON
+                )
+    check_explicit_values(workspace, document, source="kura run new --set")
     with workspace.lock():
         run_id = new_run_id(workspace.runs_dir, now)
         document["id"] = run_id
@@ -202,6 +211,32 @@ def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
             f"{bundle.architecture} (with their own bundles; set backend.name to switch)"
         )
     return why
+
+
+def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -> None:
+    """Refuse values the trainer would refuse (e.g. more swapped blocks than the model has),
+    through the backend's own estimate of the run exactly as written: SpecError naming the
+    key's message and the fix, before anything is written."""
+    from kura.backends.base import PlanInputs
+    from kura.backends.registry import get_backend
+    from kura.dataset.registry import load_dataset
+    from kura.errors import InvalidInput, SpecError
+    from kura.models.bundles import get_bundle
+
+    spec = validate_spec(RunSpec, document, source=source)
+    backend = get_backend(spec.backend.name)
+    datasets = {use.name: load_dataset(workspace, use.name)[0] for use in spec.datasets}
+    inputs = PlanInputs(bundle=get_bundle(spec.model.base), datasets=datasets)
+    try:
+        backend.estimate(spec, inputs, None)
+    except SpecError:
+        raise
+    except InvalidInput as exc:
+        raise SpecError(
+            f"{source}: {exc.message}",
+            hint=(exc.hint + "; " if exc.hint else "") + "set a value inside the limit",
+            path=source,
+        ) from None
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

@@ -10,25 +10,35 @@ match this run.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kura.fsutil import atomic_write_text
-from kura.runs.compile import CompileReport, compile_in_workspace
+from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
 from kura.runs.context import RunContext, load_context
 from kura.runs.plan_render import render
 from kura.runs.store import load_run, run_file
+from kura.spec.plan import PlanCheck, PlanRecord
+from kura.spec.records import read_record, record_text
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
     from kura.backends.base import Evaluation, PlanFit
 
-__all__ = ["PLAN_JSON", "PLAN_NAME", "PlanReport", "plan_run"]
+__all__ = [
+    "PLAN_JSON",
+    "PLAN_NAME",
+    "PlanReport",
+    "compiled_digest",
+    "plan_run",
+    "read_plan",
+    "record_applied",
+]
 
 PLAN_NAME = "plan.md"
 PLAN_JSON = "plan.json"
+_PLACEHOLDER = "<plan-id>"
 LADDER_REASON = "fit ladder"
 KURA_REASONS = (LADDER_REASON, "adapter default")
 """Reasons Kura wrote; a key with any other reason was set by a person and stays as it is."""
@@ -49,11 +59,29 @@ class PlanReport:
     provenance: dict[str, str]
     plan_path: str
     plan_digest: str
+    plan_id: str = ""
+    kept: dict[str, Any] | None = None
+    compiled_digest: str = ""
+    checks: tuple[PlanCheck, ...] = ()
+    dataset_files: dict[str, dict[str, str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        return self.record().model_dump(mode="json", exclude={"dataset_files"})
+
+    def record(self) -> PlanRecord:
+        return PlanRecord.model_validate(self._document())
+
+    def _document(self) -> dict[str, Any]:
         return {
             "kind": "run-plan",
             "run": self.run_id,
+            "plan_id": self.plan_id,
+            "kept": self.kept or {},
+            "plan_md_sha256": self.plan_digest.removeprefix("sha256:"),
+            "compiled_digest": self.compiled_digest,
+            "checks": [c.model_dump() for c in self.checks],
+            "dataset_files": self.dataset_files or {},
+            "next": _next_steps(self),
             "gpu": self.gpu,
             "fits": self.fit["fits"] and self.estimate["fits"] is not False,
             "ask_first": self.fit["ask_first"],
@@ -71,10 +99,66 @@ class PlanReport:
         }
 
 
+def _next_steps(report: PlanReport) -> list[dict[str, str]]:
+    run_id = report.run_id
+    blocking = [c for c in report.checks if c.status == "failed" and c.blocking]
+    if blocking:
+        return [
+            {
+                "command": f"kura dataset validate {c.check.removeprefix('dataset ')}",
+                "why": f"{c.check} failed: {c.detail}",
+            }
+            if c.check.startswith("dataset ")
+            else {"command": f"kura run compile {run_id}", "why": f"{c.check}: {c.detail}"}
+            for c in blocking
+        ]
+    steps = []
+    if report.downloads.get("files"):
+        steps.append({"command": report.downloads["hint"], "why": "model files still missing"})
+    fits = report.fit.get("fits") and report.estimate.get("fits") is not False
+    if fits:
+        steps.append({"command": f"kura run approve {run_id}", "why": "read plan.md, then approve"})
+    else:
+        steps.append(
+            {
+                "command": f"kura run plan {run_id} --gpu GPU",
+                "why": "the run does not fit this GPU class: plan for a larger one "
+                "(`kura gpus`) or change the recipe options plan.md lists",
+            }
+        )
+        steps.append(
+            {
+                "command": f'kura run approve {run_id} --accept-risk "why"',
+                "why": "launch it anyway, with the reason recorded in the approval",
+            }
+        )
+    return steps
+
+
+def read_plan(workspace: Workspace, run_id: str) -> PlanRecord:
+    """plan.json through its schema; damage names the file and the way back (plan again)."""
+    return read_record(
+        PlanRecord,
+        workspace.run_dir(run_id) / PLAN_JSON,
+        fix=f"run `kura run plan {run_id}` again (Kura writes this file)",
+    )
+
+
+def compiled_digest(workspace: Workspace, run_id: str) -> str:
+    """sha256 over every file of ``compiled/`` (names and bytes)."""
+    folder = workspace.run_dir(run_id) / COMPILED_DIR
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return "sha256:" + digest.hexdigest()
+
+
 def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
     from kura.planning.host import host_facts
     from kura.runs.gpu_choice import choose_gpu
 
+    datasets = _check_datasets(workspace, run_id)  # the files as they are now (item 1)
     context = load_context(workspace, run_id)
     spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
@@ -84,7 +168,9 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     fit = context.backend.fit(
         spec, context.plan_inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
     )
-    applied = _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else {}
+    applied, kept = (
+        _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else ({}, {})
+    )
     context = load_context(workspace, run_id)
     spec = context.spec
     written = context.backend.estimate(spec, context.plan_inputs, gpu_class)
@@ -102,6 +188,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         "usd_per_hour": _price(gpu_class),
     }
     estimate_doc = _with_evidence(estimate_document(written), evidence)
+    checks = _plan_checks(compiled, datasets)
     text = render(
         spec=spec,
         gpu=gpu_doc,
@@ -110,11 +197,18 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         written=estimate_doc,
         evidence=evidence,
         applied=applied,
+        kept=kept,
         contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
         compiled=compiled,
+        checks=[c.model_dump() for c in checks],
+        plan_id=_PLACEHOLDER,
     )
+    # The id is the digest of the plan's own text: the same inputs give the same plan (and
+    # bytes), a different plan a different id.
+    plan_id = hashlib.sha256(text.encode()).hexdigest()[:12]
+    text = text.replace(_PLACEHOLDER, plan_id, 1)
     path = workspace.run_dir(run_id) / PLAN_NAME
     report = PlanReport(
         run_id=run_id,
@@ -123,6 +217,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         estimate=estimate_doc,
         evidence=evidence,
         applied=applied,
+        kept=kept,
         contingency=contingency_doc,
         regrets=regrets,
         downloads=downloads,
@@ -130,14 +225,86 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         provenance=dict(spec.provenance),
         plan_path=str(path),
         plan_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+        plan_id=plan_id,
+        compiled_digest=compiled_digest(workspace, run_id),
+        checks=tuple(checks),
+        dataset_files={name: dict(c.files) for name, c in datasets.items()},
     )
+    record = record_text(report.record())
     with workspace.lock():
+        # plan.json names plan.md's digest: a kill between these writes leaves a pair that
+        # approve refuses (the two files are from different plans).
+        atomic_write_text(path.with_name(PLAN_JSON), record)
         atomic_write_text(path, text)
-        atomic_write_text(
-            path.with_name(PLAN_JSON),
-            json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str) + "\n",
-        )
     return report
+
+
+def record_applied(
+    workspace: Workspace, run_id: str, *, attempt: int, change: dict[str, Any], why: str
+) -> None:
+    """After relaunch applied the approved contingency: plan.json and plan.md say what the
+    next attempt actually runs (the change, from → to, and why), bound to the new compiled
+    files, so the plan a person reads is the run that ran."""
+    folder = workspace.run_dir(run_id)
+    plan = read_plan(workspace, run_id)
+    entry = {"attempt": attempt, "change": change, "why": why}
+    lines = ["", f"## Attempt {attempt}: what changed", ""]
+    lines += [f"- {k}: {v['from']} → {v['to']} ({why})" for k, v in sorted(change.items())]
+    with workspace.lock():
+        text = (folder / PLAN_NAME).read_text(encoding="utf-8").rstrip("\n") + "\n"
+        text += "\n".join(lines) + "\n"
+        updated = plan.model_copy(
+            update={
+                "attempts": [*plan.attempts, entry],
+                "plan_md_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "plan_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+                "compiled_digest": compiled_digest(workspace, run_id),
+            }
+        )
+        atomic_write_text(folder / PLAN_JSON, record_text(updated))
+        atomic_write_text(folder / PLAN_NAME, text)
+
+
+def _check_datasets(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    """Re-inspect every dataset of the run (cheap: unchanged files come from the stat cache),
+    so the lock, the checks and the verdict are about the files as they are now."""
+    from kura.dataset.registry import validate_dataset
+
+    spec, _ = load_run(workspace, run_id)
+    return {use.name: validate_dataset(workspace, use.name) for use in spec.datasets}
+
+
+def _plan_checks(compiled: CompileReport, datasets: dict[str, Any]) -> list[PlanCheck]:
+    checks = []
+    for check in compiled.checks:
+        if check["check"].startswith("dataset "):
+            continue
+        checks.append(
+            PlanCheck(
+                check=check["check"],
+                status=check["status"],
+                detail=check["detail"],
+                blocking=check["status"] == "failed",
+            )
+        )
+    for name, checked in datasets.items():
+        files = sorted({str(p.get("path")) for p in checked.blocking})
+        detail = (
+            f"{len(checked.blocking)} blocking problem(s): "
+            + ", ".join(f"{p.get('path')} ({p.get('code')})" for p in checked.blocking[:8])
+            if checked.blocking
+            else f"0 blocking problems, {len(checked.warnings)} warning(s)"
+        )
+        checks.append(
+            PlanCheck(
+                check=f"dataset {name}",
+                status="ok" if checked.ok else "failed",
+                detail=detail + f" (kura dataset validate {name})",
+                blocking=not checked.ok,
+                files=files,
+            )
+        )
+    return checks
 
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:
@@ -162,23 +329,31 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
     return document
 
 
-def _apply_ladder(workspace: Workspace, context: RunContext, fit: PlanFit) -> dict[str, Any]:
+def _apply_ladder(
+    workspace: Workspace, context: RunContext, fit: PlanFit
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Write the ladder's aids into backend.config; undo aids an earlier plan set that are no
-    longer needed. Aids a person set (their reason is not the ladder's) are left alone."""
+    longer needed. Values a person set (their reason is not Kura's, or their provenance is
+    "your instruction") are fixed: left alone, and returned as ``kept`` with what the ladder
+    would have chosen, so the plan says so."""
     from kura.spec import RunSpec, validate_spec
 
     run_id = context.spec.id
+    kept: dict[str, Any] = {}
     with workspace.lock():
-        _, document = load_run(workspace, run_id)
+        spec, document = load_run(workspace, run_id)
         known = context.backend.config_keys(context.bundle.architecture)
         config = document["backend"].setdefault("config", {})
         why = document["backend"].setdefault("reasons", {})
         changed: dict[str, Any] = {}
         for key, value in fit.settings.items():
-            person_set = key in why and not str(why[key]).startswith(KURA_REASONS)
-            if person_set or key not in known:
+            if key not in known:
                 continue
             current = config.get(key)
+            if _person_set(spec, key):
+                if value is not None and current != value and (value or current is not None):
+                    kept[key] = {"yours": current, "ladder": value}
+                continue
             if value is None or (not value and current is None) or current == value:
                 continue
             config[key] = value
@@ -187,20 +362,37 @@ def _apply_ladder(workspace: Workspace, context: RunContext, fit: PlanFit) -> di
         if changed:
             validate_spec(RunSpec, document, source=run_file(workspace, run_id))
             write_yaml(run_file(workspace, run_id), document)
-    return changed
+    return changed, kept
+
+
+def _person_set(spec: Any, key: str) -> bool:
+    reason = spec.backend.reasons.get(key)
+    if reason is not None and not str(reason).startswith(KURA_REASONS):
+        return True
+    return str(spec.provenance.get(f"backend.config.{key}", "")).startswith("your instruction")
 
 
 def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[str, Any]:
-    from kura.runs.history import ladder_config, past_runs, step_time_factor
+    """Every attempt of the runs before this one on this model and GPU class (item 5): an
+    out-of-memory of this configuration is evidence even when a later attempt succeeded,
+    and speed recalibrates only from attempts whose GPU was read as this class."""
+    from kura.runs.history import ignored_ratios, ladder_config, past_runs, step_time_factor
 
     spec = context.spec
     runs = past_runs(workspace, exclude=spec.id, base=spec.model.base, gpu=gpu_id)
     mine = ladder_config(dict(spec.backend.config))
-    ooms = [r.run_id for r in runs if r.diagnosis == "cuda_oom" and r.config == mine]
+    ooms = sorted({f"{r.run_id}" for r in runs if r.diagnosis == "cuda_oom" and r.config == mine})
+    worked = [
+        {"run": r.run_id, "attempt": r.attempt, "config": r.config}
+        for r in runs
+        if r.status == "succeeded" and r.config != mine
+    ]
     return {
         "runs": [r.to_dict() for r in runs],
-        "step_time_factor": step_time_factor(runs),
+        "step_time_factor": step_time_factor(runs, gpu_id),
+        "ignored_measurements": ignored_ratios(runs, gpu_id),
         "same_config_oom": ooms,
+        "succeeded_configs": worked if ooms else [],
     }
 
 

@@ -117,7 +117,12 @@ def _unsized(fit: dict[str, Any], written: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) -> list[str]:
+def _fit(
+    fit: dict[str, Any],
+    written: dict[str, Any],
+    applied: dict[str, Any],
+    kept: dict[str, Any] | None = None,
+) -> list[str]:
     if fit.get("sizeable") is False or written.get("fits") is None:
         return _unsized(fit, written)
     verdict = "fits" if written["fits"] else "does NOT fit"
@@ -143,6 +148,18 @@ def _fit(fit: dict[str, Any], written: dict[str, Any], applied: dict[str, Any]) 
     if applied:
         out.append("Applied from the fit ladder (speed only, meaning kept):")
         out += [f"- {k}: {v['from']} → {v['to']}" for k, v in sorted(applied.items())]
+        out.append("")
+    if kept:
+        out.append(
+            "Kept as you set them (the ladder treats them as fixed; the verdict above is for "
+            "the run with your values):"
+        )
+        out += [
+            f"- {k}: {v['yours']} (the ladder alone would choose {v['ladder']})"
+            for k, v in sorted(kept.items())
+        ]
+        if not written["fits"]:
+            out.append("- the ladder cannot fit the run around these values on this GPU")
         out.append("")
     for rung in fit["rungs"]:
         flag = " **ask first**" if rung["ask_first"] else ""
@@ -185,9 +202,24 @@ def _evidence(evidence: dict[str, Any]) -> list[str]:
         measured = run["measured_step_seconds"]
         speed = f", {measured:.2f} s/step measured" if measured else ""
         outcome = run["status"] + (f" ({run['diagnosis']})" if run["diagnosis"] else "")
-        out.append(f"- run {run['run']}: {outcome}; {config}{speed}")
+        attempt = f" attempt {run['attempt']}" if run.get("attempt", 1) > 1 else ""
+        ran_on = run.get("gpu") or "GPU not read"
+        if run.get("gpu") and run.get("planned_gpu") and run["gpu"] != run["planned_gpu"]:
+            ran_on += f", planned for {run['planned_gpu']}"
+        peak = f", peak {run['peak_gib']:.1f} GiB" if run.get("peak_gib") else ""
+        out.append(f"- run {run['run']}{attempt}: {outcome} on {ran_on}; {config}{speed}{peak}")
     if evidence["same_config_oom"]:
         out.append("- this exact configuration ran out of memory before: it is not called fitting")
+        for worked in evidence.get("succeeded_configs", []):
+            config = ", ".join(f"{k}={v}" for k, v in sorted(worked["config"].items()))
+            out.append(
+                f"  - worked instead: run {worked['run']} attempt {worked['attempt']}: {config}"
+            )
+    for ignored in evidence.get("ignored_measurements", []):
+        out.append(
+            f"- not used to recalibrate: run {ignored['run']} attempt "
+            f"{ignored['attempt']} ({ignored['why']})"
+        )
     return [*out, ""]
 
 
@@ -200,19 +232,22 @@ def render(
     written: dict[str, Any],
     evidence: dict[str, Any],
     applied: dict[str, Any],
+    kept: dict[str, Any],
     contingency: dict[str, Any] | None,
     regrets: list[dict[str, Any]],
     downloads: dict[str, Any],
     compiled: Any,
+    checks: list[dict[str, Any]],
+    plan_id: str,
 ) -> str:
-    lines = [f"# Plan for run {spec.id}", ""]
+    lines = [f"# Plan for run {spec.id}", "", f"Plan id: `{plan_id}`", ""]
     task = spec.task or "unspecified"
     lines.append(f"{task} LoRA on {spec.model.base}; approve with `kura run approve {spec.id}`.")
     lines.append("")
     lines += _resources(spec, gpu, host, compiled)
     lines += _recipe(spec)
     lines += _accommodations(spec)
-    lines += _fit(fit, written, applied)
+    lines += _fit(fit, written, applied, kept)
     lines += _time(spec, written, gpu)
     lines += _evidence(evidence)
     lines += ["## Downloads", ""]
@@ -242,7 +277,7 @@ def render(
     for step in compiled.steps:
         lines += [f"{step['name']}:", "", "```", shlex.join(step["argv"]), "```", ""]
     lines += ["## Checks", ""]
-    lines += [f"- {c['check']}: {c['status']} — {c['detail']}" for c in compiled.checks]
+    lines += [f"- {c['check']}: {c['status']} — {c['detail']}" for c in checks]
     for warning in compiled.warnings:
         lines.append(f"- warning: {warning}")
     return "\n".join(lines) + "\n"

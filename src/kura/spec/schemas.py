@@ -10,6 +10,9 @@ from kura.errors import UsageError
 __all__ = ["SCHEMAS", "json_schema"]
 
 SCHEMAS: dict[str, tuple[str, str]] = {
+    "approval": ("kura.spec.approval:ApprovalRecord", "runs/<id>/approval.json"),
+    "lock": ("kura.spec.lock:RunLock", "runs/<id>/compiled/run.lock"),
+    "plan": ("kura.spec.plan:PlanRecord", "runs/<id>/plan.json"),
     "container": ("kura.spec.compiled:ContainerFile", "runs/<id>/compiled/container.json"),
     "dataset": ("kura.spec.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
     "inspection": ("kura.spec.inspection:InspectionFile", "datasets/<name>/inspection.json"),

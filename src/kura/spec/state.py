@@ -86,6 +86,11 @@ class RunState:
     message: str | None = None
     diagnosis: dict[str, Any] | None = None
     steps: list[StepState] = field(default_factory=list)
+    gpu: dict[str, Any] | None = None
+    """The GPU this attempt ran on, read on the step's machine (kura.execution.gpuwatch);
+    ``gpu_class`` is None when it could not be read, with why in ``source``."""
+    gpu_samples: list[dict[str, Any]] = field(default_factory=list)
+    """Memory in use during the attempt: ``{t, step, used_gib, process_gib}``, bounded."""
 
     @property
     def is_terminal(self) -> bool:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from tests.builders import character_workspace
 
-from kura.errors import SpecError
+from kura.errors import CheckFailed, SpecError
 from kura.models.bundles import get_bundle
 from kura.runs.approval import approve_run
 from kura.runs.following import run_status
@@ -70,7 +70,9 @@ def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
     assert "cannot say whether this run fits" in text and "layer-offloading" not in text
     job = yaml.safe_load((run_dir / "compiled" / "aitk-job.yaml").read_text())
     assert job["config"]["process"][0]["model"]["arch"] == "chroma"
-    approve_run(aitk_ws, run_id)
+    with pytest.raises(CheckFailed, match="cannot size this run"):
+        approve_run(aitk_ws, run_id)
+    approve_run(aitk_ws, run_id, accept_risk="AI-Toolkit runs are not sized; 24 GB is known")
     state = launch_run(aitk_ws, run_id, detach=False)["state"]
     assert state["status"] == "succeeded", state
     status = run_status(aitk_ws, run_id)

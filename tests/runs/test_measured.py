@@ -1,0 +1,143 @@
+"""Measured facts are credited to what actually ran; every attempt is evidence (issue 12
+items 4 and 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kura.execution.gpuwatch import read_gpu
+from kura.runs.approval import approve_run
+from kura.runs.history import PastRun, ignored_ratios, step_time_factor
+from kura.runs.launching import launch_run, relaunch_run
+from kura.runs.new import create_run
+from kura.runs.plan import plan_run
+from kura.workspace import Workspace
+from tests.runs.fake_checkout import set_mode, use_fake_checkout
+
+BUNDLE = "flux2-klein-base-4b"
+GIB = 2**30
+
+
+class FakeNvml:
+    """NVML as nvidia-ml-py exposes it, for one RTX 3090 whose only process is ``pid``."""
+
+    NVMLError = RuntimeError
+
+    def __init__(self, pid: int, *, fail: bool = False) -> None:
+        self.pid, self.fail = pid, fail
+
+    def nvmlInit(self) -> None:
+        if self.fail:
+            raise RuntimeError("Driver Not Loaded")
+
+    def nvmlShutdown(self) -> None: ...
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"NVIDIA GeForce RTX 3090"
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> SimpleNamespace:
+        return SimpleNamespace(total=24 * GIB, used=20 * GIB, free=4 * GIB)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(pid=self.pid, usedGpuMemory=18 * GIB)]
+
+
+def test_the_gpu_is_read_with_its_class_and_the_steps_own_memory() -> None:
+    reading = read_gpu(FakeNvml(os.getpid()), session=os.getsid(0))  # type: ignore[arg-type]
+    assert reading.name == "NVIDIA GeForce RTX 3090"
+    assert reading.gpu_class == "rtx-3090"
+    assert reading.process_gib == 18.0
+    assert reading.used_gib == 20.0
+
+
+def test_an_unreadable_gpu_is_unknown_with_why() -> None:
+    reading = read_gpu(FakeNvml(1, fail=True), session=None)  # type: ignore[arg-type]
+    assert reading.name is None and reading.gpu_class is None
+    assert "Driver Not Loaded" in reading.source
+
+
+def _run(**kw: object) -> PastRun:
+    values: dict[str, object] = {
+        "run_id": "r",
+        "status": "succeeded",
+        "diagnosis": None,
+        "config": {},
+        "estimated_step": 2.0,
+        "measured_step": 2.2,
+        "attempt": 1,
+        "planned_gpu": "h100-sxm",
+        "gpu": "h100-sxm",
+    }
+    values.update(kw)
+    return PastRun(**values)  # type: ignore[arg-type]
+
+
+def test_recalibration_needs_a_read_gpu_of_the_class_and_is_bounded() -> None:
+    assert step_time_factor([_run()], "h100-sxm") == pytest.approx(1.1)
+    unknown = _run(gpu=None)
+    other = _run(gpu="rtx-3090")
+    wild = _run(measured_step=0.15)  # a 13× "speed-up"
+    assert step_time_factor([unknown, other, wild], "h100-sxm") is None
+    why = [i["why"] for i in ignored_ratios([unknown, other, wild], "h100-sxm")]
+    assert why[0] == "its GPU was not read"
+    assert why[1] == "it ran on rtx-3090"
+    assert "not believed" in why[2]
+
+
+@pytest.fixture
+def host_ws(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    use_fake_checkout(ws, tmp_path, BUNDLE, monkeypatch)
+    return ws
+
+
+def _new(ws: Workspace, hour: int) -> str:
+    return create_run(
+        ws,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=host", "training.epochs=2"],
+        now=datetime(2026, 11, 30, hour, 0),
+    ).run_id
+
+
+def test_a_run_on_a_machine_without_a_readable_gpu_records_that(host_ws: Workspace) -> None:
+    run_id = _new(host_ws, 8)
+    plan_run(host_ws, run_id, gpu="rtx-4090")
+    approve_run(host_ws, run_id)
+    launch_run(host_ws, run_id, detach=False)
+    state = json.loads((host_ws.run_dir(run_id) / "state.json").read_text())
+    assert state["gpu"]["gpu_class"] is None
+    assert state["gpu"]["source"].startswith("unknown")
+
+
+def test_an_oom_stays_evidence_after_a_later_attempt_succeeds(host_ws: Workspace) -> None:
+    checkout = Path(host_ws.config().executor.musubi_checkout or "")
+    first = _new(host_ws, 8)
+    plan_run(host_ws, first, gpu="rtx-4090")
+    approve_run(host_ws, first)
+    set_mode(checkout, "oom")
+    launch_run(host_ws, first, detach=False)
+    set_mode(checkout, "ok")
+    assert relaunch_run(host_ws, first, detach=False)["state"]["status"] == "succeeded"
+    second = _new(host_ws, 9)
+    report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
+    attempts = [(r["run"], r["attempt"], r["status"]) for r in report["evidence"]["runs"]]
+    assert attempts == [(first, 1, "failed"), (first, 2, "succeeded")]
+    assert report["evidence"]["same_config_oom"] == [first]
+    assert report["fits"] is False
+    assert report["evidence"]["succeeded_configs"][0]["attempt"] == 2
+    text = (host_ws.run_dir(second) / "plan.md").read_text()
+    assert f"- run {first}: failed (cuda_oom) on GPU not read" in text
+    assert f"worked instead: run {first} attempt 2" in text
