@@ -1,4 +1,5 @@
-"""Kura's architecture ids: one per Musubi Tuner model family, in one place.
+"""Kura's architecture ids: one per trainable model family (Musubi Tuner's, plus MOSS-Image
+for KohakuMoss), in one place.
 
 Docs, cards, bundles, adapters and the estimator all key by these ids.
 """
@@ -24,6 +25,7 @@ ARCHITECTURES: Mapping[str, str] = MappingProxyType(
         "hidream_o1": "HiDream-O1",
         "ideogram4": "Ideogram 4",
         "krea2": "Krea 2",
+        "moss_image": "MOSS-Image",
     }
 )
 """Kura architecture id → display name."""

@@ -29,6 +29,7 @@ __all__ = [
 
 _MODULES: dict[str, str] = {
     "musubi-tuner": "kura.backends.musubi.backend",
+    "kohakumoss": "kura.backends.kohakumoss.backend",
 }
 """backend.name → the module whose ``BACKEND`` is that backend."""
 

@@ -10,7 +10,7 @@ dataset digests. Compiling twice gives byte-identical files.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,13 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import Backend
 
-__all__ = ["COMPILED_DIR", "CompileReport", "compile_in_workspace", "lock_path"]
+__all__ = [
+    "COMPILED_DIR",
+    "CompileReport",
+    "compile_in_workspace",
+    "lock_path",
+    "prepared_inputs",
+]
 
 COMPILED_DIR = "compiled"
 LOCK_NAME = "run.lock"
@@ -71,6 +77,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
     inputs, paths, resolution = _inputs(workspace, spec, backend)
+    inputs = replace(inputs, trainer_facts=backend.prepare(spec, inputs))
     compiled = backend.compile(spec, inputs)
     lock = _lock(workspace, spec, resolution, compiled.release)
     container = (
@@ -95,6 +102,14 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
         for stale in sorted({p.name for p in folder.iterdir() if p.is_file()} - set(outputs)):
             (folder / stale).unlink()
             changed = True
+    problems = backend.check_compiled(spec, folder)
+    if problems:
+        raise InvalidInput(
+            f"{backend.title} refuses the compiled run {run_id}: " + "; ".join(problems),
+            hint="fix the named value in run.yaml (backend.config or training), then compile "
+            "or plan again",
+            path=folder,
+        )
     return CompileReport(
         run_id=run_id,
         files=[f"{COMPILED_DIR}/{name}" for name in sorted(outputs)],
@@ -108,6 +123,12 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     )
 
 
+def prepared_inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> Any:
+    """The run's compile inputs with the backend's ``prepare`` facts (what plan hands on)."""
+    inputs, _, _ = _inputs(workspace, spec, backend)
+    return replace(inputs, trainer_facts=backend.prepare(spec, inputs))
+
+
 def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any, PathMap, Any]:
     from kura.backends.base import CompileInputs
     from kura.models.bundles import get_bundle
@@ -115,10 +136,12 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
 
     bundle = get_bundle(spec.model.base)
     paths = PathMap(in_container=spec.execution.executor != "host")
+    root = Path(spec.model.root).expanduser() if spec.model.root else None
     resolution = resolve_bundle(
         bundle,
         models_dir=workspace.models_dir,
         paths={slot: Path(p).expanduser() for slot, p in spec.model.paths.items()},
+        root=root,
     )
     model_paths: dict[str, str] = {}
     dtypes: dict[str, str] = {}
@@ -139,6 +162,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
         container_image=workspace.config().executor.musubi_image,
+        model_root=paths.model("root", root) if root is not None else None,
     )
     return inputs, paths, resolution
 
@@ -175,6 +199,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
         control_dir=paths.dataset(name, control, control=True) if control else None,
         kind="video" if counts.get("videos", 0) > 0 else "image",
         control_count=_control_count(workspace, name) if control else None,
+        trigger=spec.intent.trigger,
     )
 
 

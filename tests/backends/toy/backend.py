@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kura.backends.base import (
     AidChoice,
@@ -30,6 +31,7 @@ from kura.backends.base import (
     Step,
     StepCost,
     StepProgress,
+    TrainerFacts,
 )
 from kura.errors import CheckFailed, SpecError
 from kura.models.bundles import Bundle
@@ -131,6 +133,18 @@ class ToyBackend:
         if in_container:
             raise SpecError("the toy trainer runs on the host only", hint="executor: host")
         return str(TRAINER.parent)
+
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        return None
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        document = json.loads((compiled_dir / "toy.json").read_text())
+        return () if document["steps"] > 0 else ("toy.json: steps must be positive",)
+
+    def export(
+        self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
+    ) -> dict[str, Any]:
+        raise CheckFailed("the toy trainer has no export", hint="use its output file as is")
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         config = spec.backend.config

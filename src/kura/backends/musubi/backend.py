@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kura.backends.base import (
     CompiledRun,
@@ -21,6 +21,7 @@ from kura.backends.base import (
     PlanFit,
     PlanInputs,
     StepProgress,
+    TrainerFacts,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -104,10 +105,19 @@ class MusubiBackend:
             )
         return checkout
 
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        """Nothing: the adapter table holds every fact Musubi's compile needs."""
+        return None
+
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.musubi.compile import compile_run
 
         return compile_run(spec, inputs)
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        """Musubi's own checks run inside its image at launch (its parser conformance is
+        pinned by the tests); nothing to run here."""
+        return ()
 
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
@@ -201,6 +211,20 @@ class MusubiBackend:
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def export(
+        self,
+        workspace: Workspace,
+        run_id: str,
+        *,
+        epoch: int | None,
+        fmt: str,
+        out: Path | None,
+    ) -> dict[str, Any]:
+        """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
+        from kura.export.exporting import export_run
+
+        return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
 
 def _reason_for(key: str, reasons: Mapping[str, str]) -> str:
