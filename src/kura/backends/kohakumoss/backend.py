@@ -489,15 +489,20 @@ class KohakuMossBackend:
     def progress(self, log_path: Path) -> StepProgress:
         """The train step's progress from ``output/<run id>/`` (metrics.jsonl, log.txt) of
         the run folder that holds ``logs/<step>.log``; other steps show none."""
-        from kura.backends.kohakumoss.follow import read_progress
+        from kura.backends.kohakumoss.follow import read_metrics, read_progress
 
         if log_path.stem != "train":
             return StepProgress()
-        found = read_progress(_output_dir(log_path.parent.parent))
+        out = _output_dir(log_path.parent.parent)
+        found = read_progress(out)
+        smoothed: float | None = None
+        for row in read_metrics(out / "metrics.jsonl"):
+            smoothed = row.loss if smoothed is None else 0.1 * row.loss + 0.9 * smoothed
         return StepProgress(
             step=found.step,
             total=found.total,
             loss=found.loss,
+            loss_ema=smoothed,
             seconds_per_step=found.seconds_per_step,
             eta_seconds=found.eta_seconds,
             last_checkpoint=found.last_checkpoint,
