@@ -213,7 +213,7 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True)
 @click.pass_obj
 def watch_command(state: AppState, run_id: str, interval: float) -> None:
-    """Follow a run with a progress bar until it ends."""
+    """Follow a run with a progress bar until it ends (with --json: wait, then report)."""
     import time
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -222,7 +222,15 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
 
     workspace = state.workspace()
     doc = run_status(workspace, run_id)
-    if not state.out.json_mode and doc.get("state"):
+    if state.out.json_mode:  # no bar: wait for the end, then the one result document
+        while doc.get("state") and doc["state"]["status"] not in (
+            "succeeded",
+            "failed",
+            "cancelled",
+        ):
+            time.sleep(interval)
+            doc = run_status(workspace, run_id)
+    elif doc.get("state"):
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -211,8 +211,13 @@ class ToyBackend:
         found = _OOM.findall(log_text)
         if found:
             return Diagnosis(
-                "cuda_oom", step, "the toy ran out of memory", found[-1],
-                self.remedy(config, step=step, phase="training"), "training", exit_code,
+                "cuda_oom",
+                step,
+                "the toy ran out of memory",
+                found[-1],
+                self.remedy(config, step=step, phase="training"),
+                "training",
+                exit_code,
             )
         return Diagnosis("unknown", step, "toy failed", "", {"action": "read_log"}, None, exit_code)
 
