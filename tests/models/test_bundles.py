@@ -46,7 +46,7 @@ def test_named_bundles_exist() -> None:
 
 def test_components_serve_their_role_and_architecture() -> None:
     for bundle in list_bundles():
-        assert bundle.backend == "musubi-tuner"
+        assert bundle.backend in ("musubi-tuner", "kohakumoss")
         for spec in bundle.files:
             assert spec.sources
             for component in spec.components:
@@ -90,6 +90,8 @@ def test_every_supported_bundle_names_an_estimator_model_that_exists() -> None:
     from kura.backends.musubi.estimator.shapes import get_shape
 
     for bundle in list_bundles():
+        if bundle.backend != "musubi-tuner":
+            continue  # KohakuMoss estimates with its own estimator
         assert bundle.estimator_model is not None, bundle.id
         shape = get_shape(bundle.estimator_model)
         assert shape.architecture == bundle.architecture, bundle.id
@@ -99,4 +101,5 @@ def test_bundle_slots_are_the_roles_the_musubi_adapter_takes() -> None:
     from kura.backends.musubi import KNOWN_ROLES
 
     for bundle in list_bundles():
-        assert set(bundle.slots) <= set(KNOWN_ROLES), bundle.id
+        if bundle.backend == "musubi-tuner":
+            assert set(bundle.slots) <= set(KNOWN_ROLES), bundle.id

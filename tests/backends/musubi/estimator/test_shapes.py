@@ -16,7 +16,7 @@ from kura.errors import NotFound
 
 def test_every_architecture_has_a_model() -> None:
     covered = {shape.architecture for shape in MODEL_SHAPES.values()}
-    assert covered == set(ARCHITECTURE_IDS)
+    assert covered == set(ARCHITECTURE_IDS) - {"moss_image"}  # KohakuMoss estimates MOSS
 
 
 @pytest.mark.parametrize("shape", MODEL_SHAPES.values(), ids=lambda shape: shape.id)
