@@ -90,3 +90,23 @@ def test_a_pipeline_root_resolves_each_folder_by_header(tmp_path: Path) -> None:
     write_component(root / "vae" / "diffusion_pytorch_model.safetensors", "flux1-ae")
     refused = resolve_bundle("moss-image-base", root=root, hf_cache=tmp_path / "hf")
     assert not refused.ok and refused.role("vae").status == "refused"
+
+
+def test_a_fused_qkv_moss_dit_of_any_shape_is_a_moss_dit(tmp_path: Path) -> None:
+    from kura.models.fixtures import write_sparse_safetensors
+    from kura.models.identify import identify
+
+    dim, ffn = 96, 192
+    tensors = {
+        "shared_block_modulation.weight": ("BF16", [6 * dim, dim]),
+        "video_embedder.weight": ("BF16", [dim, 128]),
+        "text_embedder.proj.weight": ("BF16", [dim, 48]),
+        "layers.0.proj.qkv.weight": ("BF16", [3 * dim, dim]),
+        "layers.0.proj.o.weight": ("BF16", [dim, dim]),
+        "layers.0.proj.ffn_down.weight": ("BF16", [dim, ffn]),
+    }
+    fused = identify(write_sparse_safetensors(tmp_path / "fused.safetensors", tensors))
+    assert (fused.component, fused.role) == ("moss-image-dit-custom", "dit")
+    del tensors["shared_block_modulation.weight"]
+    other = identify(write_sparse_safetensors(tmp_path / "other.safetensors", tensors))
+    assert other.component != "moss-image-dit-custom"
