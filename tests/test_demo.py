@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kura.demo import MARKER
+
+
+@pytest.fixture(autouse=True)
+def _no_kohakumoss(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The demo as CI's quick start 1 runs it: before the KohakuMoss environment exists
+    (tests/backends/kohakumoss/test_demo_trains.py walks the demo's real training)."""
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
 
 
 def test_demo_walks_the_path_and_reports_every_step(kura, tmp_path: Path) -> None:

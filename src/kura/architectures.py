@@ -26,6 +26,7 @@ ARCHITECTURES: Mapping[str, str] = MappingProxyType(
         "krea2": "Krea 2",
         "sdxl": "Stable Diffusion XL",
         "chroma": "Chroma",
+        "moss_image": "MOSS-Image",
     }
 )
 """Kura architecture id → display name."""

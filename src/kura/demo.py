@@ -172,11 +172,97 @@ def _walk_models_and_plan(root: Path, step: Callable[[list[str], str], int]) -> 
         )
         step(["run", "approve", run_id], "the one gate: approval bound to the plan's digest")
         step(["run", "list"], "the run, approved and ready to launch where the GPU is")
+        _walk_real_training(root, step)
     finally:
         if previous is None:
             os.environ.pop("HF_HUB_CACHE", None)
         else:
             os.environ["HF_HUB_CACHE"] = previous
+
+
+TINY_SETTINGS = (
+    "execution.executor=host",
+    "training.max_steps=6",
+    "training.network.rank=4",
+    "training.network.alpha=4",
+    "training.warmup_steps=0",
+    "backend.config.vram_layer=8g",
+    "backend.config.SAVE_EVERY=3",
+    "backend.config.LOG_EVERY=1",
+    "backend.config.MAX_TOKENS=512",
+    "backend.config.NUM_WORKERS=0",
+    "backend.config.DATA_SCAN_WORKERS=1",
+    "backend.config.PIN_MEMORY=false",
+    "backend.config.TUNE=off",
+)
+"""A CPU-sized KohakuMoss run: six steps of a rank-4 LoRA on 64 px images."""
+
+
+def _walk_real_training(root: Path, step: Callable[[list[str], str], int]) -> None:
+    """With the KohakuMoss environment installed (`kura backend install kohakumoss`): a real
+    training run of a tiny random MOSS-shaped model that KohakuMoss itself builds, on CPU,
+    launched, watched and exported through the same commands. Without it, the demo ends at
+    the approved run above."""
+    from kura.backends.kohakumoss.env import locate_env
+    from kura.backends.kohakumoss.queries import build_tiny
+    from kura.demo_data import TRIGGER, write_tiny_set
+
+    env = locate_env()
+    if not env.present:
+        return
+    weights = build_tiny(env, root / "moss-tiny" / "weights")
+    data = write_tiny_set(root / "incoming" / "tiny")
+    step(
+        ["dataset", "add", "tiny", str(data), "--resolution", "64"],
+        "four small captioned images for a real training run on this machine's CPU",
+    )
+    step(
+        ["dataset", "set", "tiny", f"intent.trigger={TRIGGER}", "intent.task=character"],
+        "the trigger word the captions open with",
+    )
+    step(
+        [
+            "model",
+            "check",
+            str(weights / "transformer" / "diffusion_pytorch_model-00001-of-00001.safetensors"),
+            str(weights / "text_encoder" / "model.safetensors"),
+            str(weights / "vae" / "diffusion_pytorch_model.safetensors"),
+            "--arch",
+            "moss_image",
+        ],
+        "a tiny random MOSS-Image pipeline KohakuMoss built: a MOSS DiT of a non-standard "
+        "shape, a Qwen3.5 text encoder, a FLUX.2-layout VAE",
+    )
+    sets = [f"model.root={weights}", *TINY_SETTINGS]
+    code = step(
+        [
+            "run",
+            "new",
+            "--dataset",
+            "tiny",
+            "--base",
+            "moss-image-base",
+            "--backend",
+            "kohakumoss",
+            *[arg for value in sets for arg in ("--set", value)],
+        ],
+        "a KohakuMoss run of the tiny model (six steps, CPU-sized knobs)",
+    )
+    if code != 0:
+        return
+    run_id = _latest_run(root / "workspace")
+    if step(
+        ["run", "plan", run_id, "--gpu", "rtx-4090"],
+        "KohakuMoss's own presets, validator, estimator and batch plan, in plan.md",
+    ):
+        return
+    step(["run", "approve", run_id], "approve the real run")
+    step(["run", "launch", run_id], "launch it on the host, detached: the four KohakuMoss steps")
+    step(["run", "watch", run_id, "--interval", "1"], "follow it until it ends")
+    step(["run", "status", run_id], "step, loss and checkpoint, read from metrics.jsonl")
+    step(
+        ["export", run_id, "--format", "comfyui"], "the ComfyUI LoRA, keys checked against the DiT"
+    )
 
 
 def _latest_run(workspace: Path) -> str:

@@ -13,7 +13,7 @@ from kura.fsutil import atomic_write_bytes, atomic_write_text
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["DemoData", "write_demo_data"]
+__all__ = ["DemoData", "write_demo_data", "write_tiny_set"]
 
 TRIGGER = "myaku"
 _SCENES = ("in a garden", "on a rooftop at dusk", "by the sea", "in a library", "in the snow")
@@ -116,3 +116,17 @@ def _save(image: Image, path: Path) -> None:
     fmt = "JPEG" if path.suffix == ".jpg" else "PNG"
     image.save(buffer, fmt, **({"quality": 92} if fmt == "JPEG" else {}))
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def write_tiny_set(folder: Path) -> Path:
+    """Four small captioned images (64–96 px) for the demo's real CPU training run."""
+    from PIL import Image, ImageDraw
+
+    sizes = ((64, 64), (96, 64), (64, 96), (80, 80))
+    for index, (width, height) in enumerate(sizes):
+        image = Image.new("RGB", (width, height), (40 * index, 100, 150))
+        ImageDraw.Draw(image).ellipse((8, 8, width - 8, height - 8), fill=(200, 50, 50))
+        _save(image, folder / f"tiny_{index}.png")
+        pose = _POSES[index % len(_POSES)]
+        atomic_write_text(folder / f"tiny_{index}.txt", f"{TRIGGER}, a small fox spirit {pose}\n")
+    return folder

@@ -22,7 +22,8 @@ def modules_for(architecture: str) -> dict:
 
 
 def test_every_architecture_has_a_comfyui_rule_with_a_source() -> None:
-    assert set(COMFYUI) == set(ARCHITECTURES)
+    # MOSS-Image LoRAs are KohakuMoss's own ComfyUI files, checked and copied, not converted.
+    assert set(COMFYUI) == set(ARCHITECTURES) - {"moss_image"}
     for rule in COMFYUI.values():
         assert rule.source
         if rule.mode == "unsupported":

@@ -11,7 +11,8 @@ ARCHITECTURES = set(ARCHITECTURE_IDS)
 
 
 def test_every_architecture_has_a_baseline() -> None:
-    assert set(baseline_architectures()) == ARCHITECTURES
+    # MOSS-Image has no card yet: its defaults are KohakuMoss's own preset layers.
+    assert set(baseline_architectures()) == set(ARCHITECTURES) - {"moss_image"}
 
 
 def test_init_ships_cards_and_sync_writes_upstream_lines_once(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_report_fields(tmp_path: Path) -> None:
     doc = report.to_dict()
     assert doc["component"] == "flux2-vae"
     assert doc["role"] == "vae"
-    assert doc["architectures"] == ["flux2", "ideogram4"]
+    assert doc["architectures"] == ["flux2", "ideogram4", "moss_image"]
     assert doc["facts"] == {"latent_channels": 32}
     assert doc["size"] == path.stat().st_size
     assert doc["params"] > 0

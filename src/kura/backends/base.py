@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
     from kura.planning.ladder import Rung
@@ -57,6 +59,7 @@ __all__ = [
     "StepCost",
     "StepKind",
     "StepProgress",
+    "TrainerFacts",
 ]
 
 StepKind = Literal["prepare", "cache", "train", "sample"]
@@ -111,6 +114,15 @@ class DatasetInput:
     images: int = 0
     items: int | None = None
     """Images or videos in the dataset (inspection's counts), for trainers that count steps."""
+    trigger: str | None = None
+    """The trigger word the dataset's captions open with, when its intent records one."""
+
+
+@dataclass(frozen=True)
+class TrainerFacts:
+    """What a backend's ``prepare`` learned from the installed trainer for one compile (its
+    own frozen subclass: preset paths, knob types, a model's shape read by the trainer's own
+    loader). ``compile`` stays pure by receiving these in ``CompileInputs.trainer_facts``."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,9 @@ class CompileInputs:
     a role to its weight dtype (``bf16``, ``fp16``, ``fp8``) read from the header.
     ``trainer_dir`` is the trainer's checkout or install as the step sees it (the image's
     path for container executors). ``container_image`` overrides the backend's image name.
+    ``model_root`` is run.yaml's ``model.root`` (a pipeline root) as the trainer sees it.
+    ``trainer_facts`` is what the backend's ``prepare`` returned (None until then, and for a
+    backend that needs nothing from its trainer to compile).
     """
 
     architecture: str
@@ -136,6 +151,8 @@ class CompileInputs:
     (a backend whose trainer cannot refuses them, see ``SearchKeys.heldout_loss``)."""
     bundle: str = ""
     """The run's bundle id (a backend whose model layout differs per bundle checks it)."""
+    model_root: str | None = None
+    trainer_facts: TrainerFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -326,12 +343,17 @@ class Remedy:
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What a backend plans from besides the run spec, loaded once by the caller."""
+    """What a backend plans from besides the run spec, loaded once by the caller.
+
+    ``compile`` is the run's resolved compile inputs (``prepare``'s facts included) when the
+    caller has them (``kura run plan``/``estimate``): a backend whose trainer estimates from
+    its compiled configuration needs them; one that plans from the spec alone ignores them."""
 
     bundle: Bundle
     datasets: Mapping[str, DatasetSpec]
     media: Mapping[str, DatasetMedia] = field(default_factory=dict)
     """Per dataset, the videos and images inspection read (empty when not loaded)."""
+    compile: CompileInputs | None = None
 
 
 @dataclass(frozen=True)
@@ -521,13 +543,29 @@ class Backend(Protocol):
         """The recipe keys a sweep may search on ``architecture``, with their valid ranges."""
         ...
 
+    def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
+        """Refuse explicit values the trainer would refuse (more swapped blocks than the
+        model has, say) before anything is written, as SpecError/InvalidInput naming the
+        key. A backend whose trainer checks them only at compile says so and returns."""
+        ...
+
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         """The trainer's checkout or install as a step sees it (SpecError when unknown)."""
+        ...
+
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        """Ask the installed trainer what ``compile`` needs (run before it; may call the
+        trainer's environment). A backend that needs nothing returns None."""
         ...
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         """The exact files and steps the trainer runs; pure (no I/O). Refusals raise
         SpecError/Unsupported naming the key and the fix."""
+        ...
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        """Blocking problems the trainer's own validator finds in the files ``compile``
+        wrote under ``compiled_dir`` (empty when none, or when the trainer has no validator)."""
         ...
 
     def fit(
@@ -580,4 +618,17 @@ class Backend(Protocol):
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         """The run's LoRA files and samples as the trainer wrote them."""
+        ...
+
+    def export(
+        self,
+        workspace: Workspace,
+        run_id: str,
+        *,
+        epoch: int | None,
+        fmt: str,
+        out: Path | None,
+    ) -> dict[str, Any]:
+        """``kura export RUN``: one LoRA file in the layout ``fmt`` loads, verified against
+        the base model, written under the run (or ``out``); the ``lora-export`` document."""
         ...

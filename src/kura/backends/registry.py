@@ -30,6 +30,7 @@ __all__ = [
 _MODULES: dict[str, str] = {
     "musubi-tuner": "kura.backends.musubi.backend",
     "ai-toolkit": "kura.backends.aitoolkit.backend",
+    "kohakumoss": "kura.backends.kohakumoss.backend",
 }
 """backend.name → the module whose ``BACKEND`` is that backend."""
 

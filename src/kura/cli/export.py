@@ -39,7 +39,7 @@ def export_group() -> None:
     """Export a run's LoRA for ComfyUI or diffusers; merge epochs with post-hoc EMA.
 
     \b
-    kura export RUN [--epoch N] [--format comfyui|diffusers|musubi] [--out PATH]
+    kura export RUN [--epoch N] [--format comfyui|diffusers|musubi|lycoris] [--out PATH]
     kura export merge-ema RUN [--beta B [--beta2 B2]]
     """
 
@@ -50,7 +50,7 @@ def export_group() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["comfyui", "diffusers", "musubi"]),
+    type=click.Choice(["comfyui", "diffusers", "musubi", "lycoris"]),
     default="comfyui",
     show_default=True,
     help="Key layout to write.",
@@ -64,10 +64,13 @@ def export_group() -> None:
 def export_command(
     state: AppState, run_id: str, epoch: int | None, fmt: str, out: Path | None
 ) -> None:
-    """Convert, verify against the base model's module names, then write."""
-    from kura.export.exporting import export_run
+    """Convert (or copy) with the run's backend, verify against the base model, then write."""
+    from kura.backends.registry import get_backend
+    from kura.runs.store import load_run
 
-    doc = export_run(state.workspace(), run_id, epoch=epoch, fmt=fmt, out=out)
+    workspace = state.workspace()
+    spec, _ = load_run(workspace, run_id)
+    doc = get_backend(spec.backend.name).export(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
     state.out.result(doc, _render_export)
 
 

@@ -119,7 +119,8 @@ def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current)
         signal_group(process.pid, signal.SIGTERM)
 
     def started(state: RunState) -> None:
-        state.move_to("caching" if step.name in CACHE_STEPS else "training")
+        caching = step.kind in ("prepare", "cache") or step.name in CACHE_STEPS
+        state.move_to("caching" if caching else "training")
         state.current_step = step.name
         state.pid = state.pgid = process.pid
         state.container = command.container

@@ -1,6 +1,8 @@
 """The bundle table: for each trainable model, the files Musubi Tuner takes, per role.
 
-This module is data, read by :mod:`kura.models.bundles` (which validates it and renders
+This module is data (MOSS-Image's bundles are KohakuMoss's, ``backend: kohakumoss``; a
+``folder`` role is a subfolder of a pipeline root whose safetensors are each checked by
+header), read by :mod:`kura.models.bundles` (which validates it and renders
 ``docs/model-bundles.md``). One entry per bundle; each role names its recommended file
 (Hugging Face repo + path in the repo), the component(s) its header must show, and where the
 fact comes from. ``size`` and ``sha256`` stay ``None`` until a publisher's value is recorded:
@@ -294,6 +296,55 @@ def _hv15(bundle_id: str, title: str, task: str, variant: str) -> dict[str, Any]
         "architecture": "hunyuan_video_1_5",
         "trainer": {"task": task},
         "roles": roles,
+    }
+
+
+def _moss(bundle_id: str, title: str, variant: str, repo: str) -> dict[str, Any]:
+    """A MOSS-Image pipeline root for KohakuMoss: each role is a subfolder of the repo
+    snapshot (``model.root``), or a file/folder given per role in ``model.paths``."""
+    source = (
+        "kohakumoss §6 (WEIGHTS is a pipeline root: transformer/, text_encoder/ + tokenizer/, "
+        "vae/, or a single DiT file)"
+    )
+    return {
+        "id": bundle_id,
+        "title": title,
+        "architecture": "moss_image",
+        "backend": "kohakumoss",
+        "trainer": {"variant": variant},
+        "roles": {
+            "transformer": {
+                "role": "dit",
+                "repo": repo,
+                "filename": "transformer",
+                "format": "folder",
+                "components": ["moss-image-dit", "moss-image-dit-custom"],
+                "confidence": "doc",
+                "note": "the diffusers transformer/ folder (shards + index) or one DiT file; "
+                "another shape than the released one trains with its shape read from the header",
+                "sources": [source],
+            },
+            "text_encoder": {
+                "role": "text_encoder",
+                "repo": repo,
+                "filename": "text_encoder",
+                "format": "folder",
+                "components": ["qwen35-text"],
+                "confidence": "doc",
+                "note": "Qwen3.5 (15.63 GiB); its tokenizer/ folder sits beside it in the root",
+                "sources": [source],
+            },
+            "vae": {
+                "role": "vae",
+                "repo": repo,
+                "filename": "vae",
+                "format": "folder",
+                "components": ["flux2-vae", "flux2-vae-custom"],
+                "confidence": "doc",
+                "note": "the FLUX.2 VAE in diffusers layout (AutoencoderKLFlux2)",
+                "sources": [source],
+            },
+        },
     }
 
 
@@ -828,6 +879,18 @@ BUNDLES: list[dict[str, Any]] = [
             },
         },
     },
+    _moss(
+        "moss-image-base",
+        "MOSS-Image Base (5B bilingual DiT, Qwen3.5 text encoder, FLUX.2 VAE)",
+        "base",
+        "OpenMOSS-Team/MOSS-Image-Base",
+    ),
+    _moss(
+        "moss-image-sft",
+        "MOSS-Image SFT (the instruction-tuned MOSS-Image)",
+        "sft",
+        "OpenMOSS-Team/MOSS-Image-SFT",
+    ),
 ]
 
 

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 BACKEND = "musubi-tuner"
-FORMATS = ("safetensors", "pickle", "hf-repo")
+FORMATS = ("safetensors", "pickle", "hf-repo", "folder")
 CONFIDENCE = ("doc", "public-use")
 
 
@@ -234,7 +234,9 @@ def render_markdown() -> str:
         "`size` and `sha256` are filled in only from a publisher's value; `—` means not recorded.",
         "Format `pickle` files (`.pt`/`.pth`) are verified by size and digest only; `hf-repo` "
         "entries",
-        "are whole repositories the trainer loads by id.",
+        "are whole repositories the trainer loads by id; `folder` entries are subfolders of a "
+        "pipeline",
+        "root (`model.root` in run.yaml) whose safetensors shards are each checked by header.",
         "",
         "| bundle | architecture | backend | trainer setting | roles |",
         "|---|---|---|---|---|",
@@ -253,8 +255,11 @@ def render_markdown() -> str:
             f"backend `{bundle.backend}`."
         )
         if bundle.trainer and bundle.backend == BACKEND:
+            dash, sep = "--", " "
             lines.append(
-                "Trainer: " + ", ".join(f"`--{k} {v}`" for k, v in bundle.trainer.items()) + "."
+                "Trainer: "
+                + ", ".join(f"`{dash}{k}{sep}{v}`" for k, v in bundle.trainer.items())
+                + "."
             )
         elif bundle.trainer:
             lines.append(

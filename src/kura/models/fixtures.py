@@ -163,6 +163,46 @@ def _blocks(template: Mapping[str, tuple[int, ...]], count: int) -> dict[str, tu
     return {name.format(i=i): shape for i in range(count) for name, shape in template.items()}
 
 
+def _moss(
+    dim: int, depth: int, ffn: int, text_dim: int, *, fused: bool = False
+) -> dict[str, tuple[int, ...]]:
+    """A MOSS-Image DiT's block layout (kohakumoss §6; the tiny model's keys, §5.1)."""
+    proj: dict[str, tuple[int, ...]] = (
+        {"layers.{i}.proj.qkv.weight": (3 * dim, dim)}
+        if fused
+        else {f"layers.{{i}}.proj.{m}.weight": (dim, dim) for m in ("q", "k", "v")}
+    )
+    return {
+        "shared_block_modulation.weight": (6 * dim, dim),
+        "video_embedder.weight": (dim, 128),
+        "text_embedder.proj.weight": (dim, text_dim),
+        "final_linear_video.weight": (128, dim),
+        **_blocks(
+            {
+                **proj,
+                "layers.{i}.proj.o.weight": (dim, dim),
+                "layers.{i}.proj.ffn_up_gate.weight": (2 * ffn, dim),
+                "layers.{i}.proj.ffn_down.weight": (dim, ffn),
+            },
+            depth,
+        ),
+    }
+
+
+def _qwen35(width: int, layers: int, vocab: int) -> dict[str, tuple[int, ...]]:
+    return {
+        "embed_tokens.weight": (vocab, width),
+        **_blocks(
+            {
+                "layers.{i}.linear_attn.A_log": (2,),
+                "layers.{i}.linear_attn.in_proj_qkv.weight": (3 * width, width),
+                "layers.{i}.post_attention_layernorm.weight": (width,),
+            },
+            layers,
+        ),
+    }
+
+
 def _flux1(img_in: int, guidance: bool) -> dict[str, tuple[int, ...]]:
     keys = {
         "img_in.weight": (3072, img_in),
@@ -704,7 +744,16 @@ _LAYOUTS: dict[str, Callable[[], dict[str, tuple[int, ...]]]] = {
         "distilled_guidance_layer.out_proj.weight": (3072, 5120),
     },
     "sd1-unet": lambda: _sd_unet(False),
+    "moss-image-dit": lambda: _moss(3072, 42, 8192, 4096),
+    "moss-image-dit-custom": lambda: _moss(64, 2, 128, 32),
     "flux2-vae": lambda: _ldm_vae(32, flux2=True),
+    "flux2-vae-custom": lambda: {
+        "decoder.conv_in.weight": (16, 32, 3, 3),
+        "encoder.conv_out.weight": (64, 16, 3, 3),
+        "bn.running_mean": (128,),
+        "bn.running_var": (128,),
+        "bn.num_batches_tracked": (),
+    },
     "flux1-ae": lambda: _ldm_vae(16),
     "sd-vae": lambda: _ldm_vae(4),
     "wan22-vae": lambda: {**_wan_vae(48, 12, 160, upsample_residual=True)},
@@ -733,6 +782,7 @@ _LAYOUTS: dict[str, Callable[[], dict[str, tuple[int, ...]]]] = {
         "visual.patch_embed.proj.weight": (1280, 3, 2, 14, 14),
         "visual.merger.mlp.2.weight": (3584, 5120),
     },
+    "qwen35-text": lambda: _qwen35(32, 4, 320),
     "qwen3-4b": lambda: _llm(2560, 36, 151936, kv=1024, q_norm=True),
     "qwen3-8b": lambda: _llm(4096, 36, 151936, kv=1024, q_norm=True),
     "mistral3-24b": lambda: {

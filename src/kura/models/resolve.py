@@ -1,8 +1,10 @@
 """Find each role's file of a bundle and validate it by header.
 
 Where a role's file is looked for, in order: a path the user gave (``--path role=FILE``),
-the workspace ``models/`` folder (by the recommended file's name, or its repo layout as
-``kura model fetch --dest models`` writes it), then the Hugging Face cache. A file found by
+the role's place under a pipeline root the user gave (``root / filename``: a local snapshot
+of the bundle's repository, run.yaml's ``model.root``), the workspace ``models/`` folder (by
+the recommended file's name, or its repo layout as ``kura model fetch --dest models`` writes
+it), then the Hugging Face cache. A file found by
 name is still accepted only if its header shows a component the bundle names for that role.
 """
 
@@ -136,8 +138,10 @@ def resolve_bundle(
     models_dir: Path | None = None,
     paths: Mapping[str, Path] | None = None,
     hf_cache: Path | None = None,
+    root: Path | None = None,
 ) -> Resolution:
-    """Locate and validate every role's file of ``bundle``."""
+    """Locate and validate every role's file of ``bundle``. ``root`` is a local snapshot of
+    the bundle's repository (a pipeline root): a role not in ``paths`` is ``root/filename``."""
     bundle = get_bundle(bundle) if isinstance(bundle, str) else bundle
     if not bundle.supported:
         raise Unsupported(
@@ -145,6 +149,10 @@ def resolve_bundle(
             hint="choose another bundle (`kura model bundles`)",
         )
     paths = dict(paths or {})
+    if root is not None:
+        for spec in bundle.files:
+            if spec.slot not in paths and spec.filename:
+                paths[spec.slot] = root / spec.filename
     cache = hf_cache or hf_cache_dir()
     roles = tuple(
         _resolve_role(bundle, spec, models_dir, paths.get(spec.slot), cache)
@@ -222,6 +230,17 @@ def judge_file(
             source,
             warnings=("a repository snapshot: Kura does not check its files",),
         )
+    if spec.format == "folder" and path.is_dir():
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            return RoleResolution(
+                spec,
+                "refused",
+                path,
+                source,
+                problems=(f"{path} holds no .safetensors file for {spec.slot}",),
+            )
+        path = files[0]  # a shard set's first file, or the one file; siblings follow it
     if not path.is_file():
         return RoleResolution(spec, "refused", path, source, problems=(f"{path} is not a file",))
     if spec.format == "pickle":

@@ -672,15 +672,67 @@ COMPONENTS: tuple[Component, ...] = (
         ),
         source="model-signatures §3.4",
     ),
+    # ---- MOSS-Image (KohakuMoss; kohakumoss.md §6, model/io/load.py infer_config) ----------
+    _c(
+        id="moss-image-dit",
+        role="dit",
+        title="the MOSS-Image DiT (3072 wide, 42 blocks)",
+        match=Match(
+            has={
+                "shared_block_modulation.weight": (18432, 3072),
+                "video_embedder.weight": (3072, 128),
+                "text_embedder.proj.weight": (3072, 4096),
+                "layers.41.proj.o.weight": (3072, 3072),
+            },
+            lacks=("layers.42.proj.o.weight",),
+            any_of=({"layers.0.proj.q.weight": None}, {"layers.0.proj.qkv.weight": None}),
+        ),
+        architectures=("moss_image",),
+        candidates=("MOSS-Image-Base", "MOSS-Image-SFT"),
+        facts={"vae_latent_channels": 32, "text_inputs": {"qwen35-text": 4096}},
+        source="kohakumoss §6 (shared_block_modulation [6×3072, 3072], 42 layers.N, "
+        "text_embedder.proj [3072, 4096], video_embedder [3072, 128]); fused proj.qkv: §4",
+    ),
+    _c(
+        id="moss-image-dit-custom",
+        role="dit",
+        title="a MOSS-Image-layout DiT of another shape (pruned, distilled or a test model)",
+        match=Match(
+            has={
+                "shared_block_modulation.weight": (None, None),
+                "video_embedder.weight": (None, 128),
+                "text_embedder.proj.weight": (None, None),
+                "layers.0.proj.o.weight": None,
+                "layers.0.proj.ffn_down.weight": None,
+            },
+            any_of=({"layers.0.proj.q.weight": None}, {"layers.0.proj.qkv.weight": None}),
+        ),
+        architectures=("moss_image",),
+        facts={"vae_latent_channels": 32},
+        note="not a named MOSS variant: KohakuMoss builds its shape from the header "
+        "(infer_config, passed on as ARCH_OVERRIDES)",
+        source="kohakumoss §5.1 (a tiny build_backbone DiT has the same key layout)",
+    ),
     # ---- VAEs (§4)
     _c(
         id="flux2-vae",
         role="vae",
         title="the FLUX.2 VAE (32 latent channels)",
         match=Match(has={"decoder.conv_in.weight": (512, 32, 3, 3), "bn.running_mean": (128,)}),
-        architectures=("flux2", "ideogram4"),
+        architectures=("flux2", "ideogram4", "moss_image"),
         facts={"latent_channels": 32},
-        source="model-signatures §4",
+        source="model-signatures §4; kohakumoss §6 (MOSS-Image uses the FLUX.2 VAE)",
+    ),
+    _c(
+        id="flux2-vae-custom",
+        role="vae",
+        title="a FLUX.2-layout VAE of another width (32 latent channels, batch-norm latents)",
+        match=Match(has={"decoder.conv_in.weight": (None, 32, 3, 3), "bn.running_mean": (128,)}),
+        architectures=("moss_image",),
+        facts={"latent_channels": 32},
+        note="not the released FLUX.2 VAE (its decoder is not 512 wide); KohakuMoss loads it "
+        "through diffusers' AutoencoderKLFlux2 and reads its width from config.json",
+        source="kohakumoss §5.2 (AutoencoderKLFlux2 with 16-wide blocks)",
     ),
     _c(
         id="flux1-ae",
@@ -899,6 +951,27 @@ COMPONENTS: tuple[Component, ...] = (
         architectures=("qwen_image", "hunyuan_video_1_5"),
         facts={"hidden_width": 3584},
         source="model-signatures §5.3",
+    ),
+    _c(
+        id="qwen35-text",
+        role="text_encoder",
+        title="a Qwen3.5 text model (gated-delta-net linear attention layers)",
+        match=Match(
+            any_of=(
+                {
+                    "model.layers.0.linear_attn.A_log": None,
+                    "model.layers.0.linear_attn.in_proj_qkv.weight": None,
+                },
+                {
+                    "layers.0.linear_attn.A_log": None,
+                    "layers.0.linear_attn.in_proj_qkv.weight": None,
+                },
+            ),
+        ),
+        architectures=("moss_image",),
+        candidates=("Qwen3.5-9B (MOSS-Image's text encoder)", "another Qwen3.5 size"),
+        note="KohakuMoss reads the text width from the DiT (text_dim) and checks it at load",
+        source="kohakumoss §5.2 (Qwen3_5TextModel: linear_attn A_log, in_proj_qkv)",
     ),
     _c(
         id="qwen3-4b",

@@ -10,7 +10,7 @@ dataset digests. Compiling twice gives byte-identical files.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,13 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import Backend
 
-__all__ = ["COMPILED_DIR", "CompileReport", "compile_in_workspace", "lock_path"]
+__all__ = [
+    "COMPILED_DIR",
+    "CompileReport",
+    "compile_in_workspace",
+    "lock_path",
+    "prepared_inputs",
+]
 
 COMPILED_DIR = "compiled"
 LOCK_NAME = "run.lock"
@@ -76,6 +82,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
     inputs, paths, resolution = _inputs(workspace, spec, backend)
+    inputs = replace(inputs, trainer_facts=backend.prepare(spec, inputs))
     compiled = backend.compile(spec, inputs)
     check_explicit_values(workspace, document, source=f"runs/{run_id}/run.yaml")
     lock = _lock(workspace, spec, resolution, compiled.release)
@@ -99,6 +106,14 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
         for stale in sorted({p.name for p in folder.iterdir() if p.is_file()} - set(outputs)):
             (folder / stale).unlink()
             changed = True
+    problems = backend.check_compiled(spec, folder)
+    if problems:
+        raise InvalidInput(
+            f"{backend.title} refuses the compiled run {run_id}: " + "; ".join(problems),
+            hint="fix the named value in run.yaml (backend.config or training), then compile "
+            "or plan again",
+            path=folder,
+        )
     return CompileReport(
         run_id=run_id,
         files=[f"{COMPILED_DIR}/{name}" for name in sorted(outputs)],
@@ -112,6 +127,12 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     )
 
 
+def prepared_inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> Any:
+    """The run's compile inputs with the backend's ``prepare`` facts (what plan hands on)."""
+    inputs, _, _ = _inputs(workspace, spec, backend)
+    return replace(inputs, trainer_facts=backend.prepare(spec, inputs))
+
+
 def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any, PathMap, Any]:
     from kura.backends.base import CompileInputs
     from kura.models.bundles import get_bundle
@@ -119,10 +140,12 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
 
     bundle = get_bundle(spec.model.base)
     paths = PathMap(in_container=spec.execution.executor != "host")
+    root = Path(spec.model.root).expanduser() if spec.model.root else None
     resolution = resolve_bundle(
         bundle,
         models_dir=workspace.models_dir,
         paths={slot: Path(p).expanduser() for slot, p in spec.model.paths.items()},
+        root=root,
     )
     model_paths: dict[str, str] = {}
     dtypes: dict[str, str] = {}
@@ -145,6 +168,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         container_image=workspace.config().executor.musubi_image,
         validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
         bundle=bundle.id,
+        model_root=paths.model("root", root) if root is not None else None,
     )
     return inputs, paths, resolution
 
@@ -189,6 +213,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
         clips=media.clips,
         images=counts.get("images", 0),
         items=(counts.get("images", 0) + counts.get("videos", 0)) or None,
+        trigger=spec.intent.trigger,
     )
 
 

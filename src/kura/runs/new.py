@@ -215,20 +215,20 @@ def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
 
 def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -> None:
     """Refuse values the trainer would refuse (e.g. more swapped blocks than the model has),
-    through the backend's own estimate of the run exactly as written: SpecError naming the
+    through the backend's ``check_settings`` (Musubi's estimator, say): SpecError naming the
     key's message and the fix, before anything is written."""
     from kura.backends.base import PlanInputs
     from kura.backends.registry import get_backend
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
     from kura.errors import InvalidInput, SpecError
     from kura.models.bundles import get_bundle
 
     spec = validate_spec(RunSpec, document, source=source)
     backend = get_backend(spec.backend.name)
-    datasets = {use.name: load_dataset(workspace, use.name)[0] for use in spec.datasets}
+    datasets = {use.name: read_dataset(workspace, use.name) for use in spec.datasets}
     inputs = PlanInputs(bundle=get_bundle(spec.model.base), datasets=datasets)
     try:
-        backend.estimate(spec, inputs, None)
+        backend.check_settings(spec, inputs)
     except SpecError:
         raise
     except InvalidInput as exc:

@@ -24,13 +24,14 @@ from kura.workspace import Workspace
 from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
-    from kura.backends.base import Evaluation, PlanFit
+    from kura.backends.base import Evaluation, PlanFit, PlanInputs
 
 __all__ = [
     "PLAN_JSON",
     "PLAN_NAME",
     "PlanReport",
     "compiled_digest",
+    "plan_inputs",
     "plan_run",
     "read_plan",
     "record_applied",
@@ -162,20 +163,22 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     context = load_context(workspace, run_id)
     spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
+    inputs = plan_inputs(workspace, context)
     host = host_facts(workspace.root)
     # This machine's RAM bounds block swap only when the plan is for this machine's GPU.
     local = gpu_source.startswith("local GPU")
     fit = context.backend.fit(
-        spec, context.plan_inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
+        spec, inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
     )
     applied, kept = (
         _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else ({}, {})
     )
     context = load_context(workspace, run_id)
     spec = context.spec
-    written = context.backend.estimate(spec, context.plan_inputs, gpu_class)
+    inputs = plan_inputs(workspace, context)
+    written = context.backend.estimate(spec, inputs, gpu_class)
     evidence = _evidence(workspace, context, gpu_class.id)
-    contingency = context.backend.contingency(spec, context.plan_inputs)
+    contingency = context.backend.contingency(spec, inputs)
     contingency_doc = None if contingency is None else contingency.to_dict()
     compiled = compile_in_workspace(workspace, run_id)
     regrets = _last_look(workspace, context, gpu_class.id)
@@ -305,6 +308,16 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, Any]) -> list[Plan
             )
         )
     return checks
+
+
+def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
+    """The context's plan inputs with the run's prepared compile inputs."""
+    from dataclasses import replace
+
+    from kura.runs.compile import prepared_inputs
+
+    compiled = prepared_inputs(workspace, context.spec, context.backend)
+    return replace(context.plan_inputs, compile=compiled)
 
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:

@@ -179,6 +179,17 @@ def _fit(
     return [*out, ""]
 
 
+def _trainer_report(written: dict[str, Any]) -> list[str]:
+    """Sections the backend's own estimate document adds (its trainer's data plan, the
+    estimator's calibration …), rendered as given: ``trainer_report`` = [{title, lines}]."""
+    out: list[str] = []
+    for section in written.get("trainer_report") or []:
+        out += [f"## {section['title']}", ""]
+        out += [f"- {line}" for line in section["lines"]]
+        out.append("")
+    return out
+
+
 def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
     hours = written.get("total_hours")
     out = ["## Time and cost", ""]
@@ -248,6 +259,7 @@ def render(
     lines += _recipe(spec)
     lines += _accommodations(spec)
     lines += _fit(fit, written, applied, kept)
+    lines += _trainer_report(written)
     lines += _time(spec, written, gpu)
     lines += _evidence(evidence)
     lines += ["## Downloads", ""]

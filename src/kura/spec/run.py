@@ -104,6 +104,11 @@ class TrainingSection(StrictModel):
 class ModelSection(StrictModel):
     base: str = Field(description="A bundle id from `kura model bundles`.")
     paths: dict[str, str] = Field({}, description="role → file, overriding the bundle lookup.")
+    root: str | None = Field(
+        None,
+        description="A local snapshot of the bundle's repository (a pipeline root): each role "
+        "not in `paths` is found at its place in it.",
+    )
     downloads: dict[str, str] = Field({}, description="role → download source override.")
 
 

@@ -239,3 +239,18 @@ def test_sigterm_leaves_the_last_periodic_checkpoint(
     assert progress.last_checkpoint is not None and progress.exported == ()
     verdict = diagnose("train", rc, log.read_text()[-20000:], checkpoint=progress.last_checkpoint)
     assert verdict.kind == "cancelled" and progress.last_checkpoint in verdict.message
+
+
+def test_kuras_layer_profile_table_is_the_installed_layers(
+    moss_env: EnvLocation, tiny_root: Path
+) -> None:
+    """``memory.LAYER_PROFILES`` (what a failure's diagnosis reads without the environment)
+    equals what the installed VRAM layers set; the tiny DiT is read as a non-named shape."""
+    from kura.backends.kohakumoss.memory import LAYER_PROFILES
+    from kura.backends.kohakumoss.queries import compile_facts
+
+    facts = compile_facts(moss_env, LayerChoice(source="folder", vram_layer="8g"), tiny_root)
+    installed = {name: layer.profile for name, layer in facts.vram.items()}
+    assert {k: v for k, v in installed.items() if k in LAYER_PROFILES} == dict(LAYER_PROFILES)
+    assert facts.stack.vram_layer == "8g" and not facts.arch.is_named
+    assert facts.knob_types["MAX_TOKENS"] == "int"

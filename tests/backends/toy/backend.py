@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from kura.backends.base import (
     AidChoice,
@@ -34,6 +35,7 @@ from kura.backends.base import (
     Step,
     StepCost,
     StepProgress,
+    TrainerFacts,
 )
 from kura.errors import CheckFailed, SpecError
 from kura.models.bundles import Bundle
@@ -155,10 +157,27 @@ class ToyBackend:
     def search_keys(self, architecture: str) -> SearchKeys:
         return SEARCH
 
+    def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
+        batch = spec.backend.config.get("batch", 2)
+        if batch not in (1, 2):
+            raise SpecError(f"backend.config.batch {batch!r} is not 1 or 2", hint="toy batch")
+
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         if in_container:
             raise SpecError("the toy trainer runs on the host only", hint="executor: host")
         return str(TRAINER.parent)
+
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        return None
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        document = json.loads((compiled_dir / "toy.json").read_text())
+        return () if document["steps"] > 0 else ("toy.json: steps must be positive",)
+
+    def export(
+        self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
+    ) -> dict[str, Any]:
+        raise CheckFailed("the toy trainer has no export", hint="use its output file as is")
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         config = spec.backend.config
@@ -241,8 +260,13 @@ class ToyBackend:
         found = _OOM.findall(log_text)
         if found:
             return Diagnosis(
-                "cuda_oom", step, "the toy ran out of memory", found[-1],
-                self.remedy(config, step=step, phase="training"), "training", exit_code,
+                "cuda_oom",
+                step,
+                "the toy ran out of memory",
+                found[-1],
+                self.remedy(config, step=step, phase="training"),
+                "training",
+                exit_code,
             )
         return Diagnosis("unknown", step, "toy failed", "", {"action": "read_log"}, None, exit_code)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kura.backends.base import (
     CompiledRun,
@@ -23,6 +23,7 @@ from kura.backends.base import (
     PlanInputs,
     SearchKeys,
     StepProgress,
+    TrainerFacts,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -85,6 +86,10 @@ class AitkBackend:
 
         return KNOB_KEYS
 
+    def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
+        """AI-Toolkit's settings are checked at compile, by the job file's schema."""
+        return None
+
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         from kura.backends.aitoolkit.container import IMAGE_AITK_DIR
 
@@ -105,6 +110,15 @@ class AitkBackend:
         from kura.backends.aitoolkit.search import search_keys
 
         return search_keys(architecture)
+
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        """AI-Toolkit is not installed here: everything compile needs is Kura's own data."""
+        return None
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        """AI-Toolkit ships no validator; the job file is checked by its pydantic schema
+        at compile (and by AI-Toolkit's own config classes in the opt-in test)."""
+        return ()
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.aitoolkit.compile import compile_run
@@ -176,6 +190,20 @@ class AitkBackend:
         from kura.backends.aitoolkit.follow import tail_progress
 
         return tail_progress(log_path)
+
+    def export(
+        self,
+        workspace: Workspace,
+        run_id: str,
+        *,
+        epoch: int | None,
+        fmt: str,
+        out: Path | None,
+    ) -> dict[str, Any]:
+        """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`)."""
+        from kura.export.exporting import export_run
+
+        return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         from kura.backends.aitoolkit.follow import outputs

@@ -15,6 +15,10 @@ command calls KohakuMoss's own code and re-implements none of it:
 ``infer``         ``infer_config`` of a DiT (file or pipeline root), headers only
 ``estimate``      ``estimate(workload(knobs), resolve(profile))`` per memory option
 ``inspect``       the ``inspect_data`` report (catalog and batch/token plan) of a data config
+``facts``         what a compile needs, in one process: ``layers`` + ``defaults`` + ``infer``
+                  + each VRAM layer's MEMORY_PROFILE/MAX_TOKENS + whether torch sees CUDA
+``plan``          what a plan needs, in one process: ``estimate`` rows + the ``inspect``
+                  report of the same config
 ``build-tiny``    a tiny random MOSS-shaped pipeline root (KohakuMoss's own builder and
                   the real encoder classes with tiny random weights)
 
@@ -280,6 +284,34 @@ def cmd_inspect(req: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def cmd_facts(req: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from kohakumoss.cli.config.validate import load_knobs
+
+    layers = cmd_layers(req)
+    root = Path(layers["root"])
+    vram: dict[str, Any] = {}
+    for name in layers["vram_layers"]:
+        knobs = load_knobs(root / "configs" / "moss" / "vram" / f"vram_{name}.py")
+        vram[name] = {k: knobs.get(k) for k in ("MEMORY_PROFILE", "MAX_TOKENS")}
+    return {
+        "layers": layers,
+        "defaults": cmd_defaults({}),
+        "infer": cmd_infer({"weights": req["weights"]}),
+        "vram": vram,
+        "cuda": bool(torch.cuda.is_available()),
+    }
+
+
+def cmd_plan(req: dict[str, Any]) -> dict[str, Any]:
+    rows = cmd_estimate(req)["rows"]
+    try:
+        inspect: dict[str, Any] = cmd_inspect({"config": req["config"]})
+    except Exception as err:  # the data plan is shown when it can be made; say why not
+        inspect = {"error": f"{type(err).__name__}: {err}"}
+    return {"rows": rows, "inspect": inspect}
+
+
 def _tiny_tokenizer(out: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -354,6 +386,8 @@ COMMANDS = {
     "infer": cmd_infer,
     "estimate": cmd_estimate,
     "inspect": cmd_inspect,
+    "facts": cmd_facts,
+    "plan": cmd_plan,
     "build-tiny": cmd_build_tiny,
 }
 

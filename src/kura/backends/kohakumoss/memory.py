@@ -24,6 +24,8 @@ __all__ = [
     "BAND",
     "CALIBRATION",
     "HOST_RAM",
+    "LAYER_PROFILES",
+    "PROFILE_ORDER",
     "Calibration",
     "HostRam",
     "MossMemoryAid",
@@ -35,6 +37,22 @@ __all__ = [
 ]
 
 README = "KohakuMoss 0.1.0 README (METADATA), §Memory profiles and VRAM"
+
+PROFILE_ORDER = ("speed", "balanced", "low", "minimal")
+"""KohakuMoss's named profiles, most resident first (``memory/profiles.py ORDER``; its
+``auto_plan`` takes the first that fits)."""
+
+LAYER_PROFILES: Mapping[str, str] = {
+    "24g": "balanced",
+    "16g": "low",
+    "12g": "ckpt-stream4-actoff-optstream-gradoff",
+    "8g": "minimal",
+    "6g": "ckpt-stream2-actoff-optcpu-gradoff",
+    "auto": "auto",
+}
+"""MEMORY_PROFILE each adapter VRAM layer of KohakuMoss 0.1.0 sets (``configs/moss/vram``),
+so a failure's diagnosis names the next profile without asking the environment; the real-run
+test checks this table against the installed layers."""
 
 
 @dataclass(frozen=True)

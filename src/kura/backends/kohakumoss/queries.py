@@ -16,6 +16,7 @@ from kura.backends.kohakumoss.knobs import KnobValue
 from kura.errors import KuraError
 
 __all__ = [
+    "CompileFacts",
     "ConfigProblems",
     "DataPlan",
     "EnvReport",
@@ -24,7 +25,10 @@ __all__ = [
     "MemoryEstimate",
     "MemoryOption",
     "MossArch",
+    "PlanAnswer",
+    "VramLayer",
     "build_tiny",
+    "compile_facts",
     "config_problems",
     "data_plan",
     "env_report",
@@ -32,6 +36,7 @@ __all__ = [
     "infer_arch",
     "knob_types",
     "layer_stack",
+    "plan_answer",
 ]
 
 
@@ -119,14 +124,21 @@ class LayerStack:
 
 
 def layer_stack(env: EnvLocation, choice: LayerChoice) -> LayerStack:
-    request: dict[str, object] = {
+    request = _layer_request(choice)
+    return _stack(_obj(call_helper(env, "layers", request, timeout=180), "layers"))
+
+
+def _layer_request(choice: LayerChoice) -> dict[str, object]:
+    return {
         "algo": choice.algo,
         "source": choice.source,
         "precision": choice.precision,
         "vram": choice.vram_gib if choice.vram_gib is not None else "auto",
         "vram_layer": choice.vram_layer or "",
     }
-    d = _obj(call_helper(env, "layers", request, timeout=180), "layers")
+
+
+def _stack(d: Mapping[str, object]) -> LayerStack:
     scripts = _obj(d.get("data_scripts"), "data_scripts")
     return LayerStack(
         root=Path(_s(d, "root")),
@@ -209,7 +221,10 @@ class MossArch:
 
 
 def infer_arch(env: EnvLocation, weights: Path) -> MossArch:
-    d = _obj(call_helper(env, "infer", {"weights": str(weights)}, timeout=180), "infer")
+    return _arch(_obj(call_helper(env, "infer", {"weights": str(weights)}, timeout=180), "infer"))
+
+
+def _arch(d: Mapping[str, object]) -> MossArch:
     arch = _obj(d.get("arch"), "arch")
     skip = arch.get("negative_skip_layers")
     return MossArch(
@@ -254,14 +269,21 @@ class MemoryEstimate:
 def estimate(
     env: EnvLocation, config: Path, options: Sequence[MemoryOption]
 ) -> tuple[MemoryEstimate, ...]:
-    request = {
+    request = _estimate_request(config, options)
+    return _rows(_obj(call_helper(env, "estimate", request, timeout=300), "estimate"))
+
+
+def _estimate_request(config: Path, options: Sequence[MemoryOption]) -> dict[str, object]:
+    return {
         "config": str(config),
         "options": [
             {"name": o.name, "layer": str(o.layer) if o.layer else "", "knobs": dict(o.knobs)}
             for o in options
         ],
     }
-    d = _obj(call_helper(env, "estimate", request, timeout=300), "estimate")
+
+
+def _rows(d: Mapping[str, object]) -> tuple[MemoryEstimate, ...]:
     rows = d.get("rows")
     out = []
     for raw in rows if isinstance(rows, list) else []:
@@ -315,7 +337,12 @@ class DataPlan:
 
 
 def data_plan(env: EnvLocation, data_config: Path) -> DataPlan:
-    d = _obj(call_helper(env, "inspect", {"config": str(data_config)}, timeout=600), "inspect")
+    return _data(
+        _obj(call_helper(env, "inspect", {"config": str(data_config)}, timeout=600), "inspect")
+    )
+
+
+def _data(d: Mapping[str, object]) -> DataPlan:
     catalog = _obj(d.get("catalog"), "catalog")
     plan = _obj(d.get("plan"), "plan")
     sizes = plan.get("top_sizes")
@@ -336,6 +363,69 @@ def data_plan(env: EnvLocation, data_config: Path) -> DataPlan:
         overlong_dropped=_i(plan, "overlong_dropped"),
         top_sizes=top,
         captions=_strs(d.get("captions")),
+    )
+
+
+@dataclass(frozen=True)
+class VramLayer:
+    """One installed VRAM layer's memory knobs (KohakuMoss's own values)."""
+
+    name: str
+    profile: str | None
+    max_tokens: int | None
+
+
+@dataclass(frozen=True)
+class CompileFacts:
+    """Everything a compile asks the environment, answered in one helper process."""
+
+    stack: LayerStack
+    knob_types: Mapping[str, str]
+    arch: MossArch
+    vram: Mapping[str, VramLayer]
+    cuda: bool
+
+
+def compile_facts(env: EnvLocation, choice: LayerChoice, weights: Path) -> CompileFacts:
+    request = {**_layer_request(choice), "weights": str(weights)}
+    d = _obj(call_helper(env, "facts", request, timeout=300), "facts")
+    vram = {}
+    for name, raw in _obj(d.get("vram"), "vram").items():
+        layer = _obj(raw, "a vram layer")
+        profile, tokens = layer.get("MEMORY_PROFILE"), layer.get("MAX_TOKENS")
+        vram[name] = VramLayer(
+            name,
+            str(profile) if profile is not None else None,
+            int(tokens) if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+        )
+    return CompileFacts(
+        stack=_stack(_obj(d.get("layers"), "layers")),
+        knob_types=MappingProxyType(
+            {k: str(v) for k, v in _obj(d.get("defaults"), "defaults").items()}
+        ),
+        arch=_arch(_obj(d.get("infer"), "infer")),
+        vram=MappingProxyType(vram),
+        cuda=bool(d.get("cuda")),
+    )
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The estimator's rows and KohakuMoss's own data plan of one config."""
+
+    rows: tuple[MemoryEstimate, ...]
+    data: DataPlan | None
+    data_error: str | None
+
+
+def plan_answer(env: EnvLocation, config: Path, options: Sequence[MemoryOption]) -> PlanAnswer:
+    d = _obj(call_helper(env, "plan", _estimate_request(config, options), timeout=600), "plan")
+    inspect = _obj(d.get("inspect"), "inspect")
+    error = inspect.get("error")
+    return PlanAnswer(
+        rows=_rows(d),
+        data=None if error else _data(inspect),
+        data_error=str(error) if error else None,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kura.backends.base import (
     CompiledRun,
@@ -22,6 +22,7 @@ from kura.backends.base import (
     PlanInputs,
     SearchKeys,
     StepProgress,
+    TrainerFacts,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -95,6 +96,11 @@ class MusubiBackend:
 
         return search_keys(architecture)
 
+    def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
+        """Musubi's own limits through the estimator's validation of the run as written
+        (block-swap count, fp8 modes, attention): InvalidInput naming the value."""
+        self.estimate(spec, inputs, None)
+
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
 
@@ -110,10 +116,19 @@ class MusubiBackend:
             )
         return checkout
 
+    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
+        """Nothing: the adapter table holds every fact Musubi's compile needs."""
+        return None
+
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.musubi.compile import compile_run
 
         return compile_run(spec, inputs)
+
+    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
+        """Musubi's own checks run inside its image at launch (its parser conformance is
+        pinned by the tests); nothing to run here."""
+        return ()
 
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
@@ -230,6 +245,20 @@ class MusubiBackend:
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def export(
+        self,
+        workspace: Workspace,
+        run_id: str,
+        *,
+        epoch: int | None,
+        fmt: str,
+        out: Path | None,
+    ) -> dict[str, Any]:
+        """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
+        from kura.export.exporting import export_run
+
+        return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
 
 _PART = "part of the configuration the ladder chose"

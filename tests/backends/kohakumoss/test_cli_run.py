@@ -1,0 +1,186 @@
+"""The real KohakuMoss run through Kura's CLI: the path a user types, on a tiny model.
+
+KohakuMoss's own builders make a tiny random MOSS-shaped pipeline root (DiT, Qwen3.5 text
+encoder, FLUX.2 VAE, tokenizer); four captioned images make the dataset. Then only Kura's
+CLI entry point is driven: ``init``, ``dataset add``/``set``, ``model check``, ``run new
+--backend kohakumoss --set model.root=…``, ``run plan``, ``run approve``, ``run launch
+--foreground``, ``run watch``, ``run status``, ``run evaluate``, ``export``, and a resume to
+more steps. Every assertion is on what the real trainer wrote (metrics.jsonl, the exported
+safetensors, its log) compared with what Kura reports. Same skip/fail rule as the other
+real-run tests (``moss_env``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image, ImageDraw
+
+from kura.cli.main import main
+from kura.models.header import read_header
+
+pytestmark = pytest.mark.slow
+
+CAPTIONS = (
+    "kura, 1girl, smile, red hair",
+    "kura, 1girl, standing, blue dress",
+    "kura, portrait, red hair, outdoors",
+    "kura, 1girl, sitting, red hair",
+)
+CPU = {
+    "vram_layer": "8g",
+    "SAVE_EVERY": 3,
+    "LOG_EVERY": 1,
+    "MAX_TOKENS": 512,
+    "NUM_WORKERS": 0,
+    "DATA_SCAN_WORKERS": 1,
+    "PIN_MEMORY": "false",
+    "TUNE": "off",
+    "SAMPLE_STEPS": 2,
+    "SAMPLE_SIZE": "[64,64]",
+    "SAMPLE_SKIP_LAYERS": "[]",
+}
+
+
+def _images(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    sizes = ((64, 64), (96, 64), (64, 96), (80, 80))
+    for i, (size, caption) in enumerate(zip(sizes, CAPTIONS, strict=True)):
+        image = Image.new("RGB", size, (40 * i, 100, 150))
+        ImageDraw.Draw(image).ellipse((8, 8, size[0] - 8, size[1] - 8), fill=(200, 50, 50))
+        image.save(folder / f"img{i}.png")
+        (folder / f"img{i}.txt").write_text(caption, encoding="utf-8")
+    return folder
+
+
+class Kura:
+    """``kura --workspace WS … --json`` in-process; the result document and exit code."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+
+    def __call__(self, *argv: str, ok: bool = True) -> tuple[int, Any]:
+        out = io.StringIO()
+        code = main(["--workspace", str(self.workspace), *argv, "--json"], stdout=out)
+        text = out.getvalue().strip()
+        if argv[:2] == ("run", "watch"):  # JSON lines, one per update, the final one last
+            lines = [json.loads(line) for line in text.splitlines()]
+            doc = lines[-1] if lines else None
+        else:
+            doc = json.loads(text) if text else None
+        if ok:
+            assert code == 0, (argv, code, text[-3000:])
+        return code, doc
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_the_cli_trains_plans_follows_exports_and_resumes(
+    moss_env: Any, tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(moss_env.path))
+    workspace = tmp_path / "ws"
+    kura = Kura(workspace)
+    kura("init", str(workspace))
+    kura("dataset", "add", "kura", str(_images(tmp_path / "incoming")), "--resolution", "64")
+    kura("dataset", "set", "kura", "intent.trigger=kura", "intent.task=character")
+
+    # Model files by header: the tiny DiT is a MOSS DiT of a non-standard shape.
+    files = (
+        tiny_root / "transformer" / "diffusion_pytorch_model-00001-of-00001.safetensors",
+        tiny_root / "text_encoder" / "model.safetensors",
+        tiny_root / "vae" / "diffusion_pytorch_model.safetensors",
+        tiny_root / "moss-tiny-dit.safetensors",
+    )
+    _, checked = kura("model", "check", *map(str, files), "--arch", "moss_image")
+    assert [f["component"] for f in checked["files"]] == [
+        "moss-image-dit-custom",
+        "qwen35-text",
+        "flux2-vae-custom",
+        "moss-image-dit-custom",
+    ]
+
+    sets = [f"backend.config.{k}={v}" for k, v in CPU.items()] + [
+        f"model.root={tiny_root}",
+        "execution.executor=host",
+        "training.max_steps=6",
+        "training.network.rank=4",
+        "training.network.alpha=4",
+        "training.warmup_steps=0",
+        "training.sample_prompts=['kura, 1girl, smile']",
+        "training.sample_every_n_epochs=1",
+    ]
+    argv = ["run", "new", "--dataset", "kura", "--base", "moss-image-base"]
+    argv += ["--backend", "kohakumoss", *[x for s in sets for x in ("--set", s)]]
+
+    # Bad input first: a wrong type is Kura's error naming the key, before KohakuMoss runs.
+    _, bad = kura(*argv, "--set", "backend.config.MAX_TOKENS=big")
+    code, refused = kura("run", "plan", bad["id"], "--gpu", "rtx-4090", ok=False)
+    assert code != 0
+    assert "MAX_TOKENS: expects int, got str 'big'" in refused["error"]["message"]
+    assert not (workspace / "runs" / bad["id"] / "plan.md").exists()
+
+    _, created = kura(*argv)
+    run = created["id"]
+    run_dir = workspace / "runs" / run
+    _, plan = kura("run", "plan", run, "--gpu", "rtx-4090")
+    assert plan["fits"] is True and plan["estimate"]["peak_vram_gib"] > 0
+    titles = [s["title"] for s in plan["estimate"]["trainer_report"]]
+    assert "KohakuMoss data plan (inspect_data)" in titles
+    text = (run_dir / "plan.md").read_text()
+    assert "4 rows, 40 items per epoch" not in text  # repeats are run.yaml's (1 here)
+    assert "catalog: 4 rows, 4 items per epoch" in text
+    assert "KohakuMoss estimator calibration" in text and "measured" in text
+    train_py = (run_dir / "compiled" / "kohakumoss" / "train.py").read_text()
+    assert "scripts/train/moss.py" in train_py.split('"""')[1]
+    assert "ARCH_OVERRIDES" in train_py and "vram_8g.py" in train_py
+
+    kura("run", "approve", run)
+    _, launched = kura("run", "launch", run, "--foreground")
+    assert launched["state"]["status"] == "succeeded", launched
+    _, watched = kura("run", "watch", run, "--interval", "0.2")
+    _, status = kura("run", "status", run)
+    out = run_dir / "output" / run
+    rows = _rows(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    for doc in (watched, status):
+        progress = doc["progress"]
+        assert (progress["step"], progress["total"]) == (rows[-1]["step"], 6)
+        assert progress["loss"] == rows[-1]["loss"]
+        assert progress["last_checkpoint"].endswith("step_00000006")
+    kura("run", "evaluate", run, "--rating", "4", "--notes", "tiny CPU run")
+    assert "tiny CPU run" in (run_dir / "notes.md").read_text()
+
+    for fmt, suffix in (("comfyui", "comfy"), ("lycoris", "lycoris")):
+        _, exported = kura("export", run, "--format", fmt)
+        target = Path(exported["out"])
+        assert target == run_dir / "export" / f"{run}-{suffix}.safetensors"
+        assert target.read_bytes() == (out / "export" / target.name).read_bytes()  # no conversion
+        header = read_header(target)
+        assert header.metadata["kohakumoss_format"] == suffix
+        downs = {k: v.shape for k, v in header.tensors.items() if k.endswith("lora_down.weight")}
+        assert len(downs) == 12 == exported["modules"]
+        assert downs["lora_unet_layers_0_proj_q.lora_down.weight"] == (4, 64)
+        ups = header.tensors["lora_unet_layers_1_proj_ffn_up_gate.lora_up.weight"]
+        assert ups.shape == (256, 4)
+    code, _ = kura("export", run, "--format", "diffusers", ok=False)
+    assert code != 0
+
+    # Resume: three more steps, approved again, continue from the last periodic checkpoint.
+    spec = run_dir / "run.yaml"
+    spec.write_text(spec.read_text().replace("max_steps: 6", "max_steps: 9"))
+    kura("run", "plan", run, "--gpu", "rtx-4090")
+    kura("run", "approve", run)
+    _, resumed = kura("run", "resume", run, "--foreground")
+    assert resumed["state"]["status"] == "succeeded", resumed
+    assert [r["step"] for r in _rows(out / "metrics.jsonl")] == list(range(1, 10))
+    log = (out / "log.txt").read_text()
+    assert "resuming from" in log and "step_00000006" in log.split("resuming from")[-1][:300]
+    _, status = kura("run", "status", run)
+    assert (status["progress"]["step"], status["progress"]["total"]) == (9, 9)
