@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -13,6 +14,9 @@ from PIL import Image
 from kura.dataset.registry import add_dataset, set_dataset_values
 from kura.initialize import init_workspace
 from kura.workspace import Workspace
+from tests.backends.kohakumoss.conftest import moss_env, tiny_root
+
+__all__ = ["moss_env", "tiny_root"]  # the KohakuMoss fixtures, shared with the sweep tests
 
 REPO = Path(__file__).resolve().parents[2]
 TOY_DIR = REPO / "tests" / "backends" / "toy"
@@ -89,3 +93,29 @@ def pg_server() -> Iterator[object]:
 @pytest.fixture
 def pg_url(pg_server: object) -> str:
     return pg_server.new_database()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def moss_sweep_run(
+    moss_env: Any, tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Workspace, str]:
+    """A base run on the tiny KohakuMoss model (a real trainer, CPU), for a real sweep."""
+    from kura.runs.new import create_run
+    from tests.backends.kohakumoss.tinyrun import CPU, images
+
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(moss_env.path))
+    workspace, _ = init_workspace(tmp_path / "moss-ws")
+    add_dataset(workspace, "kura", images(tmp_path / "incoming"), resolution=(64, 64))
+    set_dataset_values(workspace, "kura", ["intent.trigger=kura", "intent.task=character"])
+    sets = [f"backend.config.{k}={v}" for k, v in CPU.items()] + [
+        f"model.root={tiny_root}",
+        "execution.executor=host",
+        "training.max_steps=4",
+        "training.network.rank=4",
+        "training.network.alpha=4",
+        "training.warmup_steps=0",
+    ]
+    run_id = create_run(
+        workspace, datasets=["kura"], base="moss-image-base", backend="kohakumoss", sets=sets
+    ).run_id
+    return workspace, run_id

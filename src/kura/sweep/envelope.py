@@ -107,8 +107,14 @@ def plan_sweep(
         spec = validate_spec(RunSpec, document, source=f"sweep {sweep.id} config {name}")
         datasets = {u.name: load_dataset(workspace, u.name)[0] for u in spec.datasets}
         from kura.backends.base import PlanInputs
+        from kura.runs.compile import prepared_inputs
 
-        inputs = PlanInputs(bundle=context.bundle, datasets=datasets)
+        # the backend's prepared compile inputs too (KohakuMoss plans from them)
+        inputs = PlanInputs(
+            bundle=context.bundle,
+            datasets=datasets,
+            compile=prepared_inputs(workspace, spec, backend),
+        )
         fit = backend.fit(spec, inputs, gpu_class, host_ram_gib=None)
         if fit.fits:
             ladder_keys |= {k for k, v in fit.settings.items() if v not in (None, False, 0)}
