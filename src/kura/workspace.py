@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomli_w
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from kura.bounded import check_parsed, decode_utf8, read_limited, too_deep
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
@@ -47,12 +47,30 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 class ExecutorDefaults(StrictModel):
-    default: str = "docker"
-    musubi_image: str = "kura/musubi-tuner:0.3.4"
-    musubi_checkout: str | None = None
-    musubi_python: str | None = None
-    kohakumoss_env: str | None = None
-    aitk_checkout: str | None = None
+    """``[executor]`` in kura.toml: where runs execute and where each trainer lives."""
+
+    default: Literal["docker", "host", "skypilot"] = Field(
+        "docker", description="The executor `kura run new` drafts (execution.executor)."
+    )
+    musubi_image: str = Field(
+        "kura/musubi-tuner:0.3.4",
+        description="The Musubi Tuner image the docker and skypilot executors run.",
+    )
+    musubi_checkout: str | None = Field(
+        None,
+        description="Host executor: a Musubi Tuner 0.3.4 checkout; steps run `python` and "
+        "`accelerate` from PATH in it (activate its virtual environment first).",
+    )
+    kohakumoss_env: str | None = Field(
+        None,
+        description="KohakuMoss's virtual environment (`kura backend install kohakumoss` "
+        "makes it; KURA_KOHAKUMOSS_ENV overrides this).",
+    )
+    aitk_checkout: str | None = Field(
+        None,
+        description="Host executor: an AI-Toolkit checkout at the pinned commit; steps run "
+        "`python run.py` in it.",
+    )
 
 
 class WorkspaceConfig(StrictModel):

@@ -98,3 +98,26 @@ def test_a_lora_alpha_of_nan_is_null_in_model_check(kura, tmp_path: Path) -> Non
     document = strict_json(result.stdout)
     assert "NaN" not in result.stdout
     assert document["kind"] == "model-check"
+
+
+def test_documents_with_a_next_action_say_what_to_run(kura, filled: Path) -> None:
+    """The agent contract: ``next`` is a list of ``{command, why}`` on every document whose
+    command has a natural follow-up."""
+    ws = ["-w", str(filled)]
+    run_id = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
+    run_id = run_id.json()["id"]
+    commands = [
+        ["run", "new", "--dataset", "myaku", "--base", "zimage-base"],
+        ["dataset", "validate", "myaku"],
+        ["model", "resolve", "zimage-base"],
+        ["run", "plan", run_id, "--gpu", "l40s"],
+        ["run", "approve", run_id],
+        ["run", "status", run_id],
+        ["run", "evaluate", run_id, "--rating", "3"],
+    ]
+    for argv in commands:
+        result = kura(*ws, *argv, "--json")
+        steps = strict_json(result.stdout).get("next")
+        assert isinstance(steps, list) and steps, argv
+        assert all(set(step) == {"command", "why"} for step in steps), argv
+        assert all(step["command"].startswith("kura ") for step in steps), argv

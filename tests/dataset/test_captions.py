@@ -61,7 +61,12 @@ def test_trigger_found_in_38_of_40(build) -> None:
         build.caption(f"img{i:02d}", text)
         build.image(f"img{i:02d}.png", (32, 32), seed=i, caption=None)
     result = inspect_dataset(build.root).to_dict()
-    assert result["trigger"] == {"word": "myaku", "count": 38, "total": 40}
+    assert result["trigger"] == {
+        "word": "myaku",
+        "count": 38,
+        "total": 40,
+        "missing": ["img38.txt", "img39.txt"],
+    }
     question = next(q for q in result["questions"] if q["key"] == "intent.trigger")
     assert question["options"] == ["myaku", "none"]
     assert "starts 38 of 40" in question["evidence"]

@@ -191,6 +191,15 @@ def render_inspection(console: Console, doc: dict[str, Any]) -> None:
             f"trigger: [bold]{trigger['word']}[/] appears in {trigger['count']} of "
             f"{trigger['total']} captions"
         )
+        missing = trigger.get("missing") or []
+        if missing:
+            shown = ", ".join(missing[:10]) + (
+                f" (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+            )
+            console.print(f"  without it: {shown}")
+        if trigger.get("case_variants"):
+            spelled = ", ".join(f"{w!r} ×{n}" for w, n in trigger["case_variants"].items())
+            console.print(f"  [yellow]spelled differently:[/] {spelled} (different tokens)")
     else:
         console.print("trigger: none found")
     suggestion = doc.get("task_suggestion") or {}

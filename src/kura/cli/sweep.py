@@ -55,7 +55,8 @@ def _render_new(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"  warm start {config['name']}: {config['source']}")
     for note in doc["warm_start_notes"]:
         console.print(f"  [yellow]note:[/] {note}")
-    console.print(f"next: `{doc['next']}`")
+    for step in doc["next"]:
+        console.print(f"next: `{step['command']}` ({step['why']})")
 
 
 @sweep_group.command("plan")

@@ -125,13 +125,29 @@ def words(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Trigger:
+    """The trigger word, how many captions carry it, and which do not.
+
+    ``missing`` lists the caption files without it (in any case). ``case_variants`` counts
+    each spelling when captions write it differently (``Mochi`` and ``mochi``): a
+    case-sensitive text encoder sees different tokens, so the LoRA learns two words."""
+
     word: str
     count: int
     total: int
     leading: int
+    missing: tuple[str, ...] = ()
+    case_variants: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"word": self.word, "count": self.count, "total": self.total}
+        document: dict[str, Any] = {
+            "word": self.word,
+            "count": self.count,
+            "total": self.total,
+            "missing": list(self.missing),
+        }
+        if len(self.case_variants) > 1:
+            document["case_variants"] = dict(self.case_variants)
+        return document
 
 
 def find_trigger(texts: Mapping[str, str]) -> Trigger | None:
@@ -155,7 +171,19 @@ def find_trigger(texts: Mapping[str, str]) -> Trigger | None:
     count = sum(1 for tokens in tokenised if word in tokens)
     if count < PRESENCE_SHARE * total:
         return None
-    return Trigger(word=word, count=count, total=total, leading=leading)
+    missing = tuple(
+        sorted(name for name, text in texts.items() if text and word not in words(text))
+    )
+    spelled = re.compile(rf"(?<![\w'-]){re.escape(word)}(?![\w'-])", re.IGNORECASE)
+    variants = Counter(m.group(0) for text in texts.values() for m in spelled.finditer(text))
+    return Trigger(
+        word=word,
+        count=count,
+        total=total,
+        leading=leading,
+        missing=missing,
+        case_variants=tuple(sorted(variants.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
 
 
 def _lead_word(tokens: tuple[str, ...]) -> str | None:

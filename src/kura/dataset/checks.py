@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -157,14 +158,39 @@ def caption_problems(rel: str, facts: Mapping[str, Any]) -> list[Problem]:
     return found
 
 
-def group_problems(code: str, groups: Iterable[list[str]], what: str) -> list[Problem]:
-    """One problem per extra member of each duplicate group, naming the first member."""
+_COPY_MARK = re.compile(
+    r"(\(\d+\)|[ _.-]copy(?:[ _-]?\d+)?|^copy[ _]of[ _]|^kopie[ _]van[ _]| - copy)",
+    re.IGNORECASE,
+)
+"""How file managers name a copy: ``name (1).png``, ``name copy.png``, ``Copy of name``."""
+
+
+def likely_original(group: Iterable[str], mtimes: Mapping[str, float]) -> str:
+    """The member of a duplicate group that is most likely the original: a name without a
+    copy mark first, then the oldest modification time, then the shortest name."""
+
+    def key(rel: str) -> tuple[bool, float, int, str]:
+        stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return (bool(_COPY_MARK.search(stem)), mtimes.get(rel, 0.0), len(stem), rel)
+
+    return min(group, key=key)
+
+
+def group_problems(
+    code: str,
+    groups: Iterable[list[str]],
+    what: str,
+    mtimes: Mapping[str, float] | None = None,
+) -> list[Problem]:
+    """One problem per copy in each duplicate group, naming the likely original (never on
+    the original itself: deleting the file a problem names must keep the original)."""
     fixes = {"duplicate": "Delete the copy, unless the extra weight is intended."}
     found: list[Problem] = []
     for group in groups:
-        first, *rest = group
-        for rel in rest:
-            found.append(Problem(rel, code, f"{what} {first!r}", fixes[code]))
+        original = likely_original(group, mtimes or {})
+        for rel in group:
+            if rel != original:
+                found.append(Problem(rel, code, f"{what} {original!r}", fixes[code]))
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from kura.dataset.checks import (
     caption_problems,
     group_problems,
@@ -55,11 +57,20 @@ def problems(
                 "Move it up into the dataset folder, or keep it as a separate dataset.",
             )
         )
-    found += group_problems("duplicate", duplicates, "same bytes as")
+    found += group_problems("duplicate", duplicates, "same bytes as", _mtimes(ctx, duplicates))
     found += likeness_problems(_one_per_content(ctx, near))
     if ctx.controls is not None and pairing is not None:
         found += _control_problems(ctx, pairing)
     return found
+
+
+def _mtimes(ctx: Context, groups: list[list[str]]) -> dict[str, float]:
+    """Modification times of the duplicate groups' members (the older is the original)."""
+    times: dict[str, float] = {}
+    for rel in (r for group in groups for r in group):
+        with contextlib.suppress(OSError):
+            times[rel] = (ctx.root / rel).stat().st_mtime
+    return times
 
 
 def _one_per_content(ctx: Context, pairs: list[Likeness]) -> list[Likeness]:

@@ -25,6 +25,7 @@ Warnings: ``empty-caption``, ``orphan-caption``, ``orphan-control``, ``duplicate
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ALL_CODES", "BLOCKING_CODES", "Problem"]
 
@@ -79,5 +80,11 @@ class Problem:
     def blocking(self) -> bool:
         return self.code in BLOCKING_CODES
 
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "code": self.code, "message": self.message, "fix": self.fix}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "code": self.code,
+            "message": self.message,
+            "fix": self.fix,
+            "blocking": self.blocking,
+        }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
+from kura.nextsteps import NextStep, next_list
 from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
 from kura.spec.dataset import BucketFact, DatasetFacts, DatasetSpec, TriggerFact
 from kura.spec.inspection import InspectionFile
@@ -65,6 +66,7 @@ class DatasetAdded:
             "copied_files": self.copied_files,
             "followed_links": self.followed_links,
             "inspection": self.inspection,
+            "next": _after_add(self.name, self.inspection),
         }
 
 
@@ -88,7 +90,30 @@ class DatasetChecked:
             "counts": self.counts,
             "blocking": self.blocking,
             "warnings": self.warnings,
+            "next": next_list(
+                NextStep(f"kura run new --dataset {self.name} --base BUNDLE", "it is ready")
+                if self.ok
+                else NextStep(
+                    f"kura dataset validate {self.name}",
+                    f"fix the {len(self.blocking)} blocking problem(s) listed (each with its "
+                    "fix), then validate again",
+                )
+            ),
         }
+
+
+def _after_add(name: str, inspection: dict[str, Any]) -> list[dict[str, str]]:
+    """Answer the inspection's questions first, then validate."""
+    keys = [q["key"] for q in inspection.get("questions") or [] if q.get("key")]
+    return next_list(
+        NextStep(
+            f"kura dataset set {name} " + " ".join(f"{k}=…" for k in keys),
+            "record what only a person can answer (the inspection's questions)",
+        )
+        if keys
+        else None,
+        NextStep(f"kura dataset validate {name}", "exit 1 lists what would break training"),
+    )
 
 
 def spec_path(workspace: Workspace, name: str) -> Path:

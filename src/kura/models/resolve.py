@@ -21,6 +21,7 @@ from kura.models.checks import check_role, cross_check
 from kura.models.hfcache import cached_file, hf_cache_dir
 from kura.models.identify import ModelReport, identify, shard_siblings
 from kura.models.signatures import component_by_id
+from kura.nextsteps import NextStep, next_list
 
 __all__ = ["Resolution", "RoleResolution", "judge_file", "parse_path_overrides", "resolve_bundle"]
 
@@ -104,6 +105,11 @@ class Resolution:
             "ok": self.ok,
             "roles": [r.to_dict() for r in self.roles],
             "missing": [r.spec.slot for r in missing],
+            "next": next_list(
+                NextStep(f"kura model fetch {self.bundle.id}", "download the missing roles")
+                if missing
+                else None
+            ),
             "download": {
                 "files": len(missing),
                 "bytes_known": sum(known),

@@ -26,10 +26,41 @@ def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
             "state": None,
             "progress": None,
             "scalars": None,
+            "next": [
+                {
+                    "command": f"kura run launch {run_id}",
+                    "why": "it was never launched (plan and approve it first)",
+                }
+            ],
         }
     progress = get_backend(spec.backend.name).progress
     summary = run_summary(run_dir, progress=progress, logging_dir=run_dir / "logs")
-    return {"kind": "run-status", "run": run_id, **summary}
+    return {"kind": "run-status", "run": run_id, **summary, "next": _after_status(run_id, summary)}
+
+
+def _after_status(run_id: str, summary: dict[str, Any]) -> list[dict[str, str]]:
+    """What follows a run's state: watch it, read why it failed, evaluate and export it."""
+    from kura.nextsteps import NextStep, next_list
+
+    state = summary.get("state") or {}
+    status = state.get("status")
+    if status in ("queued", "caching", "training"):
+        return next_list(NextStep(f"kura run watch {run_id}", "follow it until it ends"))
+    if status == "succeeded":
+        return next_list(
+            NextStep(f'kura run evaluate {run_id} --rating N --notes "…"', "record the verdict"),
+            NextStep(f"kura export {run_id}", "write the LoRA for ComfyUI"),
+        )
+    if status == "failed":
+        diagnosis = state.get("diagnosis") or {}
+        oom = diagnosis.get("code") == "cuda_oom"
+        return next_list(
+            NextStep(f"kura run relaunch {run_id}", "apply the approved contingency")
+            if oom
+            else None,
+            NextStep(f"kura run logs {run_id}", diagnosis.get("message") or "read why it failed"),
+        )
+    return []
 
 
 def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int) -> dict[str, Any]:

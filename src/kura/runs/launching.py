@@ -147,7 +147,17 @@ def _start(
     )
     from dataclasses import asdict
 
-    return {"kind": "run-launch", "run": run_id, "detached": detach, "state": asdict(state)}
+    from kura.nextsteps import NextStep, next_list
+
+    follow = NextStep(f"kura run watch {run_id}", "follow progress, loss and time left")
+    result = NextStep(f"kura run status {run_id}", "the outcome and what to do next")
+    return {
+        "kind": "run-launch",
+        "run": run_id,
+        "detached": detach,
+        "state": asdict(state),
+        "next": next_list(follow if detach else result),
+    }
 
 
 def _check_image(context: RunContext, image: str) -> None:

@@ -48,6 +48,12 @@ class RunCreated:
             "task_evidence": self.task_evidence,
             "provenance": self.provenance,
             "decisions": self.decisions,
+            "next": [
+                {
+                    "command": f"kura run plan {self.run_id} --gpu GPU",
+                    "why": "compile, size every step and write plan.md for review",
+                }
+            ],
         }
 
 

@@ -22,6 +22,7 @@ class ProblemEntry(MachineFile):
     code: str
     message: str
     fix: str
+    blocking: bool = Field(False, description="Breaks or silently damages training.")
 
 
 class LikenessEntry(MachineFile):

@@ -134,5 +134,10 @@ def new_sweep(
         "split": record.split.model_dump(mode="json"),
         "storage": record.storage,
         "trials": trials,
-        "next": f"kura sweep plan {sweep_id}",
+        "next": [
+            {
+                "command": f"kura sweep plan {sweep_id} --gpu GPU",
+                "why": "size the space, the trials and the budget for one approval",
+            }
+        ],
     }
