@@ -48,6 +48,9 @@ def test_a_tight_gpu_gets_aids_each_with_its_reason(ws: Workspace) -> None:
     for key in aids:
         assert spec.backend.reasons[key].startswith("fit ladder: "), key
     assert report["estimate"]["fits"] is True
+    text = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert len(report["fit"]["alternatives"]) > 1
+    assert "## Configurations that fit" in text and "Chosen by the rule" in text
 
 
 def test_an_aid_a_person_set_is_kept(ws: Workspace) -> None:

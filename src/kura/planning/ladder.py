@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 
 from kura.backends.base import AidChoice, Evaluation, FitProblem, MemoryAid
 
-__all__ = ["ASK_FIRST_SLOWDOWN", "TIE_TOLERANCE", "LadderResult", "Rung", "walk"]
+__all__ = [
+    "ASK_FIRST_SLOWDOWN",
+    "CHOICE_RULE",
+    "TIE_TOLERANCE",
+    "Alternative",
+    "LadderResult",
+    "Rung",
+    "walk",
+]
 
 ASK_FIRST_SLOWDOWN = 2.0
 """A memory aid that makes a step this much slower needs the user's yes."""
@@ -58,6 +66,41 @@ class Rung:
         }
 
 
+CHOICE_RULE = (
+    "the fastest combination of memory aids that fits; within 3 % of the fastest, "
+    "meaning-preserving aids (fp8 weights) first, then fewer aids, then less host RAM"
+)
+"""How the walker chooses, as the plan states it."""
+
+MAX_ALTERNATIVES = 8
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One combination that fits, as the plan lists it beside the chosen one."""
+
+    aids: Mapping[str, object]
+    peak_gib: float | None
+    upper_gib: float | None
+    host_ram_gib: float
+    step_seconds: float | None
+    chosen: bool
+    first_sufficient: bool
+    """The first combination that fits when aids are added one rung at a time in ladder
+    order (the rule a person applies by hand); shown when it differs from the chosen."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "aids": dict(self.aids),
+            "peak_gib": None if self.peak_gib is None else round(self.peak_gib, 2),
+            "upper_gib": None if self.upper_gib is None else round(self.upper_gib, 2),
+            "host_ram_gib": round(self.host_ram_gib, 1),
+            "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 3),
+            "chosen": self.chosen,
+            "first_sufficient": self.first_sufficient,
+        }
+
+
 @dataclass(frozen=True)
 class LadderResult:
     """The walker's answer: the choice, its evaluation and the rungs that led there.
@@ -70,6 +113,8 @@ class LadderResult:
     evaluation: Evaluation | None
     rungs: tuple[Rung, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    alternatives: tuple[Alternative, ...] = ()
+    """Every fitting combination found (fastest first, at most ``MAX_ALTERNATIVES``)."""
 
     @property
     def ask_first(self) -> bool:
@@ -273,4 +318,66 @@ def walk(problem: FitProblem, *, host_ram_gib: float | None = None) -> LadderRes
     if not found:
         return LadderResult(False, base, None)
     chosen = _without_needless(problem, _choose(problem, found, evaluate), evaluate)
-    return LadderResult(True, chosen, evaluate(chosen), _rungs(problem, base, chosen, evaluate))
+    rungs = _rungs(problem, base, chosen, evaluate)
+    first = _first_sufficient(problem, base, evaluate)
+    alternatives = _alternatives(problem, [*found, chosen], chosen, first, evaluate)
+    return LadderResult(True, chosen, evaluate(chosen), rungs, alternatives=alternatives)
+
+
+def _on(problem: FitProblem, choice: AidChoice) -> dict[str, object]:
+    return {a.name: choice[a.name] for a in problem.aids if _is_on(a, choice)}
+
+
+def _first_sufficient(
+    problem: FitProblem, base: AidChoice, evaluate: _Evaluator
+) -> AidChoice | None:
+    """Aids added one rung at a time, each at its strongest plain level (a counted aid at
+    the fewest units that fit), until the run fits: the by-hand rule of the skill."""
+    current: dict[str, object] = dict(base)
+    for aid in sorted((a for a in problem.aids if a.modifier_of is None), key=lambda a: a.rung):
+        if aid.counted:
+            found = _fewest_units(current, aid, evaluate)
+            if found is not None and _requirements_met(problem.aids, found):
+                return found
+            current[aid.name] = aid.limit
+        else:
+            current[aid.name] = aid.levels[-1]
+        if not _requirements_met(problem.aids, current):
+            continue
+        if evaluate.fits(current):
+            return dict(current)
+    return None
+
+
+def _alternatives(
+    problem: FitProblem,
+    found: list[AidChoice],
+    chosen: AidChoice,
+    first: AidChoice | None,
+    evaluate: _Evaluator,
+) -> tuple[Alternative, ...]:
+    unique: dict[tuple[tuple[str, object], ...], AidChoice] = {}
+    for choice in [*found, *([first] if first is not None else [])]:
+        unique.setdefault(tuple(sorted(_on(problem, choice).items())), choice)
+    rows = []
+    for key, choice in unique.items():
+        result = evaluate(choice)
+        if result is None or not evaluate.fits(choice):
+            continue
+        worst = result.worst
+        rows.append(
+            Alternative(
+                aids=dict(key),
+                peak_gib=worst.peak_gib,
+                upper_gib=worst.upper_gib,
+                host_ram_gib=result.host_ram_gib,
+                step_seconds=result.step_seconds,
+                chosen=key == tuple(sorted(_on(problem, chosen).items())),
+                first_sufficient=first is not None
+                and key == tuple(sorted(_on(problem, first).items())),
+            )
+        )
+    rows.sort(key=lambda r: (not r.chosen, r.step_seconds or math.inf))
+    keep = rows[:MAX_ALTERNATIVES]
+    keep += [r for r in rows[MAX_ALTERNATIVES:] if r.first_sufficient]
+    return tuple(keep)

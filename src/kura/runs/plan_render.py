@@ -179,6 +179,49 @@ def _fit(
     return [*out, ""]
 
 
+def _alternatives(
+    fit: dict[str, Any], written: dict[str, Any], usd_per_hour: float | None
+) -> list[str]:
+    """Every fitting combination the ladder found, with its cost, and the rule it chose by
+    (and the by-hand rule's pick, when it differs)."""
+    rows = fit.get("alternatives") or []
+    if len(rows) < 2:
+        return []
+    steps = (written.get("config") or {}).get("total_steps")
+
+    def hours(seconds: float | None) -> float | None:
+        return None if seconds is None or not steps else seconds * steps / 3600
+
+    table = []
+    for row in rows:
+        total = hours(row["step_seconds"])
+        cost = f"${total * usd_per_hour:.2f}" if total is not None and usd_per_hour else "—"
+        mark = (
+            "chosen" if row["chosen"] else ("first sufficient" if row["first_sufficient"] else "")
+        )
+        table.append(
+            (
+                ", ".join(f"{k}={v}" for k, v in row["aids"].items()) or "none",
+                _gib(row["peak_gib"]),
+                f"{row['host_ram_gib']:.0f} GiB",
+                f"{row['step_seconds']:.2f} s" if row["step_seconds"] is not None else "—",
+                f"{total:.1f} h" if total is not None else "—",
+                cost,
+                mark,
+            )
+        )
+    out = ["## Configurations that fit", ""]
+    out += _table(("aids", "peak", "host RAM", "s/step", "total", "cost", ""), table)
+    out += ["", f"Chosen by the rule: {fit.get('rule', 'the fastest that fits')}."]
+    first = next((r for r in rows if r["first_sufficient"]), None)
+    if first is not None and not first["chosen"]:
+        out.append(
+            "Adding aids one rung at a time and stopping at the first that fits would pick "
+            "the row marked *first sufficient*; the chosen row is faster."
+        )
+    return [*out, ""]
+
+
 def _trainer_report(written: dict[str, Any]) -> list[str]:
     """Sections the backend's own estimate document adds (its trainer's data plan, the
     estimator's calibration …), rendered as given: ``trainer_report`` = [{title, lines}]."""
@@ -259,6 +302,11 @@ def render(
     lines += _recipe(spec)
     lines += _accommodations(spec)
     lines += _fit(fit, written, applied, kept)
+    lines += _alternatives(
+        fit,
+        written,
+        gpu.get("usd_per_hour") * spec.execution.gpus if gpu.get("usd_per_hour") else None,
+    )
     lines += _trainer_report(written)
     lines += _time(spec, written, gpu)
     lines += _evidence(evidence)

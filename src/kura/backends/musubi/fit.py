@@ -38,7 +38,14 @@ from kura.backends.musubi.estimator.steps import (
 )
 from kura.errors import Unsupported
 from kura.planning.gpus import GPU_CLASSES, GpuClass
-from kura.planning.ladder import ASK_FIRST_SLOWDOWN, LadderResult, Rung, walk
+from kura.planning.ladder import (
+    ASK_FIRST_SLOWDOWN,
+    CHOICE_RULE,
+    Alternative,
+    LadderResult,
+    Rung,
+    walk,
+)
 
 __all__ = [
     "ASK_FIRST_SLOWDOWN",
@@ -118,6 +125,7 @@ class FitPlan:
     smallest_gpu: dict[str, Any] | None = None
     cheapest_priced_gpu: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    alternatives: tuple[Alternative, ...] = ()
     step_settings: dict[str, object] = field(default_factory=dict)
     costs: tuple[StepCost, ...] = ()
 
@@ -144,6 +152,8 @@ class FitPlan:
             "smallest_gpu": self.smallest_gpu,
             "cheapest_priced_gpu": self.cheapest_priced_gpu,
             "notes": list(self.notes),
+            "rule": CHOICE_RULE,
+            "alternatives": [a.to_dict() for a in self.alternatives],
         }
 
 
@@ -706,6 +716,7 @@ def fastest_fitting(
                 problem.setup.step_settings(result.choice) if problem.setup is not None else {}
             ),
             costs=result.evaluation.costs,
+            alternatives=result.alternatives,
         )
     strongest = {aid.name: aid.levels[-1] for aid in problem.aids if not aid.counted}
     unsized = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is None]

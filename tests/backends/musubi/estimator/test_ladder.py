@@ -136,3 +136,20 @@ def test_slow_link_marks_ask_first() -> None:
     flagged = [rung for rung in plan.rungs if rung.ask_first]
     assert flagged
     assert any(rung.slowdown >= ASK_FIRST_SLOWDOWN for rung in flagged) or plan.ask_first
+
+
+def test_the_plan_lists_every_fitting_configuration_and_its_rule() -> None:
+    """Issue 12 item 8: the trade-off is shown, not only the pick; the by-hand rule (add
+    aids in ladder order, stop at the first that fits) is marked where it differs."""
+    gpu = get_gpu_class("rtx-4090")
+    plan = fastest_fitting(EstimateConfig.at_resolution("flux2-klein-4b", 1024, 1024), gpu)
+    rows = plan.to_dict()["alternatives"]
+    assert "fastest combination" in plan.to_dict()["rule"]
+    assert [r["aids"] for r in rows if r["chosen"]] == [{"gradient-checkpointing": True}]
+    first = [r for r in rows if r["first_sufficient"]]
+    assert first == [
+        r for r in rows if r["aids"] == {"fp8": "scaled", "gradient-checkpointing": True}
+    ]
+    assert all(r["upper_gib"] <= gpu.usable_gib for r in rows)
+    chosen = next(r for r in rows if r["chosen"])
+    assert all(chosen["step_seconds"] <= r["step_seconds"] for r in rows)
