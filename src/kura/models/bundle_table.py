@@ -10,7 +10,9 @@ Kura never invents digests. ``format`` is ``safetensors`` (checked by header), `
 (a ``.pt``/``.pth`` file Musubi needs; Kura checks only size and digest) or ``hf-repo`` (a
 whole repository snapshot the trainer loads by id). ``confidence`` is ``doc`` when the
 Musubi docs name the file, ``public-use`` when the docs name the repo and folder and the
-file name is the one public download scripts use.
+file name is the one public download scripts use. ``native_resolution`` (optional, backend-
+neutral) is the size(s) ``[width, height]`` the model was trained at, with its source:
+``kura run new`` drafts a dataset's resolution from it when the dataset's own differs.
 
 Sources: ``musubi §n`` is /work/shared/research/musubi.md (Musubi Tuner 0.3.4 docs/code);
 ``peers`` is peers.md.
@@ -724,6 +726,14 @@ BUNDLES: list[dict[str, Any]] = [
         "title": "Kandinsky 5 Video Pro T2V 5s (SFT)",
         "architecture": "kandinsky5",
         "trainer": {"task": "k5-pro-t2v-5s-sd"},
+        "native_resolution": {
+            "sizes": [[512, 512]],
+            "source": (
+                "Musubi 0.3.4 kandinsky5/configs.py: TASK_CONFIGS['k5-pro-t2v-5s-sd'] "
+                "resolution=512, scale_factor=[1.0, 2.0, 2.0] (the RoPE scale of the 512-px "
+                "'-sd' task)"
+            ),
+        },
         "roles": {
             "dit": {
                 "role": "dit",

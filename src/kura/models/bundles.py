@@ -98,6 +98,9 @@ class Bundle:
     note: str = ""
     estimator_model: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    native_resolutions: tuple[tuple[int, int], ...] = ()
+    """The size(s) ``(width, height)`` the model was trained at; empty when not recorded."""
+    native_resolution_source: str = ""
 
     def file(self, slot: str) -> FileSpec:
         for spec in self.files:
@@ -121,6 +124,8 @@ class Bundle:
             "trainer": dict(self.trainer),
             "estimator_model": self.estimator_model,
             "note": self.note,
+            "native_resolutions": [list(size) for size in self.native_resolutions],
+            "native_resolution_source": self.native_resolution_source,
             "roles": {spec.slot: spec.to_dict() for spec in self.files},
         }
 
@@ -172,9 +177,26 @@ def _load() -> tuple[Bundle, ...]:
                 supported=raw.get("supported", True),
                 note=raw.get("note", ""),
                 estimator_model=ESTIMATOR_MODELS.get(bundle_id),
+                **_native_resolution(bundle_id, raw.get("native_resolution")),
             )
         )
     return tuple(bundles)
+
+
+def _native_resolution(bundle_id: str, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    sizes = raw.get("sizes") or []
+    if not raw.get("source"):
+        raise ValueError(f"bundle {bundle_id}: native_resolution needs a source")
+    if not sizes or any(
+        len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size) for size in sizes
+    ):
+        raise ValueError(f"bundle {bundle_id}: native_resolution sizes are [width, height] pairs")
+    return {
+        "native_resolutions": tuple((int(w), int(h)) for w, h in sizes),
+        "native_resolution_source": str(raw["source"]),
+    }
 
 
 def _file_spec(
@@ -269,6 +291,12 @@ def render_markdown() -> str:
             lines.append("**Not supported by the trainer.**")
         if bundle.note:
             lines.append(f"Note: {bundle.note}.")
+        if bundle.native_resolutions:
+            sizes = ", ".join(f"{w}×{h}" for w, h in bundle.native_resolutions)
+            lines.append(
+                f"Native resolution: {sizes} ({bundle.native_resolution_source}); "
+                "`kura run new` drafts datasets at it."
+            )
         lines += [
             "",
             "| role | file | format | components | size | sha256 | licence / gated | source |",
