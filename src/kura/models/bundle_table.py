@@ -13,6 +13,8 @@ Musubi docs name the file, ``public-use`` when the docs name the repo and folder
 file name is the one public download scripts use. ``native_resolution`` (optional, backend-
 neutral) is the size(s) ``[width, height]`` the model was trained at, with its source:
 ``kura run new`` drafts a dataset's resolution from it when the dataset's own differs.
+A role's ``dtype`` (optional: ``bf16``/``fp16``/``fp8``) is the weight dtype the recommended
+file ships in (the Wan 2.2 repackaged DiTs are fp16), so a backend can draft to match it.
 
 Sources: ``musubi §n`` is /work/shared/research/musubi.md (Musubi Tuner 0.3.4 docs/code);
 ``peers`` is peers.md.
@@ -164,6 +166,7 @@ def _wan(
     repo: str,
     high: str | None = None,
     clip: bool = False,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     roles: dict[str, Any] = {
         "dit": {
@@ -172,6 +175,7 @@ def _wan(
             "filename": f"split_files/diffusion_models/{dit}",
             "components": [component],
             "confidence": "public-use",
+            "dtype": dtype,
             "sources": _WAN_DIT_SOURCES,
         },
     }
@@ -182,6 +186,7 @@ def _wan(
             "filename": f"split_files/diffusion_models/{high}",
             "components": [component],
             "confidence": "public-use",
+            "dtype": dtype,
             "sources": _WAN_DIT_SOURCES,
         }
     roles["vae"] = _WAN_VAE
@@ -421,6 +426,7 @@ BUNDLES: list[dict[str, Any]] = [
         "wan-t2v-14b-dit",
         repo=_WAN22_REPO,
         high="wan2.2_t2v_high_noise_14B_fp16.safetensors",
+        dtype="fp16",
     ),
     _wan(
         "wan2.2-i2v-a14b",
@@ -430,6 +436,7 @@ BUNDLES: list[dict[str, Any]] = [
         "wan22-i2v-a14b-dit",
         repo=_WAN22_REPO,
         high="wan2.2_i2v_high_noise_14B_fp16.safetensors",
+        dtype="fp16",
     ),
     {
         "id": "wan2.2-ti2v-5b",

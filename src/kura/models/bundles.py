@@ -59,6 +59,8 @@ class FileSpec:
     note: str = ""
     alternatives: tuple[Alternative, ...] = ()
     sources: tuple[str, ...] = ()
+    dtype: str | None = None
+    """The weight dtype the recommended file ships in (bf16/fp16/fp8), when recorded."""
 
     @property
     def basename(self) -> str | None:
@@ -78,6 +80,7 @@ class FileSpec:
             "license": self.license,
             "gated": self.gated,
             "confidence": self.confidence,
+            "dtype": self.dtype,
             "note": self.note,
             "alternatives": [
                 {"repo": a.repo, "filename": a.filename, "note": a.note} for a in self.alternatives
@@ -220,6 +223,8 @@ def _file_spec(
         raise ValueError(f"{where}: every file needs a source")
     if fmt != "hf-repo" and not raw.get("filename"):
         raise ValueError(f"{where}: a {fmt} file needs a filename")
+    if raw.get("dtype") not in (None, "bf16", "fp16", "fp8"):
+        raise ValueError(f"{where}: dtype must be bf16, fp16 or fp8, got {raw.get('dtype')}")
     return FileSpec(
         slot=slot,
         role=raw["role"],
@@ -239,6 +244,7 @@ def _file_spec(
             for a in raw.get("alternatives", ())
         ),
         sources=tuple(raw["sources"]),
+        dtype=raw.get("dtype"),
     )
 
 
