@@ -101,3 +101,16 @@ def test_bundle_slots_are_the_roles_the_musubi_adapter_takes() -> None:
     for bundle in list_bundles():
         if bundle.backend == "musubi-tuner":
             assert set(bundle.slots) <= set(KNOWN_ROLES), bundle.id
+
+
+def test_native_resolution_is_data_with_its_source() -> None:
+    from kura.models.bundles import _native_resolution
+
+    k5 = get_bundle("kandinsky5-pro-t2v-5s")
+    assert k5.native_resolutions == ((512, 512),)
+    assert "configs.py" in k5.native_resolution_source
+    assert k5.to_dict()["native_resolutions"] == [[512, 512]]
+    with pytest.raises(ValueError, match="needs a source"):
+        _native_resolution("x", {"sizes": [[512, 512]]})
+    with pytest.raises(ValueError, match="width, height"):
+        _native_resolution("x", {"sizes": [[512]], "source": "s"})

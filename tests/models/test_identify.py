@@ -284,3 +284,23 @@ def test_hidream_o1_bare_spelling(tmp_path: Path) -> None:
     }
     report = identify(write_sparse_safetensors(tmp_path / "o1.safetensors", tensors))
     assert report.component == "hidream-o1-dit"
+
+
+@pytest.mark.parametrize(
+    ("component_id", "original"),
+    [
+        ("wan-umt5-xxl", "models_t5_umt5-xxl-enc-bf16.pth"),
+        ("wan-clip-xlm-roberta-vit-h", "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"),
+        ("wan21-vae", "Wan2.1_VAE.pth"),
+    ],
+)
+def test_safetensors_conversions_of_musubis_pth_files_are_identified(
+    tmp_path: Path, component_id: str, original: str
+) -> None:
+    # Musubi's Wan loaders (wan/modules/t5.py, clip.py, vae.py) take a .safetensors file
+    # with the original .pth's keys: each such conversion is known by header, for Wan.
+    path = tmp_path / original.replace(".pth", ".safetensors")
+    write_sparse_safetensors(path, component_layout(component_id))
+    report = identify(path)
+    assert report.component == component_id
+    assert "wan" in report.architectures

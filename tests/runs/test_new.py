@@ -75,3 +75,20 @@ def test_owner_preference_outranks_the_card(ws: Workspace) -> None:
     spec, _ = load_run(ws, created.run_id)
     assert spec.training.learning_rate == 3e-5
     assert spec.provenance["training.learning_rate"] == "your preference"
+
+
+def test_a_bundle_native_resolution_drafts_the_dataset_at_it_with_a_reason(ws: Workspace) -> None:
+    # Kandinsky 5's -sd task is trained at 512 px (its RoPE scale is set for 512): a 1024²
+    # dataset is drafted at 512², and the choice is visible with its reason.
+    created = create_run(ws, datasets=["myaku"], base="kandinsky5-pro-t2v-5s", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.datasets[0].resolution == [512, 512]
+    reason = spec.provenance["datasets.0.resolution"]
+    assert "512×512" in reason and "1024×1024" in reason and "configs.py" in reason
+
+
+def test_a_dataset_at_the_native_resolution_keeps_its_own(ws: Workspace) -> None:
+    created = create_run(ws, datasets=["myaku"], base="qwen-image", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.datasets[0].resolution == [1024, 1024]
+    assert "datasets.0.resolution" not in spec.provenance

@@ -10,7 +10,11 @@ Kura never invents digests. ``format`` is ``safetensors`` (checked by header), `
 (a ``.pt``/``.pth`` file Musubi needs; Kura checks only size and digest) or ``hf-repo`` (a
 whole repository snapshot the trainer loads by id). ``confidence`` is ``doc`` when the
 Musubi docs name the file, ``public-use`` when the docs name the repo and folder and the
-file name is the one public download scripts use.
+file name is the one public download scripts use. ``native_resolution`` (optional, backend-
+neutral) is the size(s) ``[width, height]`` the model was trained at, with its source:
+``kura run new`` drafts a dataset's resolution from it when the dataset's own differs.
+A role's ``dtype`` (optional: ``bf16``/``fp16``/``fp8``) is the weight dtype the recommended
+file ships in (the Wan 2.2 repackaged DiTs are fp16), so a backend can draft to match it.
 
 Sources: ``musubi §n`` is /work/shared/research/musubi.md (Musubi Tuner 0.3.4 docs/code);
 ``peers`` is peers.md.
@@ -162,6 +166,7 @@ def _wan(
     repo: str,
     high: str | None = None,
     clip: bool = False,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     roles: dict[str, Any] = {
         "dit": {
@@ -170,6 +175,7 @@ def _wan(
             "filename": f"split_files/diffusion_models/{dit}",
             "components": [component],
             "confidence": "public-use",
+            "dtype": dtype,
             "sources": _WAN_DIT_SOURCES,
         },
     }
@@ -180,6 +186,7 @@ def _wan(
             "filename": f"split_files/diffusion_models/{high}",
             "components": [component],
             "confidence": "public-use",
+            "dtype": dtype,
             "sources": _WAN_DIT_SOURCES,
         }
     roles["vae"] = _WAN_VAE
@@ -419,6 +426,7 @@ BUNDLES: list[dict[str, Any]] = [
         "wan-t2v-14b-dit",
         repo=_WAN22_REPO,
         high="wan2.2_t2v_high_noise_14B_fp16.safetensors",
+        dtype="fp16",
     ),
     _wan(
         "wan2.2-i2v-a14b",
@@ -428,6 +436,7 @@ BUNDLES: list[dict[str, Any]] = [
         "wan22-i2v-a14b-dit",
         repo=_WAN22_REPO,
         high="wan2.2_i2v_high_noise_14B_fp16.safetensors",
+        dtype="fp16",
     ),
     {
         "id": "wan2.2-ti2v-5b",
@@ -724,6 +733,14 @@ BUNDLES: list[dict[str, Any]] = [
         "title": "Kandinsky 5 Video Pro T2V 5s (SFT)",
         "architecture": "kandinsky5",
         "trainer": {"task": "k5-pro-t2v-5s-sd"},
+        "native_resolution": {
+            "sizes": [[512, 512]],
+            "source": (
+                "Musubi 0.3.4 kandinsky5/configs.py: TASK_CONFIGS['k5-pro-t2v-5s-sd'] "
+                "resolution=512, scale_factor=[1.0, 2.0, 2.0] (the RoPE scale of the 512-px "
+                "'-sd' task)"
+            ),
+        },
         "roles": {
             "dit": {
                 "role": "dit",

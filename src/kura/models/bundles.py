@@ -59,6 +59,8 @@ class FileSpec:
     note: str = ""
     alternatives: tuple[Alternative, ...] = ()
     sources: tuple[str, ...] = ()
+    dtype: str | None = None
+    """The weight dtype the recommended file ships in (bf16/fp16/fp8), when recorded."""
 
     @property
     def basename(self) -> str | None:
@@ -78,6 +80,7 @@ class FileSpec:
             "license": self.license,
             "gated": self.gated,
             "confidence": self.confidence,
+            "dtype": self.dtype,
             "note": self.note,
             "alternatives": [
                 {"repo": a.repo, "filename": a.filename, "note": a.note} for a in self.alternatives
@@ -98,6 +101,9 @@ class Bundle:
     note: str = ""
     estimator_model: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    native_resolutions: tuple[tuple[int, int], ...] = ()
+    """The size(s) ``(width, height)`` the model was trained at; empty when not recorded."""
+    native_resolution_source: str = ""
 
     def file(self, slot: str) -> FileSpec:
         for spec in self.files:
@@ -121,6 +127,8 @@ class Bundle:
             "trainer": dict(self.trainer),
             "estimator_model": self.estimator_model,
             "note": self.note,
+            "native_resolutions": [list(size) for size in self.native_resolutions],
+            "native_resolution_source": self.native_resolution_source,
             "roles": {spec.slot: spec.to_dict() for spec in self.files},
         }
 
@@ -172,9 +180,26 @@ def _load() -> tuple[Bundle, ...]:
                 supported=raw.get("supported", True),
                 note=raw.get("note", ""),
                 estimator_model=ESTIMATOR_MODELS.get(bundle_id),
+                **_native_resolution(bundle_id, raw.get("native_resolution")),
             )
         )
     return tuple(bundles)
+
+
+def _native_resolution(bundle_id: str, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    sizes = raw.get("sizes") or []
+    if not raw.get("source"):
+        raise ValueError(f"bundle {bundle_id}: native_resolution needs a source")
+    if not sizes or any(
+        len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size) for size in sizes
+    ):
+        raise ValueError(f"bundle {bundle_id}: native_resolution sizes are [width, height] pairs")
+    return {
+        "native_resolutions": tuple((int(w), int(h)) for w, h in sizes),
+        "native_resolution_source": str(raw["source"]),
+    }
 
 
 def _file_spec(
@@ -198,6 +223,8 @@ def _file_spec(
         raise ValueError(f"{where}: every file needs a source")
     if fmt != "hf-repo" and not raw.get("filename"):
         raise ValueError(f"{where}: a {fmt} file needs a filename")
+    if raw.get("dtype") not in (None, "bf16", "fp16", "fp8"):
+        raise ValueError(f"{where}: dtype must be bf16, fp16 or fp8, got {raw.get('dtype')}")
     return FileSpec(
         slot=slot,
         role=raw["role"],
@@ -217,6 +244,7 @@ def _file_spec(
             for a in raw.get("alternatives", ())
         ),
         sources=tuple(raw["sources"]),
+        dtype=raw.get("dtype"),
     )
 
 
@@ -269,6 +297,12 @@ def render_markdown() -> str:
             lines.append("**Not supported by the trainer.**")
         if bundle.note:
             lines.append(f"Note: {bundle.note}.")
+        if bundle.native_resolutions:
+            sizes = ", ".join(f"{w}×{h}" for w, h in bundle.native_resolutions)
+            lines.append(
+                f"Native resolution: {sizes} ({bundle.native_resolution_source}); "
+                "`kura run new` drafts datasets at it."
+            )
         lines += [
             "",
             "| role | file | format | components | size | sha256 | licence / gated | source |",

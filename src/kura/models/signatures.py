@@ -844,6 +844,25 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     # ---- Text encoders (§5.1-5.3)
     _c(
+        id="wan-umt5-xxl",
+        role="text_encoder",
+        title="umT5-XXL encoder in Wan's own layout (models_t5_umt5-xxl-enc-bf16.pth, or a "
+        "safetensors conversion with the same keys)",
+        match=Match(
+            has={
+                "token_embedding.weight": (256384, 4096),
+                "blocks.0.pos_embedding.embedding.weight": (32, 64),
+                "blocks.23.ffn.gate.0.weight": (10240, 4096),
+                "blocks.23.attn.q.weight": (4096, 4096),
+            }
+        ),
+        architectures=("wan",),
+        facts={"hidden_width": 4096},
+        note="the file Musubi's Wan T5 loader takes (strict load; .pth or .safetensors)",
+        source="Musubi 0.3.4 wan/modules/t5.py (umt5_xxl: T5Encoder, shared_pos=False; "
+        "T5EncoderModel loads .safetensors or .pth, strips 'encoder.', strict=True)",
+    ),
+    _c(
         id="umt5-xxl",
         role="text_encoder",
         title="umT5-XXL in Hugging Face layout (ComfyUI umt5_xxl file)",
@@ -1056,6 +1075,27 @@ COMPONENTS: tuple[Component, ...] = (
         architectures=("framepack", "hunyuan_video_1_5"),
         facts={"hidden_width": 1152},
         source="model-signatures §5.4",
+    ),
+    _c(
+        id="wan-clip-xlm-roberta-vit-h",
+        role="image_encoder",
+        title="open-clip XLM-RoBERTa-large ViT-H/14 in Wan's layout "
+        "(models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth, or a safetensors "
+        "conversion with the same keys)",
+        match=Match(
+            has={
+                "visual.patch_embedding.weight": (1280, 3, 14, 14),
+                "visual.transformer.31.attn.to_qkv.weight": (3840, 1280),
+                "textual.token_embedding.weight": (250002, 1024),
+                "log_scale": None,
+            }
+        ),
+        architectures=("wan",),
+        facts={"hidden_width": 1280},
+        note="the file Musubi's Wan 2.1 I2V CLIP loader takes (strict load, vision and text "
+        "towers; .pth or .safetensors)",
+        source="Musubi 0.3.4 wan/modules/clip.py (clip_xlm_roberta_vit_h_14: XLMRobertaCLIP "
+        "visual + textual; CLIPModel loads .safetensors or .pth, strict=True)",
     ),
     _c(
         id="clip-vit-h-vision",

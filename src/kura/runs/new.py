@@ -101,12 +101,27 @@ def _task(workspace: Workspace, datasets: list[str], task: str | None) -> tuple[
     return None, "no dataset records a task; the card's `all` section applies (set --task)"
 
 
-def _dataset_entry(workspace: Workspace, name: str) -> dict[str, Any]:
+def _dataset_entry(workspace: Workspace, name: str, bundle: Any) -> tuple[dict[str, Any], str]:
+    """The dataset's run entry and the provenance of its resolution ("" when it is the
+    dataset's own): a bundle with a native resolution the dataset's differs from is drafted
+    at the native one (nearest in aspect), saying so and why."""
     from kura.dataset.registry import load_dataset
 
     spec, _ = load_dataset(workspace, name)
-    resolution = spec.facts.resolution if spec.facts else [1024, 1024]
-    return {"name": name, "resolution": list(resolution), "repeats": 1}
+    resolution = list(spec.facts.resolution if spec.facts else [1024, 1024])
+    entry = {"name": name, "resolution": resolution, "repeats": 1}
+    native = bundle.native_resolutions
+    if not native or tuple(resolution) in native:
+        return entry, ""
+    width, height = resolution
+    chosen = min(native, key=lambda size: abs(size[0] / size[1] - width / height))
+    entry["resolution"] = list(chosen)
+    reason = (
+        f"bundle {bundle.id} is trained at {chosen[0]}×{chosen[1]} "
+        f"({bundle.native_resolution_source}); dataset {name} records {width}×{height}: "
+        "drafted at the native size (set it back to train off-native)"
+    )
+    return entry, reason
 
 
 def create_run(
@@ -144,11 +159,12 @@ def create_run(
         defaults=defaults,
     )
     drafted = trainer.draft_config(bundle, explicit)
+    entries = [_dataset_entry(workspace, name, bundle) for name in datasets]
     document: dict[str, Any] = {
         "id": "",
         "task": chosen_task,
         "model": {"base": bundle.id},
-        "datasets": [_dataset_entry(workspace, name) for name in datasets],
+        "datasets": [entry for entry, _ in entries],
         "training": _nest(decisions),
         "backend": {
             "name": trainer.name,
@@ -161,6 +177,9 @@ def create_run(
         },
     }
     document["provenance"]["task"] = task_evidence
+    for index, (_, reason) in enumerate(entries):
+        if reason:
+            document["provenance"][f"datasets.{index}.resolution"] = reason
     document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
     for key, value in explicit.items():
         if key not in defaults:

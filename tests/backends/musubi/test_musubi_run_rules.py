@@ -253,3 +253,92 @@ def test_qwen_image_edit_controls_default_to_1024(version: str) -> None:
         datasets=[image_dataset("pairs", control=True, control_count=1)],
     )
     assert "control_resolution" not in toml_of(unresized)["datasets"][0]
+
+
+# -- item 16: Wan 2.2 precision and single-expert training -------------------------------
+def _flag(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_wan22_bundles_draft_fp16_mixed_precision_with_its_source() -> None:
+    # wan_train_network.py: "DiT weights are in fp16, mixed precision must be fp16 or no".
+    from kura.backends.registry import get_backend
+    from kura.models.bundles import get_bundle
+
+    musubi = get_backend("musubi-tuner")
+    for bundle_id in ("wan2.2-t2v-a14b", "wan2.2-i2v-a14b"):
+        drafted = musubi.draft_config(get_bundle(bundle_id), {})
+        assert drafted.config["mixed_precision"] == "fp16"
+        assert "fp16" in drafted.reasons["mixed_precision"]
+        assert "docs/wan.md" in drafted.reasons["mixed_precision"]
+    assert musubi.draft_config(get_bundle("wan2.1-t2v-14b"), {}).config["mixed_precision"] == (
+        "bf16"
+    )
+    kept = musubi.draft_config(
+        get_bundle("wan2.2-t2v-a14b"), {"backend.config.mixed_precision": "no"}
+    )
+    assert "mixed_precision" not in kept.config
+
+
+@pytest.mark.parametrize(
+    ("version", "expert", "low", "high"),
+    [
+        ("t2v-A14B", "low", "0", "875"),
+        ("t2v-A14B", "high", "875", "1000"),
+        ("i2v-A14B", "low", "0", "900"),
+        ("i2v-A14B", "high", "900", "1000"),
+    ],
+)
+def test_a_selected_wan22_expert_is_passed_alone_with_its_timestep_range(
+    version: str, expert: str, low: str, high: str
+) -> None:
+    # docs/wan.md: one expert trains as --dit, with the table's min/max timestep and
+    # --preserve_distribution_shape.
+    result = compiled(
+        "wan",
+        version,
+        config(dit_expert=expert),
+        spec_datasets=[{"name": "clips", "frames": [1]}],
+        datasets=[video_dataset()],
+        roles={"dit": "/m/low.safetensors", "dit_high_noise": "/m/high.safetensors",
+               "vae": "/m/vae.safetensors", "text_encoder": "/m/t5.pth"},
+    )
+    argv = list(result.steps[-1].argv)
+    assert _flag(argv, "--dit") == f"/m/{expert}.safetensors"
+    assert "--dit_high_noise" not in argv and "--timestep_boundary" not in argv
+    assert (_flag(argv, "--min_timestep"), _flag(argv, "--max_timestep")) == (low, high)
+    assert "--preserve_distribution_shape" in argv
+
+
+def test_only_the_high_noise_expert_given_trains_it_alone() -> None:
+    result = compiled(
+        "wan",
+        "t2v-A14B",
+        spec_datasets=[{"name": "clips", "frames": [1]}],
+        datasets=[video_dataset()],
+        roles={"dit_high_noise": "/m/high.safetensors", "vae": "/m/vae.safetensors",
+               "text_encoder": "/m/t5.pth"},
+    )
+    argv = list(result.steps[-1].argv)
+    assert _flag(argv, "--dit") == "/m/high.safetensors"
+    assert _flag(argv, "--min_timestep") == "875"
+
+
+def test_an_explicit_timestep_range_overrides_the_experts() -> None:
+    result = compiled(
+        "wan",
+        "t2v-A14B",
+        {**config(dit_expert="low"), "training": {"min_timestep": 100, "max_timestep": 800}},
+        spec_datasets=[{"name": "clips", "frames": [1]}],
+        datasets=[video_dataset()],
+        drop_roles=("image_encoder",),
+    )
+    argv = list(result.steps[-1].argv)
+    assert (_flag(argv, "--min_timestep"), _flag(argv, "--max_timestep")) == ("100", "800")
+
+
+def test_dit_expert_is_refused_on_a_single_dit_model_and_checked() -> None:
+    error = refused("wan", "t2v-14B", config(dit_expert="low"), drop_roles=("image_encoder",))
+    assert "dual-DiT" in error.message
+    error = refused("wan", "t2v-A14B", config(dit_expert="middle"), drop_roles=("image_encoder",))
+    assert "low, high" in error.message

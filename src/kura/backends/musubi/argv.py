@@ -40,6 +40,9 @@ class TrainPlan:
     sample_prompts_file: str | None
     output_dir: str
     logging_dir: str
+    min_timestep: int | None = None
+    max_timestep: int | None = None
+    preserve_distribution_shape: bool = False
 
 
 def guard_value(value: str, what: str) -> str:
@@ -253,11 +256,13 @@ def _timesteps(spec: RunSpec, plan: TrainPlan) -> list[str]:
     if plan.discrete_flow_shift is not None:
         argv += ["--discrete_flow_shift", _num(plan.discrete_flow_shift)]
     argv += ["--weighting_scheme", plan.weighting_scheme]
-    if training.min_timestep is not None:
-        argv += ["--min_timestep", str(training.min_timestep)]
-    if training.max_timestep is not None:
-        argv += ["--max_timestep", str(training.max_timestep)]
-    if training.preserve_distribution_shape:
+    low = training.min_timestep if training.min_timestep is not None else plan.min_timestep
+    high = training.max_timestep if training.max_timestep is not None else plan.max_timestep
+    if low is not None:
+        argv += ["--min_timestep", str(low)]
+    if high is not None:
+        argv += ["--max_timestep", str(high)]
+    if training.preserve_distribution_shape or plan.preserve_distribution_shape:
         argv.append("--preserve_distribution_shape")
     if plan.timestep_boundary is not None:
         argv += ["--timestep_boundary", str(plan.timestep_boundary)]

@@ -27,6 +27,7 @@ from kura.backends.base import (
 from kura.errors import CheckFailed, SpecError
 
 if TYPE_CHECKING:
+    from kura.backends.musubi.adapter_model import Adapter
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
@@ -83,6 +84,7 @@ class MusubiBackend:
                 continue
             config[name] = default.value
             reasons[name] = f"adapter default ({default.source})"
+        _match_weight_dtype(adapter, bundle, explicit, config, reasons)
         return DraftedConfig(config, reasons)
 
     def config_keys(self, architecture: str) -> frozenset[str]:
@@ -265,3 +267,30 @@ _PART = "part of the configuration the ladder chose"
 
 
 BACKEND = MusubiBackend()
+
+
+def _match_weight_dtype(
+    adapter: Adapter,
+    bundle: Bundle,
+    explicit: Mapping[str, object],
+    config: dict[str, object],
+    reasons: dict[str, str],
+) -> None:
+    """Wan / HunyuanVideo 1.5 train a DiT only under its own precision
+    (wan_train_network.py: "DiT weights are in fp16, mixed precision must be fp16 or no"):
+    a bundle whose DiT ships fp16 (Wan 2.2) is drafted at fp16, with that source."""
+    from kura.backends.musubi.adapters import MUSUBI_RELEASE
+
+    if adapter.weight_dtype_rule != "match_mixed_precision":
+        return
+    if "backend.config.mixed_precision" in explicit or "mixed_precision" not in config:
+        return
+    dtype = next((f.dtype for f in bundle.files if f.slot == "dit"), None)
+    if dtype not in ("bf16", "fp16") or config["mixed_precision"] == dtype:
+        return
+    config["mixed_precision"] = dtype
+    reasons["mixed_precision"] = (
+        f"bundle {bundle.id}: its DiT ships {dtype} weights, and Musubi {MUSUBI_RELEASE} trains "
+        f"{dtype} weights only under mixed precision {dtype} or no ({adapter.id} train script "
+        f"asserts it; {adapter.doc})"
+    )

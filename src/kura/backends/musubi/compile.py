@@ -40,6 +40,7 @@ from kura.backends.musubi.rules import (
     check_weight_dtype,
     resolve_network_module,
     resolve_timesteps,
+    select_expert,
     select_variant,
 )
 from kura.errors import SpecError, Unsupported
@@ -85,6 +86,13 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
     warnings += check_block_swap(adapter, variant, cfg)
     warnings += check_attention(adapter, cfg)
     warnings += check_attention_library(spec, inputs, cfg)
+    inputs, expert = select_expert(adapter, variant, inputs, cfg)
+    if expert is not None:
+        warnings.append(
+            f"Wan 2.2 single-expert training ({expert.expert}-noise DiT only): timesteps "
+            f"{expert.min_timestep}-{expert.max_timestep} with --preserve_distribution_shape, "
+            "as docs/wan.md recommends (training.min_timestep/max_timestep override the range)"
+        )
     warnings += check_weight_dtype(adapter, inputs, cfg)
     boundary = check_dual_dit(spec, adapter, variant, inputs, cfg)
     check_sampling_roles(spec, adapter, inputs)
@@ -108,6 +116,9 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         ),
         output_dir=run_path(inputs.run_dir, "output"),
         logging_dir=run_path(inputs.run_dir, "logs"),
+        min_timestep=expert.min_timestep if expert else None,
+        max_timestep=expert.max_timestep if expert else None,
+        preserve_distribution_shape=expert is not None,
     )
     steps = _adapter_steps(spec, adapter, variant, inputs, cfg, plan)
     escape = bool(cfg.commands)

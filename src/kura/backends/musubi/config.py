@@ -38,6 +38,8 @@ _COMMON: dict[str, tuple[str, str]] = {
     "cache_text_encoder_command": ("argv", "escape hatch: the text-encoder-cache argv"),
 }
 _MIXED_PRECISION = ("bf16", "fp16", "no")
+DIT_EXPERTS = ("low", "high")
+"""``backend.config.dit_expert``: train one Wan 2.2 expert alone (docs/wan.md)."""
 _RANGES: dict[str, int] = {
     "batch_size": 1,
     "gradient_accumulation_steps": 1,
@@ -70,6 +72,7 @@ class ExecConfig:
     num_cpu_threads_per_process: int
     arch_keys: tuple[tuple[ConfigKey, Any], ...]
     commands: dict[str, tuple[str, ...]]
+    dit_expert: str | None = None
 
 
 def known_keys(adapter: Adapter | None) -> dict[str, tuple[str, str]]:
@@ -81,6 +84,8 @@ def known_keys(adapter: Adapter | None) -> dict[str, tuple[str, str]]:
         keys["fp8_base"] = ("bool", "DiT weights in fp8")
     if adapter.fp8_scaled != "absent":
         keys["fp8_scaled"] = ("bool", "scaled fp8 (with fp8_base)")
+    if any(v.dual_dit_boundary is not None for v in adapter.variants.values()):
+        keys["dit_expert"] = ("str", "low | high: train that one expert alone (dual-DiT models)")
     extra = list(adapter.extra_config)
     if adapter.text_encoder_fp8 is not None:
         extra.append(adapter.text_encoder_fp8)
@@ -181,7 +186,18 @@ def read_exec_config(adapter: Adapter, config: dict[str, Any]) -> ExecConfig:
         num_cpu_threads_per_process=pick("num_cpu_threads_per_process"),
         arch_keys=tuple(arch_keys),
         commands={k: values[k] for k in ESCAPE_HATCH_KEYS if k in values},
+        dit_expert=_dit_expert(values.get("dit_expert")),
     )
+
+
+def _dit_expert(value: str | None) -> str | None:
+    if value is not None and value not in DIT_EXPERTS:
+        raise SpecError(
+            f"backend.config.dit_expert must be one of {', '.join(DIT_EXPERTS)}, got {value!r}",
+            hint="low trains the low-noise expert (dit), high the high-noise one; drop the "
+            "key to train both",
+        )
+    return value
 
 
 _TE_FP8_ALIASES = ("fp8_llm", "fp8_t5", "fp8_vl", "fp8_text_encoder", "fp8_te", "quantized_qwen")

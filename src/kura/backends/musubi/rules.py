@@ -8,6 +8,8 @@ accommodations.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from kura.backends.musubi.adapter_model import Adapter, Variant
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.config import ExecConfig
@@ -30,6 +32,7 @@ __all__ = [
     "check_weight_dtype",
     "resolve_network_module",
     "resolve_timesteps",
+    "select_expert",
     "select_variant",
 ]
 
@@ -340,6 +343,59 @@ def check_weight_dtype(adapter: Adapter, inputs: CompileInputs, cfg: ExecConfig)
                 "weights",
             )
     return warnings
+
+
+@dataclass(frozen=True)
+class ExpertRange:
+    """One Wan 2.2 expert trained alone: its timestep range (docs/wan.md table)."""
+
+    expert: str
+    min_timestep: int
+    max_timestep: int
+
+
+def select_expert(
+    adapter: Adapter, variant: Variant, inputs: CompileInputs, cfg: ExecConfig
+) -> tuple[CompileInputs, ExpertRange | None]:
+    """Wan 2.2 single-expert training: only the chosen expert is passed (as ``--dit``), with
+    its recommended timestep range. docs/wan.md: "if you want to train with either the
+    high-noise model or the low-noise model, specify the model with `--dit` as in Wan2.1 ...
+    it is recommended to specify the range of timesteps described in the table below, and
+    `--preserve_distribution_shape`" (low 0-boundary, high boundary-1000; the boundary is
+    875 for T2V and 900 for I2V). The expert is ``backend.config.dit_expert``, or the one
+    role given when only one of ``dit`` / ``dit_high_noise`` is."""
+    paths = dict(inputs.model_paths)
+    expert = cfg.dit_expert
+    if expert is None and variant.dual_dit_boundary is not None:
+        if "dit_high_noise" in paths and "dit" not in paths:
+            expert = "high"
+        elif "dit" in paths and "dit_high_noise" not in paths:
+            expert = "low"
+    if expert is None:
+        return inputs, None
+    if variant.dual_dit_boundary is None:
+        raise SpecError(
+            f"backend.config.dit_expert applies to dual-DiT models; {adapter.id} "
+            f"{inputs.model_version} has one DiT",
+            hint="drop backend.config.dit_expert",
+        )
+    role = "dit_high_noise" if expert == "high" else "dit"
+    if role not in paths:
+        raise SpecError(
+            f"backend.config.dit_expert: {expert} needs the {role} model, which is not given",
+            hint=f"give model.paths.{role}, or set dit_expert to the expert you have",
+        )
+    dtypes = dict(inputs.weight_dtypes)
+    paths["dit"] = paths.pop(role)
+    paths.pop("dit_high_noise", None)
+    if role in dtypes:
+        dtypes["dit"] = dtypes.pop(role)
+    dtypes.pop("dit_high_noise", None)
+    boundary = int(variant.dual_dit_boundary.value)
+    span = (0, boundary) if expert == "low" else (boundary, 1000)
+    return replace(inputs, model_paths=paths, weight_dtypes=dtypes), ExpertRange(
+        expert, *span
+    )
 
 
 def check_dual_dit(
