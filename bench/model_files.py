@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from kura.models.digests import DigestCache, hash_file
-from kura.models.fixtures import component_layout, write_sparse_safetensors
 from kura.models.header import read_header
 from kura.models.identify import identify
+from kura.models.layouts import component_layout, write_sparse_safetensors
 
 
 def parse_size(text: str) -> int:

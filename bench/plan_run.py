@@ -26,7 +26,7 @@ def build(root: Path, images: int) -> tuple[object, str]:
     from kura.dataset.registry import add_dataset, set_dataset_values
     from kura.initialize import init_workspace
     from kura.models.bundles import get_bundle
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.standins import install_bundle_in_hub_cache
     from kura.runs.new import create_run
 
     cache = root / "hf-cache"

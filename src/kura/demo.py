@@ -139,8 +139,8 @@ def _walk_models_and_plan(root: Path, step: Callable[[list[str], str], int]) -> 
     import os
 
     from kura.models.bundles import get_bundle
-    from kura.models.fixtures import write_component
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.layouts import write_component
+    from kura.models.standins import install_bundle_in_hub_cache
 
     cache = root / "hf-cache"
     placed = install_bundle_in_hub_cache(get_bundle(DEMO_BUNDLE), cache)

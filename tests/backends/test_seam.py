@@ -29,7 +29,7 @@ BUNDLE = "zimage-base"
 
 @pytest.fixture
 def toy_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.standins import install_bundle_in_hub_cache
 
     monkeypatch.setenv("KURA_BACKEND_MODULES", "toy-trainer=tests.backends.toy.backend")
     monkeypatch.setenv("PYTHONPATH", f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")

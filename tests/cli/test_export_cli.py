@@ -17,7 +17,7 @@ from tests.export.lorafiles import musubi_lora, write_lora
 from kura.cli.main import main
 from kura.export.lorakeys import group_modules
 from kura.export.tensorio import read_tensors
-from kura.models.fixtures import write_component
+from kura.models.layouts import write_component
 from kura.runs.new import create_run
 from kura.workspace import Workspace
 

@@ -83,7 +83,7 @@ def test_estimate_calculator_refuses_what_musubi_refuses(kura) -> None:
 
 
 def test_a_lora_alpha_of_nan_is_null_in_model_check(kura, tmp_path: Path) -> None:
-    from kura.models.fixtures import write_sparse_safetensors
+    from kura.models.layouts import write_sparse_safetensors
 
     path = write_sparse_safetensors(
         tmp_path / "lora.safetensors",

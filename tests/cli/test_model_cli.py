@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kura.cli.main import main
-from kura.models.fixtures import write_component, write_sparse_safetensors
+from kura.models.layouts import write_component, write_sparse_safetensors
 
 
 @pytest.fixture(autouse=True)

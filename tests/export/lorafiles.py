@@ -1,6 +1,6 @@
 """A tiny Musubi-style LoRA generator for tests: real Musubi key names, real data.
 
-Module names come from a base DiT fixture layout (``kura.models.fixtures``) through
+Module names come from a base DiT fixture layout (``kura.models.layouts``) through
 Musubi's naming (``kura.export.layout.base_modules``), filtered by the default exclusions
 each Musubi network module applies; factors are small random arrays of the right shapes.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from kura.export.layout import BaseModule, base_modules, underscored
 from kura.export.tensorio import serialize
-from kura.models.fixtures import component_layout
+from kura.models.layouts import component_layout
 
 # Musubi's default exclude patterns per network module (v0.3.4 networks/lora_*.py),
 # applied to the module path; plus "inside the transformer blocks", which is what

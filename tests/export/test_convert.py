@@ -11,7 +11,7 @@ from kura.export.formats import ARCHITECTURES, COMFYUI, comfy_rule
 from kura.export.layout import base_modules
 from kura.export.lorakeys import group_modules
 from kura.export.verify import target_layout, verify_lora
-from kura.models.fixtures import component_layout
+from kura.models.layouts import component_layout
 from tests.export.lorafiles import COMPONENT, base_shapes, delta, musubi_lora
 
 COMFY_READY = [a for a in COMPONENT if COMFYUI[a].mode != "unsupported"]

@@ -24,7 +24,7 @@ def put_in_hub_cache(
     (Kura trusts blob names without reading them)."""
     import hashlib
 
-    from kura.models.fixtures import write_sparse_safetensors
+    from kura.models.layouts import write_sparse_safetensors
 
     folder = cache / ("models--" + repo.replace("/", "--"))
     blob = folder / "blobs" / hashlib.sha256(f"{repo}/{filename}".encode()).hexdigest()

@@ -8,8 +8,8 @@ import pytest
 
 from kura.errors import CheckFailed, UsageError
 from kura.models.checks import check_role, components_for, cross_check, require_role
-from kura.models.fixtures import write_component, write_sparse_safetensors
 from kura.models.identify import identify
+from kura.models.layouts import write_component, write_sparse_safetensors
 from kura.models.signatures import ARCHITECTURES
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from kura.errors import KuraError, NotFound
 from kura.models.fetch import fetch_bundle, shard_filenames
-from kura.models.fixtures import write_component
+from kura.models.layouts import write_component
 from kura.models.resolve import resolve_bundle
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

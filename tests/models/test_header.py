@@ -10,8 +10,8 @@ import pytest
 
 from kura.errors import InvalidInput
 from kura.models import header as header_module
-from kura.models.fixtures import write_sparse_safetensors
 from kura.models.header import HEADER_CAP, MAX_TENSORS, parse_header, read_header
+from kura.models.layouts import write_sparse_safetensors
 
 
 def write_raw(

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kura.errors import InvalidInput
-from kura.models.fixtures import header_bytes
 from kura.models.header import DTYPE_BITS, parse_header, read_header
+from kura.models.layouts import header_bytes
 
 DTYPES = st.sampled_from([*DTYPE_BITS, "F8_E4M3FN", "bf16", "", "U8 "])
 SHAPES = st.lists(st.integers(min_value=-2, max_value=2**40), max_size=4)

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from kura.errors import InvalidInput
-from kura.models.fixtures import (
+from kura.models.identify import identify
+from kura.models.layouts import (
     component_layout,
     known_layouts,
     write_component,
     write_sparse_safetensors,
 )
-from kura.models.identify import identify
 from kura.models.signatures import ARCHITECTURES, COMPONENTS, ROLES
 
 QUANT = {

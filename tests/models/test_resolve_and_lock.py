@@ -9,7 +9,7 @@ import pytest
 
 from kura.errors import CheckFailed, Unsupported, UsageError
 from kura.models.bundles import get_bundle
-from kura.models.fixtures import component_layout, write_component, write_sparse_safetensors
+from kura.models.layouts import component_layout, write_component, write_sparse_safetensors
 from kura.models.lockdoc import build_lock, lock_text, write_lock
 from kura.models.resolve import parse_path_overrides, resolve_bundle
 

@@ -75,7 +75,7 @@ def use_fake_checkout(workspace: Any, root: Path, bundle: str, monkeypatch: Any)
     hub cache under ``root``, a fake checkout named in kura.toml, its bin folder first on
     PATH. Returns the checkout."""
     from kura.models.bundles import get_bundle
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.standins import install_bundle_in_hub_cache
 
     cache = root / "hf-cache"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))

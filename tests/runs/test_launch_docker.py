@@ -11,7 +11,7 @@ import pytest
 
 from kura.errors import CheckFailed
 from kura.models.bundles import get_bundle
-from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+from kura.models.standins import install_bundle_in_hub_cache
 from kura.runs.approval import approve_run
 from kura.runs.launching import launch_run
 from kura.runs.new import create_run

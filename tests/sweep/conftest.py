@@ -35,7 +35,7 @@ def write_folder(folder: Path, count: int) -> Path:
 @pytest.fixture
 def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     from kura.models.bundles import get_bundle
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.standins import install_bundle_in_hub_cache
 
     monkeypatch.setenv("KURA_BACKEND_MODULES", TOY)
     monkeypatch.setenv("PYTHONPATH", f"{REPO}{os.pathsep}{REPO / 'src'}")

@@ -146,7 +146,7 @@ def base_shapes(workspace: Workspace, run_id: str, bundle_id: str) -> BaseShapes
             f"bundle {bundle_id} names no DiT component layout to verify a LoRA against",
             hint=f"compile the run with its DiT file in place (`kura run compile {run_id}`)",
         )
-    from kura.models.fixtures import component_layout
+    from kura.models.layouts import component_layout
 
     layout = component_layout(components[0])
     return BaseShapes(

@@ -12,7 +12,8 @@ The names below are the package's public API; each lives in a module of its own:
     resolve     resolve_bundle                       find and validate each role's file
     lockdoc     build_lock, write_lock               the deterministic lock document
     fetch       fetch_bundle                         downloads through huggingface_hub
-    fixtures    write_sparse_safetensors, component_layout   synthetic files for tests/demo
+    layouts     component_layout, write_sparse_safetensors   key layouts; sparse files
+    standins    install_bundle_in_hub_cache                 demo hub-cache stand-ins
 
 None of them imports huggingface_hub, numpy or safetensors at import time.
 """

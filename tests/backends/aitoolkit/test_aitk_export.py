@@ -11,7 +11,7 @@ from kura.errors import CheckFailed
 from kura.export.convert import convert_lora, to_musubi
 from kura.export.layout import base_modules
 from kura.export.verify import target_layout, verify_lora
-from kura.models.fixtures import component_layout
+from kura.models.layouts import component_layout
 
 
 def _modules() -> dict[str, object]:

@@ -29,7 +29,7 @@ BUNDLE = "chroma1-base"
 
 @pytest.fixture
 def aitk_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    from kura.models.hubcache_fixture import install_bundle_in_hub_cache
+    from kura.models.standins import install_bundle_in_hub_cache
 
     cache = tmp_path / "hf-cache"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))

@@ -12,7 +12,7 @@ from kura.backends.kohakumoss.backend import BACKEND
 from kura.backends.registry import get_backend
 from kura.errors import CheckFailed
 from kura.models.bundles import get_bundle
-from kura.models.fixtures import write_component
+from kura.models.layouts import write_component
 from kura.models.resolve import resolve_bundle
 
 
@@ -93,8 +93,8 @@ def test_a_pipeline_root_resolves_each_folder_by_header(tmp_path: Path) -> None:
 
 
 def test_a_fused_qkv_moss_dit_of_any_shape_is_a_moss_dit(tmp_path: Path) -> None:
-    from kura.models.fixtures import write_sparse_safetensors
     from kura.models.identify import identify
+    from kura.models.layouts import write_sparse_safetensors
 
     dim, ffn = 96, 192
     tensors = {

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kura.errors import NotFound, UsageError
-from kura.models.fixtures import component_fixture, component_layout, write_sparse_safetensors
 from kura.models.header import read_header
+from kura.models.layouts import component_fixture, component_layout, write_sparse_safetensors
 
 
 def test_sparse_file_costs_no_disk(tmp_path: Path) -> None:

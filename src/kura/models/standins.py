@@ -1,7 +1,8 @@
-"""Lay a bundle's files out as a Hugging Face cache of sparse safetensors files.
+"""Stand-ins of a bundle's model files, laid out as a Hugging Face cache of sparse files.
 
-For `kura demo` and tests: every role gets a file with its component's real key names and
-shapes (header plus a hole, so a "24 GB" DiT costs no disk) in the hub cache layout
+For `kura demo` (no download) and tests: every role gets a file with its component's real
+key names and shapes (header plus a hole, so a "24 GB" DiT costs no disk) in the hub cache
+layout
 (``blobs/<sha256-named file>``, ``snapshots/<commit>/<path>`` links, ``refs/main``).
 Blob names stand in for digests: Kura trusts a blob's name as its sha256 until
 ``kura model verify`` re-hashes it, so the stand-in names are what a verify would catch.
@@ -15,7 +16,7 @@ import re
 from pathlib import Path
 
 from kura.models.bundles import Bundle
-from kura.models.fixtures import component_fixture, write_sparse_safetensors
+from kura.models.layouts import component_fixture, write_sparse_safetensors
 
 __all__ = ["install_bundle_in_hub_cache"]
 

@@ -1,4 +1,8 @@
-"""Synthetic model files for tests and the demo: a real header followed by a hole.
+"""Per-component tensor layouts (real key names and shapes), and sparse files built from them.
+
+Product code: export verification reads a base model's module names from these layouts when
+the base file is absent (``kura.export.runfiles``), and ``kura demo`` and the hub-cache
+stand-ins (:mod:`kura.models.standins`) write files from them. Tests use them too.
 
 ``write_sparse_safetensors`` writes a valid safetensors header and extends the file to its
 declared size with ``truncate``, so a "24 GB" DiT costs a few kilobytes of disk. Tensor
