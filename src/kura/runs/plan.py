@@ -190,7 +190,13 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         "chosen_by": gpu_source,
         "usd_per_hour": _price(gpu_class),
     }
+    from kura.runs.timecost import time_and_cost
+
     estimate_doc = _with_evidence(estimate_document(written), evidence)
+    price = gpu_doc["usd_per_hour"]
+    estimate_doc["time_and_cost"] = time_and_cost(
+        estimate_doc, price * spec.execution.gpus if price else None
+    ).to_dict()
     checks = _plan_checks(compiled, datasets)
     text = render(
         spec=spec,

@@ -240,10 +240,25 @@ def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
     out.append(f"- {step:.2f} s per step" if step else "- step time unknown")
     steps = written["config"]["total_steps"] if written.get("config") else None
     out.append(f"- {steps} optimizer steps" if steps else "- steps unknown")
+    from kura.runs.timecost import time_and_cost
+
+    price = gpu.get("usd_per_hour")
+    whole = time_and_cost(written, price * spec.execution.gpus if price else None)
     if hours is not None:
-        cost = gpu.get("usd_per_hour")
-        total = f", about ${hours * cost * spec.execution.gpus:.2f}" if cost else ""
-        out.append(f"- about {hours:.1f} h in training{total}")
+        out.append(f"- about {hours:.1f} h in training")
+    if whole.hours is not None:
+        parts = ", ".join(f"{name} {value:.2f} h" for name, value in whole.by_step.items())
+        cost = (
+            f"; about ${whole.usd:.2f} (${whole.low_usd:.2f}–${whole.high_usd:.2f})"
+            if whole.usd is not None and whole.low_usd is not None and whole.high_usd is not None
+            else ""
+        )
+        out.append(
+            f"- the whole run, every step: about {whole.hours:.1f} h "
+            f"({whole.low_hours:.1f}–{whole.high_hours:.1f} h){cost} — {parts}"
+        )
+    if whole.untimed:
+        out.append(f"- not timed (not in the total): {', '.join(whole.untimed)}")
     return [*out, ""]
 
 
