@@ -95,3 +95,43 @@ def test_command_modules_do_not_import_the_entry_point() -> None:
 
 def test_workspace_does_not_import_knowledge() -> None:
     assert not any(i.startswith("kura.knowledge") for i in imports(SRC / "workspace.py"))
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycle_at_import_time() -> None:
+    """Module-level imports form no cycle (imports inside functions are lazy and allowed;
+    ``if TYPE_CHECKING`` blocks are not run)."""
+    names = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        deps: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                deps |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps.add(node.module)
+                deps |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[name] = {d for d in deps if d in names and d != name}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == []

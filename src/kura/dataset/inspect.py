@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kura.dataset import findings, intent, sections
+import kura.dataset.findings as findings
+import kura.dataset.intent as intent
+import kura.dataset.sections as sections
 from kura.dataset.buckets import BucketRule
 from kura.dataset.captions import find_trigger
 from kura.dataset.context import Context

@@ -80,7 +80,12 @@ def read_attempt_log(path: Path, *, offset: int = 0) -> str:
 
 
 def diagnose_step(
-    path: Path, *, backend: str, step: str, exit_code: int | None, config: Mapping[str, object],
+    path: Path,
+    *,
+    backend: str,
+    step: str,
+    exit_code: int | None,
+    config: Mapping[str, object],
     offset: int = 0,
 ) -> dict[str, object]:
     """The backend's diagnosis of a failed step, as state.json stores it."""

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from kura.execution.launch_spec import load_launch_record
 from kura.execution.procutil import group_alive, process_alive, signal_group, signal_process
-from kura.execution.state import RunState, exit_file, read_state, update_state
-from kura.execution.supervisor import cancel_marker
+from kura.execution.state import RunState, cancel_marker, exit_file, read_state, update_state
 from kura.fsutil import atomic_write_text
 
 __all__ = ["DEFAULT_GRACE_SECONDS", "cancel_run", "refresh_state", "run_is_live", "wait_for_run"]
@@ -185,11 +184,9 @@ def _stop_remote_side(state: RunState, grace: float) -> str | None:
     Returns a note for the run's message when that did not work (the process-group kill that
     follows still stops the local client, but the container or job may need a manual stop).
     """
-    argv: list[str] | None = None
-    if state.executor == "docker" and state.container:
-        argv = ["docker", "stop", "--time", str(int(grace)), state.container]
-    elif state.executor == "skypilot" and state.sky_job:
-        argv = ["sky", "jobs", "cancel", "--yes", "--name", state.sky_job]
+    from kura.execution.executors import executor_class
+
+    argv = executor_class(state.executor).remote_stop(state, grace)
     if argv is None:
         return None
     try:

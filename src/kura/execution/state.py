@@ -39,6 +39,7 @@ __all__ = [
     "RunStatus",
     "StepState",
     "archive_state",
+    "cancel_marker",
     "exit_file",
     "new_state",
     "now_iso",
@@ -52,9 +53,13 @@ __all__ = [
 _LEADING_KEYS = ("schema_version", "run_id", "status", "attempt", "executor", "host")
 
 
-
 def state_path(run_dir: Path) -> Path:
     return Path(run_dir) / "state.json"
+
+
+def cancel_marker(run_dir: Path) -> Path:
+    """A file whose presence means "cancel was asked for"; written before any signal."""
+    return Path(run_dir) / ".cancel"
 
 
 def exit_file(run_dir: Path, step: str) -> Path:

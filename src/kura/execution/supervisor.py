@@ -27,15 +27,17 @@ from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
 from kura.execution.logs import diagnose_step
 from kura.execution.procutil import process_start_ticks, signal_group
-from kura.execution.state import RunState, exit_file, now_iso, read_state, update_state
+from kura.execution.state import (
+    RunState,
+    cancel_marker,
+    exit_file,
+    now_iso,
+    read_state,
+    update_state,
+)
 from kura.fsutil import atomic_write_text
 
-__all__ = ["cancel_marker", "main", "run_steps"]
-
-
-def cancel_marker(run_dir: Path) -> Path:
-    """A file whose presence means "cancel was asked for"; written before any signal."""
-    return Path(run_dir) / ".cancel"
+__all__ = ["main", "run_steps"]
 
 
 @dataclass
@@ -75,8 +77,12 @@ def run_steps(run_dir: Path, record: LaunchRecord) -> int:
             _finish_cancelled(run_dir, code)
             return 0
         if code == 0 and _stopped_by_trainer(run_dir, record, step.name):
-            _finish_cancelled(run_dir, code, message=f"step {step.name} was interrupted "
-                              "(the trainer caught it and exited 0): recorded as a cancel")
+            _finish_cancelled(
+                run_dir,
+                code,
+                message=f"step {step.name} was interrupted "
+                "(the trainer caught it and exited 0): recorded as a cancel",
+            )
             return 0
         if code != 0:
             _finish_failed(run_dir, record, step.name, code)

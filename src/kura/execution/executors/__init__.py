@@ -1,4 +1,9 @@
-"""Executors: where a run's steps execute (this host, a Docker container, a SkyPilot job)."""
+"""Executors: where a run's steps execute (this host, a Docker container, a SkyPilot job).
+
+Each executor is one class that knows how a step becomes a process (``command``), how to
+stop what outlives a killed client (``remote_stop``) and how to submit a run. Nothing else
+branches on an executor's name: callers look the class up here by the name a run records.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,29 @@ from kura.execution.executors.host import HostExecutor
 from kura.execution.executors.skypilot import SkyPilotExecutor
 
 __all__ = [
+    "EXECUTORS",
     "DockerExecutor",
     "Executor",
     "Handle",
     "HostExecutor",
     "SkyPilotExecutor",
+    "executor_class",
     "executor_for",
 ]
+
+EXECUTORS: dict[str, type[HostExecutor]] = {
+    "host": HostExecutor,
+    "docker": DockerExecutor,
+    "skypilot": SkyPilotExecutor,
+}
+
+
+def executor_class(name: str) -> type[HostExecutor]:
+    """The executor class a run names (``execution.executor``)."""
+    try:
+        return EXECUTORS[name]
+    except KeyError:
+        raise UsageError(f"unknown executor {name!r}", hint=f"use {', '.join(EXECUTORS)}") from None
 
 
 def executor_for(name: str, **options: Any) -> Executor:
@@ -26,15 +47,11 @@ def executor_for(name: str, **options: Any) -> Executor:
     docker takes ``user``; skypilot needs ``accelerator`` (the planned GPU class, e.g.
     ``"L40S"``) and takes ``output_bucket`` and ``setup``.
     """
-    if name == "host":
-        return HostExecutor(**options)
-    if name == "docker":
-        return DockerExecutor(**options)
-    if name == "skypilot":
-        if "accelerator" not in options:
-            raise UsageError(
-                "a SkyPilot launch needs the planned GPU class",
-                hint='pass accelerator=... (e.g. "L40S") from the run\'s plan',
-            )
-        return SkyPilotExecutor(**options)
-    raise UsageError(f"unknown executor {name!r}", hint="use host, docker or skypilot")
+    cls = executor_class(name)
+    if cls is SkyPilotExecutor and "accelerator" not in options:
+        raise UsageError(
+            "a SkyPilot launch needs the planned GPU class",
+            hint='pass accelerator=... (e.g. "L40S") from the run\'s plan',
+        )
+    executor: Executor = cls(**options)
+    return executor

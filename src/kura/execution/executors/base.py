@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from kura.execution.launch_spec import LaunchSpec
+from kura.execution.commands import StepCommand
+from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
 
 __all__ = ["Executor", "Handle"]
@@ -38,3 +39,13 @@ class Executor(Protocol):
     def logs(self, handle: Handle) -> Path: ...
 
     def cancel(self, handle: Handle, *, grace: float = ...) -> RunState: ...
+
+    @staticmethod
+    def command(record: LaunchRecord, step: Step) -> StepCommand:
+        """The process that runs ``step`` (argv, folder, environment, container name)."""
+        ...
+
+    @staticmethod
+    def remote_stop(state: RunState, grace: float) -> list[str] | None:
+        """The argv that stops what outlives a killed client (a container, a cloud job)."""
+        ...

@@ -8,13 +8,16 @@ own environment when it starts the container, so the value never appears in an a
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from typing import Any
 
 from kura.errors import Unsupported, UsageError
+from kura.execution.commands import StepCommand
 from kura.execution.executors.host import HostExecutor
 from kura.execution.launch_spec import ContainerSpec, LaunchRecord, LaunchSpec, Step
+from kura.execution.state import RunState
 
 __all__ = ["DockerExecutor", "container_name", "docker_run_argv", "gpus_argument"]
 
@@ -84,6 +87,32 @@ def docker_run_argv(
 
 class DockerExecutor(HostExecutor):
     name = "docker"
+
+    @staticmethod
+    def command(record: LaunchRecord, step: Step) -> StepCommand:
+        """``docker run`` of the step in the run's container."""
+        spec = record.spec
+        if spec.container is None:
+            raise ValueError("a docker launch needs a container spec")
+        argv = docker_run_argv(
+            spec.container,
+            step,
+            run_id=spec.run_id,
+            pass_env=spec.pass_env,
+            user=record.options.get("docker_user"),
+        )
+        # The docker client needs its own configuration (DOCKER_HOST, DOCKER_CONFIG…) and
+        # reads the secret values named by `-e NAME` from this environment.
+        return StepCommand(
+            argv, str(spec.run_dir), dict(os.environ), container_name(spec.run_id, step.name)
+        )
+
+    @staticmethod
+    def remote_stop(state: RunState, grace: float) -> list[str] | None:
+        """A container outlives a killed client: stop it by name."""
+        if not state.container:
+            return None
+        return ["docker", "stop", "--time", str(int(grace)), state.container]
 
     def __init__(self, *, user: str | None = None) -> None:
         self.user = user

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import LockBusy, UsageError
+from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
-from kura.execution.launch_spec import LaunchRecord, LaunchSpec, save_launch_record
+from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
 from kura.execution.runs import DEFAULT_GRACE_SECONDS, cancel_run, refresh_state
 from kura.execution.state import (
     RunState,
     archive_state,
+    cancel_marker,
     exit_file,
     new_state,
     now_iso,
@@ -33,7 +35,6 @@ from kura.execution.state import (
     state_path,
     write_state,
 )
-from kura.execution.supervisor import cancel_marker
 
 __all__ = ["HostExecutor", "start_supervisor"]
 
@@ -42,6 +43,18 @@ LOCK_NAME = ".launch.lock"
 
 class HostExecutor:
     name = "host"
+
+    @staticmethod
+    def command(record: LaunchRecord, step: Step) -> StepCommand:
+        """The process of ``step`` on this machine, as compiled."""
+        from kura.execution.commands import host_command
+
+        return host_command(record, step)
+
+    @staticmethod
+    def remote_stop(state: RunState, grace: float) -> list[str] | None:
+        """The argv that stops what outlives the local process (nothing, on the host)."""
+        return None
 
     def submit(
         self,

@@ -18,6 +18,7 @@ step (``sky_job``). That command streams the job's output, so the job's log land
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -26,8 +27,10 @@ from typing import Any
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from kura.errors import Unsupported, UsageError
+from kura.execution.commands import StepCommand
 from kura.execution.executors.host import HostExecutor
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
+from kura.execution.state import RunState
 from kura.yamlio import write_yaml
 
 __all__ = ["SKY_STEP", "SkyPilotExecutor", "sky_job_name", "sky_launch_argv", "sky_task"]
@@ -124,6 +127,19 @@ def sky_launch_argv(spec: LaunchSpec, task_path: Path) -> list[str]:
 
 class SkyPilotExecutor(HostExecutor):
     name = "skypilot"
+
+    @staticmethod
+    def command(record: LaunchRecord, step: Step) -> StepCommand:
+        """The one local step, ``sky jobs launch``: a client that needs the cloud
+        credentials of Kura's environment and reads the ``--secret NAME`` values from it."""
+        return StepCommand(list(step.argv), step.cwd, dict(os.environ))
+
+    @staticmethod
+    def remote_stop(state: RunState, grace: float) -> list[str] | None:
+        """A cloud job outlives a killed client: cancel it by name."""
+        if not state.sky_job:
+            return None
+        return ["sky", "jobs", "cancel", "--yes", "--name", state.sky_job]
 
     def __init__(
         self,
