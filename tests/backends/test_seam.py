@@ -81,6 +81,18 @@ def test_the_toy_trainer_walks_the_whole_path(toy_ws: Workspace) -> None:
     evaluate_run(toy_ws, run_id, rating=4, notes="toy likeness fine")
     assert "toy likeness fine" in (toy_ws.run_dir(run_id) / "notes.md").read_text()
 
+    # export goes through the run's backend (the CLI does not know the toy's layout)
+    import io
+
+    from kura.cli.main import main
+
+    out = io.StringIO()
+    assert main(["--json", "-w", str(toy_ws.root), "export", run_id], stdout=out) == 0
+    exported = json.loads(out.getvalue())
+    assert exported["kind"] == "lora-export"
+    lora = toy_ws.run_dir(run_id) / "output" / "toy-lora.safetensors"
+    assert Path(exported["out"]).read_bytes() == lora.read_bytes()
+
 
 def test_the_ladder_walks_the_toys_own_aids(toy_ws: Workspace) -> None:
     run_id = _new(toy_ws)

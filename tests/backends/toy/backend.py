@@ -177,7 +177,16 @@ class ToyBackend:
     def export(
         self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
     ) -> dict[str, Any]:
-        raise CheckFailed("the toy trainer has no export", hint="use its output file as is")
+        """The toy's LoRA file copied as is to ``export/`` (its layout is its own)."""
+        if fmt != "comfyui":
+            raise CheckFailed(f"the toy trainer exports only comfyui, not {fmt!r}", hint="toy")
+        files = self.outputs(workspace.run_dir(run_id)).lora_files
+        if not files:
+            raise CheckFailed(f"run {run_id} has no LoRA file yet", hint="launch it first")
+        target = out or workspace.run_dir(run_id) / "export" / "toy-comfyui.safetensors"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files[-1].read_bytes())
+        return {"kind": "lora-export", "run": run_id, "format": fmt, "out": str(target)}
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         config = spec.backend.config
