@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kura.runs.following import cancel
+from kura.runs.new import create_run
 from tests.web.server import running_server
-from tests.web.workspace_builder import WebWorkspace, launch_slow_run
+from tests.web.workspace_builder import BUNDLE, WebWorkspace, launch_slow_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -111,6 +113,7 @@ def test_progress_updates_live_without_a_reload(
     first = step.text_content()
     sync_api.expect(step).not_to_have_text(first, timeout=20_000)
     sync_api.expect(page.locator('[data-field="status"]')).to_have_text("training")
+    sync_api.expect(page.locator('[data-block="eta"]')).to_be_visible()
     sync_api.expect(page.locator('[data-chart="loss"] svg polyline').first).to_be_visible()
     sync_api.expect(page.locator('[data-field="log"]')).to_contain_text("steps:")
     assert page.evaluate("window.__sameDocument") is True
@@ -118,6 +121,24 @@ def test_progress_updates_live_without_a_reload(
     shoot(page, "run.png", height=1500)
     cancel(web.workspace, live_run)
     sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled", timeout=20_000)
+    sync_api.expect(page.locator('[data-block="eta"]')).to_be_hidden()
+    assert page.evaluate("window.__sameDocument") is True
+
+
+def test_run_list_shows_a_new_run_first_without_a_reload(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    page.goto(base_url + "/")
+    page.evaluate("window.__sameDocument = true")
+    created = create_run(
+        web.workspace,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=host"],
+        now=datetime(2026, 12, 1, 9, 0),
+    ).run_id
+    first_link = page.locator("table.runs tbody tr").first.get_by_role("link")
+    sync_api.expect(first_link).to_have_text(created, timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
 
 

@@ -36,6 +36,7 @@ from kura.web.views import (
     json_safe,
     knowledge_view,
     live_view,
+    newest_first,
     run_entry,
     run_file_html,
     run_list,
@@ -140,7 +141,8 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
-        return page("runs.html", title="Runs", runs=run_list(workspace)["runs"])
+        runs = newest_first(run_list(workspace)["runs"])
+        return page("runs.html", title="Runs", runs=runs)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:

@@ -11,7 +11,17 @@ from __future__ import annotations
 import math
 from html import escape
 
-__all__ = ["MAX_POINTS", "line_chart", "loss_series", "lr_series"]
+from kura.execution.summary import EMA_ALPHA
+
+__all__ = [
+    "MAX_POINTS",
+    "attempt_loss_series",
+    "ema_series",
+    "gpu_memory_series",
+    "line_chart",
+    "loss_series",
+    "lr_series",
+]
 
 MAX_POINTS = 400
 WIDTH, HEIGHT = 640, 240
@@ -23,6 +33,56 @@ Series = list[tuple[int, float]]
 def loss_series(scalars: dict[str, Series]) -> dict[str, Series]:
     """Musubi's raw step loss and its running average, when present."""
     return {tag: scalars[tag] for tag in ("loss/current", "loss/average") if scalars.get(tag)}
+
+
+def ema_series(points: Series, alpha: float = EMA_ALPHA) -> Series:
+    """The running exponential moving average of the finite points, as
+    :func:`kura.execution.summary.ema` computes it (its last value is that EMA)."""
+    smoothed: float | None = None
+    out: Series = []
+    for step, value in points:
+        if not math.isfinite(value):
+            continue
+        smoothed = value if smoothed is None else alpha * value + (1 - alpha) * smoothed
+        out.append((step, smoothed))
+    return out
+
+
+def attempt_loss_series(losses: dict[int, Series]) -> tuple[dict[str, Series], dict[str, Series]]:
+    """One smoothed (EMA) series per attempt, and the raw loss behind each under the same
+    name (drawn faintly)."""
+    smoothed = {f"attempt {number} (EMA)": ema_series(points) for number, points in losses.items()}
+    raw = {f"attempt {number} (EMA)": points for number, points in losses.items()}
+    return smoothed, raw
+
+
+def gpu_memory_series(samples: list[dict[str, object]]) -> dict[str, Series]:
+    """GPU memory (GiB) against seconds since the first reading, from state.json's
+    ``gpu_samples`` (``{t, step, used_gib, process_gib}``): the whole GPU and the step's
+    own processes where the reading had them."""
+    from datetime import datetime
+
+    def seconds(stamp: object) -> float | None:
+        try:
+            return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+
+    timed = [(seconds(sample.get("t")), sample) for sample in samples]
+    timed = [(t, sample) for t, sample in timed if t is not None]
+    if not timed:
+        return {}
+    start = min(t for t, _ in timed if t is not None)
+    series: dict[str, Series] = {}
+    for key, name in (("used_gib", "GPU in use"), ("process_gib", "training process")):
+        points = [
+            (round(t - start), float(value))
+            for t, sample in timed
+            if t is not None and isinstance(value := sample.get(key), int | float)
+        ]
+        if points:
+            series[name] = points
+    return series
 
 
 def lr_series(scalars: dict[str, Series]) -> dict[str, Series]:
@@ -57,14 +117,24 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def line_chart(series: dict[str, Series], *, title: str, empty: str) -> str:
-    """An SVG chart of each series (step on x, value on y), or a paragraph saying ``empty``."""
+def line_chart(
+    series: dict[str, Series],
+    *,
+    title: str,
+    empty: str,
+    x_label: str = "step",
+    backdrop: dict[str, Series] | None = None,
+) -> str:
+    """An SVG chart of each series (``x_label`` on x, value on y), or a paragraph saying
+    ``empty``. A ``backdrop`` series (same name as a series) is drawn faintly behind it in
+    its colour: the raw values behind a smoothed line."""
     drawn = {name: _thin(points) for name, points in series.items()}
     drawn = {name: points for name, points in drawn.items() if points}
     if not drawn:
         return f'<p class="empty">{escape(empty)}</p>'
-    steps = [step for points in drawn.values() for step, _ in points]
-    values = [value for points in drawn.values() for _, value in points]
+    behind = {name: _thin((backdrop or {}).get(name, [])) for name in drawn}
+    steps = [step for points in [*drawn.values(), *behind.values()] for step, _ in points]
+    values = [value for points in [*drawn.values(), *behind.values()] for _, value in points]
     x_low, x_high = min(steps), max(steps)
     y_low, y_high = min(values), max(values)
     if y_low == y_high:
@@ -101,8 +171,12 @@ def line_chart(series: dict[str, Series], *, title: str, empty: str) -> str:
         )
     parts.append(
         f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" '
-        'text-anchor="middle">step</text>'
+        f'text-anchor="middle">{escape(x_label)}</text>'
     )
+    for index, name in enumerate(drawn):
+        if len(behind[name]) > 1:
+            faint = " ".join(f"{x(step):.1f},{y(value):.1f}" for step, value in behind[name])
+            parts.append(f'<polyline class="raw series-{index % 4}" points="{faint}"/>')
     for index, (name, points) in enumerate(drawn.items()):
         coords = " ".join(f"{x(step):.1f},{y(value):.1f}" for step, value in points)
         parts.append(f'<polyline class="series series-{index % 4}" points="{coords}"/>')

@@ -12,21 +12,26 @@ are gone) depends on more than its files.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
+from html import escape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from kura.errors import KuraError, NotFound
-from kura.execution.state import TERMINAL, read_state
+from kura.execution.state import ACTIVE, TERMINAL, read_state
 from kura.execution.tensorboard import read_scalars
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
-from kura.runs.following import list_runs, run_status, tail_logs
-from kura.runs.store import list_run_ids
-from kura.web.charts import line_chart, loss_series, lr_series
+from kura.runs.following import list_runs, run_status
+from kura.runs.store import list_run_ids, load_run
+from kura.web.attempts import attempt_logs, attempt_losses, run_attempts
+from kura.web.charts import attempt_loss_series, gpu_memory_series, line_chart, lr_series
 from kura.web.filecache import FileCache, FileSignature, signature_of, tree_signature
 from kura.web.markdown import render_markdown
+from kura.web.security import MEDIA_TYPES
 from kura.workspace import Workspace
 
 __all__ = [
@@ -34,12 +39,14 @@ __all__ = [
     "json_safe",
     "knowledge_view",
     "live_view",
+    "newest_first",
     "run_entry",
     "run_file_html",
     "run_list",
 ]
 
 LOG_LINES = 80
+THUMBNAILS = 8
 
 CACHE = FileCache()
 """What the pages derived from unchanged files (shared by every app in the process; keys
@@ -93,9 +100,15 @@ def display_progress(status: dict[str, Any]) -> dict[str, Any]:
     """The strings the progress panel shows, from a ``run-status`` document."""
     state = status.get("state")
     progress = status.get("progress") or {}
+    commands = [
+        {"command": str(item["command"]), "why": str(item.get("why") or "")}
+        for item in status.get("next") or []
+    ]
     if state is None:
         return {
             "status": "not launched",
+            "launched": False,
+            "live": False,
             "terminal": False,
             "attempt": "–",
             "current_step": "–",
@@ -108,11 +121,14 @@ def display_progress(status: dict[str, Any]) -> dict[str, Any]:
             "eta": "–",
             "message": "",
             "diagnosis": None,
+            "next": commands,
         }
     speed = progress.get("seconds_per_step")
     diagnosis = state.get("diagnosis")
     return {
         "status": state["status"],
+        "launched": True,
+        "live": state["status"] in ACTIVE,
         "terminal": state["status"] in TERMINAL,
         "attempt": str(state.get("attempt")),
         "current_step": state.get("current_step") or "–",
@@ -122,24 +138,48 @@ def display_progress(status: dict[str, Any]) -> dict[str, Any]:
         "loss_ema": _loss(progress.get("loss_ema")),
         "loss": _loss(progress.get("loss")),
         "speed": f"{speed:.2f} s/step" if speed is not None else "–",
-        "eta": _duration(progress.get("eta_seconds")),
+        "eta": _duration(progress.get("eta_seconds")) if state["status"] in ACTIVE else "–",
         "message": state.get("message") or "",
         "diagnosis": (
             {
                 "code": diagnosis.get("code", ""),
                 "message": diagnosis.get("message", ""),
-                "next": _next_step(diagnosis),
+                "remedy": _next_step(diagnosis),
             }
             if diagnosis
             else None
         ),
+        "next": commands,
     }
 
 
-def _log_text(workspace: Workspace, run_id: str, launched: bool) -> str:
-    if not launched:
-        return ""
-    return str(tail_logs(workspace, run_id, step=None, lines=LOG_LINES)["text"])
+def _thumbnails(workspace: Workspace, run_id: str) -> str:
+    """The newest sample images the backend finds in the run's output, as linked
+    thumbnails (newest last), or a paragraph saying there are none yet."""
+    from kura.backends.registry import get_backend
+
+    spec, _ = load_run(workspace, run_id)
+    outputs = get_backend(spec.backend.name).outputs(workspace.run_dir(run_id))
+    root = workspace.root.resolve()
+    shown = []
+    for path in outputs.samples:
+        resolved = Path(path).resolve()
+        if resolved.suffix.lower() in MEDIA_TYPES and resolved.is_relative_to(root):
+            shown.append(resolved.relative_to(root).as_posix())
+    if not shown:
+        return '<p class="empty">No samples yet.</p>'
+    items = []
+    for relative in shown[-THUMBNAILS:]:
+        url = "/files/" + quote(relative)
+        name = escape(Path(relative).name)
+        if relative.lower().endswith((".mp4", ".webm")):
+            media = f'<video src="{escape(url)}" preload="metadata" muted></video>'
+        else:
+            media = f'<img src="{escape(url)}" alt="sample {name}" loading="lazy">'
+        items.append(
+            f'<li><a href="{escape(url)}">{media}</a><span class="thumb-name">{name}</span></li>'
+        )
+    return '<ul class="thumbs">' + "".join(items) + "</ul>"
 
 
 def _settled(run_dir: Path) -> bool:
@@ -171,22 +211,43 @@ def live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
 
 def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     status = run_status(workspace, run_id)
-    scalars = read_scalars(workspace.run_dir(run_id) / "logs")
+    run_dir = workspace.run_dir(run_id)
+    scalars = read_scalars(run_dir / "logs")
+    attempts = run_attempts(run_dir) if status["state"] is not None else []
+    logs = attempt_logs(attempts, lines=LOG_LINES)
+    smoothed, raw = attempt_loss_series(attempt_losses(run_dir, attempts))
+    current = next((attempt for attempt in attempts if attempt.current), None)
     return {
         **status,
         "display": display_progress(status),
-        "log": _log_text(workspace, run_id, status["state"] is not None),
+        "log": logs[0].text if logs else "",
+        "logs": [asdict(log) for log in logs],
         "charts": {
             "loss": line_chart(
-                loss_series(scalars), title="Training loss by step", empty="No loss logged yet."
+                smoothed,
+                title="Training loss by step, smoothed (EMA), one line per attempt",
+                empty="No loss logged yet.",
+                backdrop=raw,
             ),
             "lr": line_chart(
                 lr_series(scalars),
                 title="Learning rate by step",
                 empty="No learning rate logged yet.",
             ),
+            "gpu": line_chart(
+                gpu_memory_series(current.state.gpu_samples if current else []),
+                title="GPU memory in use (GiB) during this attempt",
+                empty="No GPU memory readings yet.",
+                x_label="seconds since the first reading",
+            ),
+            "samples": _thumbnails(workspace, run_id),
         },
     }
+
+
+def newest_first(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run list's rows, newest first (run ids sort by creation time)."""
+    return sorted(runs, key=lambda entry: str(entry["id"]), reverse=True)
 
 
 def run_list(workspace: Workspace) -> dict[str, Any]:

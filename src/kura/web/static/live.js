@@ -1,7 +1,31 @@
 // Live progress for the run page: poll the status JSON every 2 s and update the panel,
-// the charts (server-drawn SVG) and the log tail. Stops once the run has ended.
+// the charts (server-drawn SVG), the latest samples and the log tail. Stops once the run
+// has ended. On the run list: re-read the page every few seconds and swap the table in.
 "use strict";
 (function () {
+  const listing = document.querySelector("[data-refresh]");
+  if (listing) {
+    const every = Number(listing.dataset.refreshEvery) || 5000;
+    const refresh = async function () {
+      try {
+        const response = await fetch(listing.dataset.refresh, {
+          credentials: "same-origin",
+          headers: { Accept: "text/html" },
+        });
+        if (response.ok) {
+          const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+          const fresh = doc.querySelector("[data-refresh]");
+          if (fresh && fresh.innerHTML !== listing.innerHTML) {
+            listing.innerHTML = fresh.innerHTML;
+          }
+        }
+      } catch (error) {
+        // the next round tries again
+      }
+      window.setTimeout(refresh, every);
+    };
+    window.setTimeout(refresh, every);
+  }
   const panel = document.querySelector("[data-live]");
   if (!panel) {
     return;
@@ -24,22 +48,38 @@
     const status = panel.querySelector('[data-field="status"]');
     status.className = "status status-" + d.status.replace(/ /g, "-");
     const bar = panel.querySelector('[data-field="fraction"]');
-    if (d.fraction === null) {
+    if (bar && d.fraction === null) {
       bar.removeAttribute("value");
-    } else {
+    } else if (bar) {
       bar.value = d.fraction;
     }
+    panel.querySelector('[data-block="eta"]').hidden = !d.live;
     const block = panel.querySelector('[data-block="diagnosis"]');
     block.hidden = !d.diagnosis;
     if (d.diagnosis) {
       setText("diagnosis.code", d.diagnosis.code);
       setText("diagnosis.message", d.diagnosis.message);
-      setText("diagnosis.next", d.diagnosis.next);
+      setText("diagnosis.remedy", d.diagnosis.remedy);
+      panel.querySelector('[data-block="remedy"]').hidden = !d.diagnosis.remedy;
     }
+    const next = panel.querySelector('[data-list="next"]');
+    next.replaceChildren();
+    for (const item of d.next) {
+      const row = document.createElement("li");
+      const code = document.createElement("code");
+      code.className = "command";
+      code.textContent = item.command;
+      row.append(code);
+      if (item.why) {
+        row.append(" — " + item.why);
+      }
+      next.append(row);
+    }
+    panel.querySelector('[data-block="next"]').hidden = d.next.length === 0;
     setText("log", doc.log || "No log yet.");
-    for (const name of ["loss", "lr"]) {
+    for (const name of Object.keys(doc.charts)) {
       const holder = document.querySelector('[data-chart="' + name + '"]');
-      if (holder.innerHTML !== doc.charts[name]) {
+      if (holder && holder.innerHTML !== doc.charts[name]) {
         holder.innerHTML = doc.charts[name];
       }
     }
