@@ -145,3 +145,12 @@ def test_fp8_is_dropped_when_checkpointing_alone_fits(ws: Workspace) -> None:
     run_id = _run(ws)
     plan_run(ws, run_id, gpu="rtx-4090")
     assert _aids(ws, run_id) == {"gradient_checkpointing": True}
+
+
+def test_the_plan_shows_the_effective_lora_scale(ws: Workspace) -> None:
+    run_id = _run(ws, sets=["training.network.rank=32", "training.network.alpha=8"])
+    plan_run(ws, run_id, gpu="h200")
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "rank 32 alpha 8 (effective LoRA scale alpha/rank = 0.25)" in plan
+    record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
+    assert record["estimate"]["lora"] == {"rank": 32, "alpha": 8.0, "scale": 0.25}
