@@ -154,3 +154,18 @@ def test_the_plan_shows_the_effective_lora_scale(ws: Workspace) -> None:
     assert "rank 32 alpha 8 (effective LoRA scale alpha/rank = 0.25)" in plan
     record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
     assert record["estimate"]["lora"] == {"rank": 32, "alpha": 8.0, "scale": 0.25}
+
+
+def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:
+    run_id = _run(ws)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    steps = {step["step"]: step for step in report["estimate"]["steps"]}
+    assert steps["sample"]["peak_gib"] > 0 and steps["sample"]["fits"] is True
+    untimed = [
+        line
+        for line in (ws.run_dir(run_id) / "plan.md").read_text().splitlines()
+        if "not timed" in line
+    ]
+    assert untimed and untimed[0].endswith(", sample")
+    # Its time is not estimated yet: named as untimed, never counted as zero.
+    assert "sample" in report["estimate"]["time_and_cost"]["untimed_steps"]
