@@ -72,3 +72,46 @@ def test_contradictions_at_the_same_rank_are_reported(ws: Workspace) -> None:
     assert decision.contradictions == [
         {"value": 20, "source": "run 20261102-0900", "section": "character"}
     ]
+
+
+def test_every_kura_default_names_its_source() -> None:
+    from kura.knowledge.draft import default_sources
+    from kura.runs.new import recipe_keys
+
+    sources = default_sources()
+    assert set(sources) == set(recipe_keys()), "recipe_defaults.yaml must list every key"
+    assert all(len(text) > 20 for text in sources.values())
+
+
+def test_every_drafted_value_has_a_source_for_every_architecture_and_task(
+    tmp_path: Path,
+) -> None:
+    from typing import get_args
+
+    from kura.knowledge.baselines import baseline_architectures, baseline_values
+    from kura.runs.new import recipe_keys
+    from kura.spec.run import RunSpec
+
+    workspace, _ = init_workspace(tmp_path)
+    sync_baselines(workspace)
+    literal, _none = get_args(RunSpec.model_fields["task"].annotation)
+    tasks = list(get_args(literal))
+    assert "character" in tasks
+    defaults = recipe_keys()
+    for architecture in baseline_architectures():
+        doc, sections = baseline_values(architecture)
+        for task in tasks:
+            decisions = draft_values(
+                workspace, architecture, task, keys=list(defaults), explicit={}, defaults=defaults
+            )
+            assert set(decisions) == set(defaults)
+            for key, decision in decisions.items():
+                where = f"{architecture} × {task}: {key}"
+                assert decision.source.strip(), where
+                if decision.origin == "default":
+                    assert decision.source.startswith("kura: ") and len(decision.source) > 26, where
+                # Every baseline value is drafted with its doc as the source.
+                baseline = {**sections.get("all", {}), **sections.get(task, {})}
+                if key in baseline:
+                    assert decision.origin == "upstream", where
+                    assert decision.value == baseline[key] and doc in decision.source, where

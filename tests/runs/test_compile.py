@@ -27,6 +27,7 @@ def test_compile_writes_toml_steps_container_and_lock(ws: Workspace, run_id: str
         "container.json",
         "dataset.toml",
         "run.lock",
+        "sample_prompts.txt",  # a character run samples by default (prompts from its captions)
         "steps.json",
     ]
     toml = tomllib.loads((folder / "dataset.toml").read_text())

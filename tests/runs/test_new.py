@@ -92,3 +92,45 @@ def test_a_dataset_at_the_native_resolution_keeps_its_own(ws: Workspace) -> None
     spec, _ = load_run(ws, created.run_id)
     assert spec.datasets[0].resolution == [1024, 1024]
     assert "datasets.0.resolution" not in spec.provenance
+
+
+def test_a_character_run_gets_sample_prompts_from_its_captions(ws: Workspace) -> None:
+    from kura.dataset.registry import read_dataset
+
+    created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.task == "character"
+    prompts = spec.training.sample_prompts
+    assert 1 <= len(prompts) <= 3 and all("\n" not in p for p in prompts)
+    dataset = read_dataset(ws, "myaku")
+    trigger = dataset.intent.trigger or (
+        dataset.facts.trigger.word if dataset.facts and dataset.facts.trigger else None
+    )
+    if trigger:
+        assert all(trigger in p for p in prompts)
+    assert spec.training.sample_every_n_epochs == 4  # 16 epochs, 4 sampling points
+    assert spec.provenance["training.sample_prompts"] == (
+        "drafted from the captions of dataset myaku (turn off: --set training.sample_prompts=[])"
+    )
+
+
+def test_sample_prompts_can_be_turned_off(ws: Workspace) -> None:
+    created = create_run(
+        ws,
+        datasets=["myaku"],
+        base="flux2-klein-base-9b",
+        sets=["training.sample_prompts=[]"],
+        now=NOW,
+    )
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.training.sample_prompts == []
+    assert spec.training.sample_every_n_epochs is None
+    assert "training.sample_prompts" not in spec.provenance or (
+        spec.provenance["training.sample_prompts"] == "your instruction"
+    )
+
+
+def test_only_a_character_run_gets_drafted_samples(ws: Workspace) -> None:
+    created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", task="style", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.training.sample_prompts == []

@@ -145,3 +145,27 @@ def test_fp8_is_dropped_when_checkpointing_alone_fits(ws: Workspace) -> None:
     run_id = _run(ws)
     plan_run(ws, run_id, gpu="rtx-4090")
     assert _aids(ws, run_id) == {"gradient_checkpointing": True}
+
+
+def test_the_plan_shows_the_effective_lora_scale(ws: Workspace) -> None:
+    run_id = _run(ws, sets=["training.network.rank=32", "training.network.alpha=8"])
+    plan_run(ws, run_id, gpu="h200")
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "rank 32 alpha 8 (effective LoRA scale alpha/rank = 0.25)" in plan
+    record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
+    assert record["estimate"]["lora"] == {"rank": 32, "alpha": 8.0, "scale": 0.25}
+
+
+def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:
+    run_id = _run(ws)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    steps = {step["step"]: step for step in report["estimate"]["steps"]}
+    assert steps["sample"]["peak_gib"] > 0 and steps["sample"]["fits"] is True
+    untimed = [
+        line
+        for line in (ws.run_dir(run_id) / "plan.md").read_text().splitlines()
+        if "not timed" in line
+    ]
+    assert untimed and untimed[0].endswith(", sample")
+    # Its time is not estimated yet: named as untimed, never counted as zero.
+    assert "sample" in report["estimate"]["time_and_cost"]["untimed_steps"]

@@ -46,7 +46,12 @@ def build_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> WebWorkspace
         workspace,
         datasets=["myaku"],
         base=BUNDLE,
-        sets=["execution.executor=host", "training.learning_rate=0.0002"],
+        # No sample prompts: the samples page shows an unnamed prompt by its number.
+        sets=[
+            "execution.executor=host",
+            "training.learning_rate=0.0002",
+            "training.sample_prompts=[]",
+        ],
         now=datetime(2026, 11, 30, 9, 0),
     ).run_id
     promote_run(workspace, finished, architecture="flux2", task="character")

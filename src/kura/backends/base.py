@@ -526,6 +526,9 @@ class Backend(Protocol):
     title: str
     release: str
     """The trainer release this backend compiles for."""
+    samples_during_training: bool
+    """Whether the trainer renders ``training.sample_prompts`` while it trains (then
+    ``kura run new`` drafts a few for a character LoRA, and the plan costs a sample step)."""
 
     def serves(self, architecture: str) -> bool:
         """Whether this backend trains ``architecture`` (a ``kura.architectures`` id)."""

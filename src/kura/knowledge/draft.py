@@ -11,13 +11,27 @@ wins and the other is reported as a contradiction, never dropped silently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from typing import Any
 
+from kura.errors import SpecError
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import CardEntry, parse_card, read_card
 from kura.workspace import Workspace
+from kura.yamlio import parse_yaml
 
-__all__ = ["Decision", "draft_values", "provenance_line"]
+__all__ = ["Decision", "default_sources", "draft_values", "provenance_line"]
+
+_DEFAULTS_FILE = "data/recipe_defaults.yaml"
+
+
+@cache
+def default_sources() -> dict[str, str]:
+    """run.yaml path → the source of Kura's own default (``kura/data/recipe_defaults.yaml``)."""
+    text = resources.files("kura").joinpath(_DEFAULTS_FILE).read_text(encoding="utf-8")
+    data = parse_yaml(text, source=f"kura/{_DEFAULTS_FILE}")
+    return {str(key): " ".join(str(value).split()) for key, value in data.items()}
 
 _CARD_ORDER = ("owner", "run", "sweep", "agent", "upstream")
 _ORIGIN_LABEL = {
@@ -113,7 +127,13 @@ def draft_values(
                 key, chosen.value, origin, chosen.source, chosen.section, others
             )
         elif key in defaults:
-            decisions[key] = Decision(key, defaults[key], "default", "kura")
+            source = default_sources().get(key)
+            if not source:
+                raise SpecError(
+                    f"kura/{_DEFAULTS_FILE} gives no source for Kura's default of {key}",
+                    hint=f"add `{key}: <where the default comes from>` to kura/{_DEFAULTS_FILE}",
+                )
+            decisions[key] = Decision(key, defaults[key], "default", f"kura: {source}")
     return decisions
 
 

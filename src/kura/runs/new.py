@@ -17,6 +17,12 @@ from pydantic import BaseModel
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
 from kura.knowledge.draft import Decision, draft_values, provenance_line
+from kura.runs.sample_draft import (
+    SAMPLING_POINTS,
+    DraftedSamples,
+    draft_sample_prompts,
+    sample_every,
+)
 from kura.spec.base import parse_value, plain, set_dotted, validate_spec
 from kura.spec.run import RunSpec, TrainingSection
 from kura.workspace import Workspace, new_run_id
@@ -158,6 +164,7 @@ def create_run(
         explicit={k: v for k, v in explicit.items() if k in defaults},
         defaults=defaults,
     )
+    samples = _drafted_samples(workspace, trainer, chosen_task, datasets, decisions)
     drafted = trainer.draft_config(bundle, explicit)
     entries = [_dataset_entry(workspace, name, bundle) for name in datasets]
     document: dict[str, Any] = {
@@ -177,6 +184,15 @@ def create_run(
         },
     }
     document["provenance"]["task"] = task_evidence
+    if samples is not None:
+        document["training"]["sample_prompts"] = list(samples.prompts)
+        every = sample_every(decisions["training.epochs"].value)
+        document["training"]["sample_every_n_epochs"] = every
+        document["provenance"]["training.sample_prompts"] = samples.provenance
+        document["provenance"]["training.sample_every_n_epochs"] = (
+            f"drafted with the sample prompts: every {every} epochs, about "
+            f"{SAMPLING_POINTS} sampling points over the run"
+        )
     for index, (_, reason) in enumerate(entries):
         if reason:
             document["provenance"][f"datasets.{index}.resolution"] = reason
@@ -262,6 +278,22 @@ def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -
             hint=(exc.hint + "; " if exc.hint else "") + "set a value inside the limit",
             path=source,
         ) from None
+
+
+def _drafted_samples(
+    workspace: Workspace,
+    trainer: Any,
+    task: str | None,
+    datasets: list[str],
+    decisions: dict[str, Decision],
+) -> DraftedSamples | None:
+    """Sample prompts for a character LoRA on a backend that samples during training, unless
+    a person (``--set``, preferences, card) decided the prompts."""
+    if task != "character" or not trainer.samples_during_training:
+        return None
+    if decisions["training.sample_prompts"].origin != "default":
+        return None
+    return draft_sample_prompts(workspace, datasets[0])
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

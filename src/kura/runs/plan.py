@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
 from kura.runs.context import RunContext, load_context
-from kura.runs.plan_render import render
+from kura.runs.plan_render import lora_document, render
 from kura.runs.store import load_run, run_file
 from kura.spec.plan import PlanCheck, PlanRecord
 from kura.spec.records import read_record, record_text
@@ -193,6 +193,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     from kura.runs.timecost import time_and_cost
 
     estimate_doc = _with_evidence(estimate_document(written), evidence)
+    estimate_doc["lora"] = lora_document(spec.training.network)
     price = gpu_doc["usd_per_hour"]
     estimate_doc["time_and_cost"] = time_and_cost(
         estimate_doc, price * spec.execution.gpus if price else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-__all__ = ["render"]
+__all__ = ["lora_document", "lora_scale", "render"]
 
 
 def _gib(value: float | None) -> str:
@@ -62,12 +62,32 @@ def _resources(
     return [*out, ""]
 
 
+def lora_scale(network: Any) -> float:
+    """The factor the LoRA update is multiplied by: alpha / rank (1 means unscaled; Musubi's
+    and most docs' ``alpha 1`` at rank 32 is 1/32, which is why they pair it with a higher
+    learning rate)."""
+    return float(network.alpha) / float(network.rank)
+
+
+def lora_document(network: Any) -> dict[str, Any]:
+    """plan.json's ``estimate.lora``: rank, alpha and the effective scale alpha/rank."""
+    return {
+        "rank": int(network.rank),
+        "alpha": float(network.alpha),
+        "scale": lora_scale(network),
+    }
+
+
 def _recipe(spec: Any) -> list[str]:
     training = spec.training
     network = training.network
     module = network.module or "adapter default"
     rows = [
-        ("network", f"{module} rank {network.rank} alpha {network.alpha:g}"),
+        (
+            "network",
+            f"{module} rank {network.rank} alpha {network.alpha:g}"
+            f" (effective LoRA scale alpha/rank = {lora_scale(network):.4g})",
+        ),
         (
             "learning rate",
             f"{training.learning_rate:g} ({training.optimizer}, {training.scheduler})",

@@ -142,6 +142,7 @@ def _evaluation(batch: int, shrink: bool, gpu: GpuClass | None, rank: int = 16) 
 
 class ToyBackend:
     name = "toy-trainer"
+    samples_during_training = False
     title = "Toy trainer"
     release = "1.0"
 

@@ -38,6 +38,7 @@ __all__ = ["BACKEND", "AitkBackend"]
 
 class AitkBackend:
     name = "ai-toolkit"
+    samples_during_training = True
     title = "AI-Toolkit (ostris)"
 
     @property

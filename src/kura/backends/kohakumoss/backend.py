@@ -137,6 +137,7 @@ def _layer_choice(config: Mapping[str, Any]) -> Any:
 
 class KohakuMossBackend:
     name = "kohakumoss"
+    samples_during_training = True
     title = "KohakuMoss"
 
     @property

@@ -55,6 +55,7 @@ _AID_OF_KEY = {
 
 class MusubiBackend:
     name = "musubi-tuner"
+    samples_during_training = True
     title = "Musubi Tuner"
 
     @property

@@ -1,0 +1,65 @@
+"""Sample prompts drafted from a character dataset's captions, so a run shows its progress.
+
+A character LoRA whose backend renders samples during training gets a few prompts (at most
+:data:`PROMPT_COUNT`) taken from its own captions, trigger word kept, spread over the
+dataset's caption files in name order (the same dataset gives the same prompts). The person
+turns them off with ``--set training.sample_prompts=[]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kura.dataset.captions import decode_caption
+from kura.dataset.registry import media_dir, read_dataset
+from kura.workspace import Workspace
+
+__all__ = ["PROMPT_COUNT", "DraftedSamples", "draft_sample_prompts", "sample_every"]
+
+PROMPT_COUNT = 3
+SAMPLING_POINTS = 4
+"""How many times a drafted run samples over its length (every epochs // 4 epochs)."""
+
+
+@dataclass(frozen=True)
+class DraftedSamples:
+    prompts: tuple[str, ...]
+    provenance: str
+
+
+def sample_every(epochs: int | None) -> int:
+    """Epochs between sampling points: about :data:`SAMPLING_POINTS` over the run."""
+    return max(1, (epochs or SAMPLING_POINTS) // SAMPLING_POINTS)
+
+
+def draft_sample_prompts(workspace: Workspace, dataset: str) -> DraftedSamples | None:
+    """Up to :data:`PROMPT_COUNT` one-line prompts from ``dataset``'s captions (each starting
+    with the trigger word when the dataset has one and the caption lacks it); None when the
+    dataset has no readable caption."""
+    spec = read_dataset(workspace, dataset)
+    trigger = spec.intent.trigger or (
+        spec.facts.trigger.word if spec.facts and spec.facts.trigger else None
+    )
+    root = media_dir(workspace, spec)
+    texts: list[str] = []
+    for path in sorted(root.rglob(f"*{spec.caption_ext}")):
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        _, text = decode_caption(path.read_bytes())
+        line = " ".join((text or "").split())
+        if line:
+            texts.append(line)
+    if not texts:
+        return None
+    count = min(PROMPT_COUNT, len(texts))
+    picked = [texts[(i * len(texts)) // count] for i in range(count)]
+    prompts = []
+    for text in picked:
+        if trigger and trigger not in text.split() and trigger not in text:
+            text = f"{trigger}, {text}"
+        prompts.append(text)
+    return DraftedSamples(
+        tuple(dict.fromkeys(prompts)),
+        f"drafted from the captions of dataset {dataset} "
+        "(turn off: --set training.sample_prompts=[])",
+    )
