@@ -194,6 +194,11 @@ TINY_SETTINGS = (
     "backend.config.DATA_SCAN_WORKERS=1",
     "backend.config.PIN_MEMORY=false",
     "backend.config.TUNE=off",
+    # the drafted sample prompts render on the tiny 2-block model: small, few steps, and
+    # no skip-layer guidance (its default skips block 22, which the tiny model lacks)
+    "backend.config.SAMPLE_STEPS=2",
+    "backend.config.SAMPLE_SIZE=[64,64]",
+    "backend.config.SAMPLE_SKIP_LAYERS=[]",
 )
 """A CPU-sized KohakuMoss run: six steps of a rank-4 LoRA on 64 px images."""
 

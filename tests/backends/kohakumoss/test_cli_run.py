@@ -26,6 +26,7 @@ from kura.models.header import read_header
 
 pytestmark = pytest.mark.slow
 
+
 class Kura:
     """``kura --workspace WS … --json`` in-process; the result document and exit code."""
 
@@ -94,6 +95,13 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     assert code != 0
     assert "MAX_TOKENS: expects int, got str 'big'" in refused["error"]["message"]
     assert not (workspace / "runs" / bad["id"] / "plan.md").exists()
+
+    # Sampling on a non-released shape without SAMPLE_SKIP_LAYERS would stop the run at its
+    # first sample: compile refuses it, naming the knob.
+    kept = [s for s in sets if not s.startswith("backend.config.SAMPLE_SKIP_LAYERS")]
+    _, unsafe = kura(*argv[:6], "--backend", "kohakumoss", *[x for s in kept for x in ("--set", s)])
+    code, refused = kura("run", "plan", unsafe["id"], "--gpu", "rtx-4090", ok=False)
+    assert code != 0 and "SAMPLE_SKIP_LAYERS" in refused["error"]["message"]
 
     _, created = kura(*argv)
     run = created["id"]

@@ -245,6 +245,21 @@ class KohakuMossBackend:
         steps = training.max_steps
         save_every = _pop_int(knobs, "SAVE_EVERY", min(DEFAULT_SAVE_EVERY, steps))
         sample_every = _pop_int(knobs, "SAMPLE_EVERY", save_every)
+        arch = facts.facts.arch
+        if (
+            training.sample_prompts
+            and not arch.named_variants
+            and "SAMPLE_SKIP_LAYERS" not in knobs
+        ):
+            # KohakuMoss's default skip-layer guidance names blocks of the released 42-block
+            # DiT; on another shape sampling stops the run at its first sample (ValueError).
+            raise SpecError(
+                f"the DiT has {arch.depth} blocks (not a released MOSS-Image variant), so "
+                "KohakuMoss's default SAMPLE_SKIP_LAYERS (blocks of the 42-block model) "
+                "would fail at the first sample",
+                hint="set backend.config.SAMPLE_SKIP_LAYERS=[] (or blocks below "
+                f"{arch.depth}), or turn sampling off with --set training.sample_prompts=[]",
+            )
         uses = {use.name: use for use in spec.datasets}
         first = spec.datasets[0].resolution
         if "TARGET_AREA" not in knobs:
