@@ -92,16 +92,16 @@ def _parse_sets(assignments: list[str]) -> dict[str, Any]:
 
 
 def _task(workspace: Workspace, datasets: list[str], task: str | None) -> tuple[str | None, str]:
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
 
     if task:
         return task, "your instruction (--task)"
     for name in datasets:
-        spec, _ = load_dataset(workspace, name)
+        spec = read_dataset(workspace, name)
         if spec.intent.task:
             return spec.intent.task, f"dataset {name}: intent.task"
     for name in datasets:
-        spec, _ = load_dataset(workspace, name)
+        spec = read_dataset(workspace, name)
         if spec.facts and spec.facts.task_suggestion:
             return spec.facts.task_suggestion, f"dataset {name}: inspection suggests it"
     return None, "no dataset records a task; the card's `all` section applies (set --task)"
@@ -111,9 +111,9 @@ def _dataset_entry(workspace: Workspace, name: str, bundle: Any) -> tuple[dict[s
     """The dataset's run entry and the provenance of its resolution ("" when it is the
     dataset's own): a bundle with a native resolution the dataset's differs from is drafted
     at the native one (nearest in aspect), saying so and why."""
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
 
-    spec, _ = load_dataset(workspace, name)
+    spec = read_dataset(workspace, name)
     resolution = list(spec.facts.resolution if spec.facts else [1024, 1024])
     entry = {"name": name, "resolution": resolution, "repeats": 1}
     native = bundle.native_resolutions

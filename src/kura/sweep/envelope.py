@@ -72,7 +72,7 @@ def plan_sweep(
     budget_hours: float | None = None,
     budget_usd: float | None = None,
 ) -> dict[str, Any]:
-    from kura.dataset.registry import load_dataset
+    from kura.dataset.registry import read_dataset
     from kura.runs.context import load_context
     from kura.runs.gpu_choice import choose_gpu
     from kura.runs.store import load_run
@@ -105,7 +105,7 @@ def plan_sweep(
             source=name,
         )
         spec = validate_spec(RunSpec, document, source=f"sweep {sweep.id} config {name}")
-        datasets = {u.name: load_dataset(workspace, u.name)[0] for u in spec.datasets}
+        datasets = {u.name: read_dataset(workspace, u.name) for u in spec.datasets}
         from kura.backends.base import PlanInputs
         from kura.runs.compile import prepared_inputs
 

@@ -352,7 +352,13 @@ class KohakuMossBackend:
 
         sub = Path(COMPILED_DIR).relative_to(Path(COMPILED_DIR).parts[0])
         configs = (compiled_dir / sub / "train.py", compiled_dir / sub / "data.py")
-        kogine = Path(json.loads((compiled_dir / "steps.json").read_text())["steps"][0]["argv"][0])
+        from kura.spec.compiled import StepsFile
+        from kura.spec.machine import read_machine_file
+
+        steps = read_machine_file(
+            StepsFile, compiled_dir / "steps.json", remedy="compile the run again (`kura run plan`)"
+        )
+        kogine = Path(steps.steps[0].argv[0])
         found = config_problems(_env(str(kogine.parent.parent)), configs)
         return tuple(f"{c.path.name}: {p}" for c in found for p in c.blocking)
 
@@ -598,9 +604,21 @@ class KohakuMossBackend:
                 path=_output_dir(run_dir) / "export",
             )
         source = found[-1]
-        lock = json.loads((run_dir / "compiled" / "run.lock").read_text(encoding="utf-8"))
-        dit = lock["models"]["roles"]["transformer"]
-        files = tuple(Path(p) for p in [dit["path"], *(s["path"] for s in dit["shards"])])
+        from kura.spec.lock import RunLock
+        from kura.spec.records import read_record
+
+        lock = read_record(
+            RunLock,
+            run_dir / "compiled" / "run.lock",
+            fix=f"plan the run again (`kura run plan {run_id}`)",
+        )
+        dit = lock.models.roles["transformer"]
+        if dit.path is None:
+            raise CheckFailed(
+                f"run {run_id}'s lock names no transformer file",
+                hint=f"`kura run plan {run_id}` once the model files are present",
+            )
+        files = (Path(dit.path), *(Path(s.path) for s in dit.shards))
         verdict = check_export(source, dit_linears(files))
         if not verdict.ok:
             raise CheckFailed(
