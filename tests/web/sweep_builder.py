@@ -45,6 +45,8 @@ class SweepWorkspace:
     workspace: Workspace
     sweep: str
     base_run: str
+    empty: str
+    """A later sweep over the same run with no trial yet (newest in the list)."""
 
 
 def toy_environment(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,4 +75,5 @@ def build_sweep_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> SweepW
     plan_sweep(workspace, sweep_id, gpu="h100-pcie")
     approve_sweep(workspace, sweep_id)
     run_worker(workspace, sweep_id, gpu="h100-pcie", seed=3)
-    return SweepWorkspace(workspace, sweep_id, run)
+    empty = new_sweep(workspace, base_run=run, space=write_space(root, SPACE), trials=2)
+    return SweepWorkspace(workspace, sweep_id, run, str(empty["id"]))
