@@ -214,7 +214,7 @@ def test_sweep_page_draws_its_charts_and_links_its_trials(
     sync_api.expect(page.locator('[data-field="promote"]')).to_have_text(
         f"kura sweep promote {swept.sweep}"
     )
-    shoot(page, "sweep.png")
+    shoot(page, "sweep.png", height=1450)
     page.locator("table.trials").get_by_role("link").first.click()
     sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(re.compile(r"^Run sw-"))
 
