@@ -267,6 +267,22 @@ def _add_hostile_trial(workspace: Workspace, sweep_id: str) -> dict[str, str]:
             },
         )
     )
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.PRUNED,
+            params={
+                "training.learning_rate": 2e-3,
+                "training.network.rank": 16,
+                "training.optimizer": "adamw",
+            },
+            distributions=space.distributions(),
+            user_attrs={
+                "kura.status": "pruned",
+                "kura.stopped": {"by": "successive halving (asynchronous)", "step": 2,
+                                 "loss": 0.8, "why": hostile["reason"]},
+            },
+        )
+    )
     return hostile
 
 
@@ -283,9 +299,23 @@ def test_hostile_values_from_the_study_are_escaped(swept: SweepWorkspace, tmp_pa
         assert str(markupsafe.escape(value)) in text, value
     assert 'href="/runs/&#34;' not in text and 'href="/runs/%22' not in text  # never linked
     rows = _rows_of(text)
-    assert len(rows) == len(sweep_report(swept.workspace, swept.sweep)["rows"]) + 1
+    assert len(rows) == len(sweep_report(swept.workspace, swept.sweep)["rows"]) + 2
+    pruned = rows[max(rows)]
+    assert ">pruned</span>" in pruned and "successive halving (asynchronous): " in pruned
     listing = site.get("/sweeps")
     assert listing.status_code == 200 and "<script" not in listing.text
+    assert f'data-sweep="{swept.sweep}"' in listing.text
+    assert 'data-count="pruned">1<' in listing.text
+
+
+def test_a_damaged_sweep_is_listed_with_its_error(swept: SweepWorkspace, tmp_path: Path) -> None:
+    copy = _copy(swept, tmp_path)
+    (copy.root / "sweeps" / swept.empty / "sweep.json").write_text('{"id": "x"}')
+    listing = client(copy).get("/sweeps")
+    assert listing.status_code == 200
+    row = listing.text[listing.text.index(f'data-sweep="{swept.empty}"') :]
+    assert "is damaged or was edited by hand" in row[: row.index("</tr>")]
+    assert f'data-sweep="{swept.sweep}"' in listing.text  # the others still shown
 
 
 def test_an_unknown_sweep_is_404_and_a_bad_name_400(swept: SweepWorkspace) -> None:

@@ -81,7 +81,11 @@ def sweep_list(workspace: Workspace) -> list[SweepSummary]:
 
     out = []
     for sweep_id in list_sweeps(workspace):
-        record = load_sweep(workspace, sweep_id)
+        try:
+            record = load_sweep(workspace, sweep_id)
+        except KuraError as exc:  # a damaged sweep.json: listed with its error, not hidden
+            out.append(SweepSummary(sweep_id, "", "", "", "", 0, {}, "", None, "", exc.message))
+            continue
         counts: dict[str, int] = {}
         best: float | None = None
         error = None
