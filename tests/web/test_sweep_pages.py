@@ -11,6 +11,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -389,3 +390,39 @@ def test_the_web_app_does_not_import_optuna_or_the_sweep_modules() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[Any]:
+    from tests.postgres import postgres_server
+
+    yield from postgres_server()
+
+
+def test_a_postgresql_sweep_page_reads_the_server(
+    swept: SweepWorkspace, tmp_path: Path, pg_server: Any
+) -> None:
+    from kura.sweep.envelope import approve_sweep, plan_sweep
+    from kura.sweep.new import new_sweep
+    from kura.sweep.worker import run_worker
+    from tests.sweep.conftest import write_space
+    from tests.web.sweep_builder import SPACE
+
+    copy = _copy(swept, tmp_path)
+    url = pg_server.new_database()
+    sweep_id = str(new_sweep(copy, base_run=swept.base_run, space=write_space(tmp_path, SPACE),
+                             trials=1, storage=url)["id"])
+    plan_sweep(copy, sweep_id, gpu="h100-pcie")
+    approve_sweep(copy, sweep_id)
+    run_worker(copy, sweep_id, gpu="h100-pcie", seed=1)
+    report = sweep_report(copy, sweep_id)
+    before = snapshot(copy.root)
+    page = client(copy).get(f"/sweeps/{sweep_id}")
+    assert page.status_code == 200
+    assert sorted(_rows_of(page.text)) == [r["number"] for r in report["rows"]] == [0]
+    assert "study in postgresql" in page.text and url in page.text
+    listing = client(copy).get("/sweeps").text
+    row = listing[listing.index(f'data-sweep="{sweep_id}"') :]
+    assert ">postgresql<" in row[: row.index("</tr>")]
+    assert snapshot(copy.root) == before
+    assert not (copy.root / "sweeps" / sweep_id / "study.journal").exists()
