@@ -5,7 +5,10 @@ The objective is recomputed from each trial's recorded parts, so human ratings g
 trial finished (``kura run evaluate``) count; the value the sampler was told is shown beside
 it. Step times are summarised per GPU class and never compared across classes. The interval
 is a bootstrap over the repeated measurements of the best config (trials with the same
-params, i.e. seeds, and per-sample judge scores); with one measurement the report says so.
+params, i.e. seeds; else its objective as each judged sample alone would make it, so the
+interval is on the objective's scale); with one measurement the report says so.
+:func:`analyse_sweep` computes it all as typed values and writes nothing (the web page
+uses it); :func:`sweep_report` adds ``winner.json`` and returns the JSON document.
 """
 
 from __future__ import annotations
