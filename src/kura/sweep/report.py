@@ -5,7 +5,10 @@ The objective is recomputed from each trial's recorded parts, so human ratings g
 trial finished (``kura run evaluate``) count; the value the sampler was told is shown beside
 it. Step times are summarised per GPU class and never compared across classes. The interval
 is a bootstrap over the repeated measurements of the best config (trials with the same
-params, i.e. seeds, and per-sample judge scores); with one measurement the report says so.
+params, i.e. seeds; else its objective as each judged sample alone would make it, so the
+interval is on the objective's scale); with one measurement the report says so.
+:func:`analyse_sweep` computes it all as typed values and writes nothing (the web page
+uses it); :func:`sweep_report` adds ``winner.json`` and returns the JSON document.
 """
 
 from __future__ import annotations
@@ -13,13 +16,31 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
 from kura.workspace import Workspace
 
-__all__ = ["bootstrap_ci", "promote_winner", "sweep_report", "sweep_status"]
+if TYPE_CHECKING:
+    from kura.sweep.records import SweepRecord
+    from kura.sweep.space import CheckedSpace
+
+__all__ = [
+    "IMPORTANCE_METHOD",
+    "Importance",
+    "SweepAnalysis",
+    "TrialRow",
+    "analyse_sweep",
+    "bootstrap_ci",
+    "promote_winner",
+    "sweep_report",
+    "sweep_status",
+]
+
+IMPORTANCE_METHOD = "PED-ANOVA (Optuna), normalised"
+MIN_COMPLETE_FOR_IMPORTANCE = 3
 
 
 def bootstrap_ci(
@@ -37,7 +58,58 @@ def bootstrap_ci(
     return (low, high)
 
 
-def _rows(workspace: Workspace, sweep: Any, study: Any, objective: Any) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class TrialRow:
+    """One trial as the report shows it: the objective recomputed from its recorded parts
+    (``objective``) beside the value the sampler was told (``told``)."""
+
+    number: int
+    state: str
+    status: str
+    params: dict[str, Any]
+    source: str
+    objective: float | None
+    told: float | None
+    loss: float | None
+    judge_scores: list[float]
+    gpu_class: str | None
+    host: str | None
+    worker: str | None
+    run: str | None
+    estimate: dict[str, Any] | None
+    stopped: dict[str, Any] | None
+    reason: str | None
+    requeued_from: int | None
+    gpu_hours: float | None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "COMPLETE"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "state": self.state,
+            "status": self.status,
+            "params": dict(self.params),
+            "source": self.source,
+            "objective": self.objective,
+            "told": self.told,
+            "loss": self.loss,
+            "judge_scores": list(self.judge_scores),
+            "gpu_class": self.gpu_class,
+            "host": self.host,
+            "worker": self.worker,
+            "run": self.run,
+            "estimate": self.estimate,
+            "stopped": self.stopped,
+            "reason": self.reason,
+            "requeued_from": self.requeued_from,
+            "gpu_hours": self.gpu_hours,
+        }
+
+
+def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
     from kura.sweep.objective import judge_scores
 
     rows = []
@@ -56,38 +128,58 @@ def _rows(workspace: Workspace, sweep: Any, study: Any, objective: Any) -> list[
         if attrs.get("kura.lost"):
             status = "lost"
         rows.append(
-            {
-                "number": trial.number,
-                "state": trial.state.name,
-                "status": status,
-                "params": dict(trial.params),
-                "source": attrs.get("kura.source", "sampler (TPE)"),
-                "objective": value,
-                "told": told,
-                "loss": recorded.get("loss"),
-                "judge_scores": recorded.get("judge_scores", []),
-                "gpu_class": attrs.get("kura.gpu_class"),
-                "host": attrs.get("kura.host"),
-                "worker": attrs.get("kura.worker"),
-                "run": run_id,
-                "estimate": attrs.get("kura.estimate"),
-                "stopped": attrs.get("kura.stopped"),
-                "reason": attrs.get("kura.reason") or attrs.get("kura.lost"),
-                "requeued_from": attrs.get("kura.requeued_from"),
-                "gpu_hours": attrs.get("kura.gpu_hours"),
-            }
+            TrialRow(
+                number=trial.number,
+                state=trial.state.name,
+                status=status,
+                params=dict(trial.params),
+                source=attrs.get("kura.source", "sampler (TPE)"),
+                objective=value,
+                told=told,
+                loss=recorded.get("loss"),
+                judge_scores=list(recorded.get("judge_scores", [])),
+                gpu_class=attrs.get("kura.gpu_class"),
+                host=attrs.get("kura.host"),
+                worker=attrs.get("kura.worker"),
+                run=run_id,
+                estimate=attrs.get("kura.estimate"),
+                stopped=attrs.get("kura.stopped"),
+                reason=attrs.get("kura.reason") or attrs.get("kura.lost"),
+                requeued_from=attrs.get("kura.requeued_from"),
+                gpu_hours=attrs.get("kura.gpu_hours"),
+            )
         )
     return rows
 
 
-def _open(workspace: Workspace, sweep_id: str, storage_url: str | None) -> tuple[Any, Any, Any]:
+def _counts(rows: list[TrialRow]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    return counts
+
+
+def _open(
+    workspace: Workspace, sweep_id: str, storage_url: str | None, *, read_only: bool = False
+) -> tuple[SweepRecord, CheckedSpace, Any]:
+    """The sweep, its checked space and its study. ``read_only`` (the web page) refuses a
+    journal file that is not there rather than letting Optuna create an empty one."""
     from kura.backends.registry import get_backend
     from kura.sweep.envelope import checked_space
-    from kura.sweep.records import load_sweep
+    from kura.sweep.records import load_sweep, sweep_dir
+    from kura.sweep.storage import JOURNAL, JOURNAL_NAME
     from kura.sweep.study import load_study
 
     sweep = load_sweep(workspace, sweep_id)
     space = checked_space(workspace, sweep, get_backend(sweep.backend))
+    journal = sweep_dir(workspace, sweep_id) / JOURNAL_NAME
+    if read_only and (storage_url or sweep.storage) == JOURNAL and not journal.is_file():
+        raise CheckFailed(
+            f"sweep {sweep_id} has no study file {workspace.relative(journal)}",
+            hint="it was moved or deleted; restore it from the machine that ran the sweep "
+            "(`kura sweep collect` copies artifacts, not the study)",
+            path=journal,
+        )
     return sweep, space, load_study(workspace, sweep, storage_url=storage_url)
 
 
@@ -103,10 +195,8 @@ def sweep_status(
                                          DEFAULT_LEASE_SECONDS)]
         if reap else []
     )
-    rows = _rows(workspace, sweep, study, space.spec.objective)
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    rows = _rows(workspace, study, space.spec.objective)
+    counts = _counts(rows)
     approved = (workspace.root / "sweeps" / sweep_id / "approval.json").is_file()
     return {
         "kind": "sweep-status",
@@ -115,7 +205,7 @@ def sweep_status(
         "approved": approved,
         "trials": sweep.trials,
         "counts": counts,
-        "rows": rows,
+        "rows": [row.to_dict() for row in rows],
         "reaped": reaped,
     }
 
@@ -133,69 +223,142 @@ def _step_times(workspace: Workspace, sweep_id: str) -> dict[str, dict[str, Any]
     }
 
 
-def sweep_report(
-    workspace: Workspace, sweep_id: str, *, storage_url: str | None = None
-) -> dict[str, Any]:
-    sweep, space, study = _open(workspace, sweep_id, storage_url)
-    rows = _rows(workspace, sweep, study, space.spec.objective)
-    scored = [r for r in rows if r["objective"] is not None]
-    best = min(scored, key=lambda r: r["objective"]) if scored else None
+@dataclass(frozen=True)
+class Importance:
+    """Parameter importance by ``method``, or empty with ``note`` saying why not."""
+
+    values: dict[str, float]
+    note: str
+
+    @property
+    def computed(self) -> bool:
+        return bool(self.values)
+
+
+@dataclass(frozen=True)
+class SweepAnalysis:
+    """Everything `kura sweep report` and the sweep page show, computed once and writing
+    nothing (:func:`sweep_report` adds ``winner.json``)."""
+
+    sweep: SweepRecord
+    space: CheckedSpace
+    rows: list[TrialRow]
+    best: TrialRow | None
+    best_interval: tuple[float, float] | None
+    repeats: int
+    importance: Importance
+    step_times_by_gpu_class: dict[str, dict[str, Any]]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return _counts(self.rows)
+
+    @property
+    def scored(self) -> list[TrialRow]:
+        return [r for r in self.rows if r.objective is not None]
+
+    @property
+    def best_interval_note(self) -> str:
+        if self.best_interval is not None:
+            return f"95 % bootstrap interval over {self.repeats} measurements"
+        return (
+            "one measurement of the best config: no interval (repeat it with other "
+            "seeds to get one)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `kura sweep report --json` document."""
+        return {
+            "kind": "sweep-report",
+            "sweep": self.sweep.id,
+            "base_run": self.sweep.base_run,
+            "objective": self.space.spec.objective.model_dump(mode="json"),
+            "rows": [row.to_dict() for row in self.rows],
+            "best": None if self.best is None else self.best.to_dict(),
+            "best_interval": None if self.best_interval is None else list(self.best_interval),
+            "best_interval_note": self.best_interval_note,
+            "importance": dict(self.importance.values),
+            "importance_note": self.importance.note,
+            "step_times_by_gpu_class": self.step_times_by_gpu_class,
+            "parallel_coordinates": [
+                {**r.params, "objective": r.objective} for r in self.scored
+            ],
+        }
+
+
+def analyse_sweep(
+    workspace: Workspace, sweep_id: str, *, storage_url: str | None = None,
+    read_only: bool = False,
+) -> SweepAnalysis:
+    """The trials, the best one with its bootstrap interval, and parameter importance."""
+    sweep, space, study = _open(workspace, sweep_id, storage_url, read_only=read_only)
+    rows = _rows(workspace, study, space.spec.objective)
+    scored = [r for r in rows if r.objective is not None]
+    best = min(scored, key=lambda r: float(r.objective or 0.0)) if scored else None
     interval = None
     repeats: list[float] = []
     if best is not None:
-        same = [r for r in scored if r["params"] == best["params"]]
-        repeats = [float(r["objective"]) for r in same]
-        if len(repeats) < 2 and best["judge_scores"]:
-            repeats = [float(s) for s in best["judge_scores"]]
+        same = [r for r in scored if r.params == best.params]
+        repeats = [float(r.objective or 0.0) for r in same]
+        if len(repeats) < 2 and best.judge_scores and best.loss is not None:
+            repeats = _per_sample_objectives(best, space.spec.objective.judge_weight)
         interval = bootstrap_ci(repeats)
-    importance, why = _importance(study, len([r for r in rows if r["state"] == "COMPLETE"]))
-    document = {
-        "kind": "sweep-report",
-        "sweep": sweep_id,
-        "base_run": sweep.base_run,
-        "objective": space.spec.objective.model_dump(mode="json"),
-        "rows": rows,
-        "best": best,
-        "best_interval": None if interval is None else list(interval),
-        "best_interval_note": (
-            f"95 % bootstrap interval over {len(repeats)} measurements"
-            if interval is not None
-            else "one measurement of the best config: no interval (repeat it with other "
-            "seeds to get one)"
-        ),
-        "importance": importance,
-        "importance_note": why,
-        "step_times_by_gpu_class": _step_times(workspace, sweep_id),
-        "parallel_coordinates": [
-            {**r["params"], "objective": r["objective"]} for r in scored
-        ],
-    }
+    importance = _importance(study, len([r for r in rows if r.complete]))
+    return SweepAnalysis(
+        sweep=sweep,
+        space=space,
+        rows=rows,
+        best=best,
+        best_interval=interval,
+        repeats=len(repeats),
+        importance=importance,
+        step_times_by_gpu_class=_step_times(workspace, sweep_id),
+    )
+
+
+def _per_sample_objectives(row: TrialRow, weight: float) -> list[float]:
+    """The objective as each judged sample alone would make it, ``(1 − w)·loss + w·(1 − s)``:
+    their mean is the trial's objective, so their bootstrap is an interval of the objective
+    (not of the judge score, which lives on another scale)."""
+    assert row.loss is not None
+    return [(1 - weight) * row.loss + weight * (1 - float(s)) for s in row.judge_scores]
+
+
+def sweep_report(
+    workspace: Workspace, sweep_id: str, *, storage_url: str | None = None
+) -> dict[str, Any]:
+    analysis = analyse_sweep(workspace, sweep_id, storage_url=storage_url)
+    best = analysis.best
     if best is not None:
         winner = {
             "sweep": sweep_id,
-            "number": best["number"],
-            "params": best["params"],
-            "objective": best["objective"],
-            "architecture": sweep.architecture,
-            "task": sweep.task,
+            "number": best.number,
+            "params": best.params,
+            "objective": best.objective,
+            "architecture": analysis.sweep.architecture,
+            "task": analysis.sweep.task,
         }
         atomic_write_text(
             workspace.root / "sweeps" / sweep_id / "winner.json",
             json.dumps(winner, indent=2) + "\n",
         )
-    return document
+    return analysis.to_dict()
 
 
-def _importance(study: Any, complete: int) -> tuple[dict[str, float], str]:
-    if complete < 3:
-        return {}, f"{complete} completed trial(s): parameter importance needs at least 3"
+def _importance(study: Any, complete: int) -> Importance:
+    if complete < MIN_COMPLETE_FOR_IMPORTANCE:
+        return Importance(
+            {},
+            f"{complete} completed trial(s): parameter importance needs at least "
+            f"{MIN_COMPLETE_FOR_IMPORTANCE}",
+        )
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     try:
         values = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator())
     except (ValueError, RuntimeError) as exc:
-        return {}, f"not computed: {exc}"
-    return {k: float(v) for k, v in values.items()}, "PED-ANOVA (Optuna), normalised"
+        return Importance({}, f"not computed: {exc}")
+    return Importance({k: float(v) for k, v in values.items()}, IMPORTANCE_METHOD)
 
 
 def promote_winner(

@@ -205,6 +205,19 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
             rows=_compare_rows(sides) if len(sides) == 2 else [],
         )
 
+    @app.get("/sweeps", response_class=HTMLResponse)
+    def sweeps_page() -> HTMLResponse:
+        from kura.web.sweeps import sweep_list  # Optuna and the sweep modules load here only
+
+        return page("sweeps.html", title="Sweeps", sweeps=sweep_list(workspace))
+
+    @app.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
+    def sweep_detail(sweep_id: str) -> HTMLResponse:
+        from kura.web.sweeps import sweep_page
+
+        check_name(sweep_id, "sweep")
+        return page("sweep.html", title=f"Sweep {sweep_id}", page=sweep_page(workspace, sweep_id))
+
     @app.get("/knowledge", response_class=HTMLResponse)
     def knowledge() -> HTMLResponse:
         return page("knowledge.html", title="Knowledge", **knowledge_view(workspace))
