@@ -36,8 +36,10 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -568,6 +570,22 @@ class KohakuMossBackend:
         loras = sorted((out / "export").glob("*.safetensors")) if (out / "export").is_dir() else []
         samples = sorted((out / "samples").glob("step_*/*.png"))
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """``kohakumoss-doctor --json`` in the environment, plus Kura's checks."""
+        from kura.backends.kohakumoss.doctor import moss_doctor, workspace_env
+
+        return moss_doctor(workspace_env(workspace))
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""
+        from kura.errors import Unsupported
+
+        raise Unsupported(
+            "KohakuMoss has no Docker image: it runs on the host executor, from a virtual "
+            "environment of this machine",
+            hint="kura backend install kohakumoss (then `kura doctor kohakumoss`)",
+        )
 
     def export(
         self,

@@ -15,8 +15,10 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -248,6 +250,19 @@ class MusubiBackend:
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """GPUs, Docker and its GPU runtime, the Musubi image's release (and the host
+        checkout when kura.toml names one)."""
+        from kura.backends.musubi.doctor import musubi_doctor
+
+        return musubi_doctor(workspace)
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""
+        from kura.backends.musubi.container import image_recipe
+
+        return image_recipe(workspace)
 
     def export(
         self,
