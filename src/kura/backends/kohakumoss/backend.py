@@ -374,8 +374,10 @@ class KohakuMossBackend:
         compile_inputs = inputs.compile
         if compile_inputs is None or not isinstance(compile_inputs.trainer_facts, MossFacts):
             raise SpecError(
-                "KohakuMoss plans from its compiled configuration",
-                hint="plan through `kura run plan` (it prepares the run first)",
+                "KohakuMoss plans from its compiled configuration and its own data plan of "
+                "the dataset (`inspect_data`): a what-if without a run has neither",
+                hint="create the run (`kura run new --backend kohakumoss`), then `kura run "
+                "estimate RUN` or `kura run plan RUN` (they prepare it first)",
             )
         facts = compile_inputs.trainer_facts
         run_dir = Path(compile_inputs.run_dir)
