@@ -119,3 +119,34 @@ def test_the_machine_doctor_names_every_backends_doctor(fake_path: Path) -> None
         "kura doctor ai-toolkit",
         "kura doctor kohakumoss",
     }
+
+
+def test_a_host_checkout_kura_toml_names_must_be_the_trainers(
+    fake_path: Path, tmp_path: Path
+) -> None:
+    """Musubi's scripts live under src/musubi_tuner/ and AI-Toolkit's entry is run.py at the
+    checkout's root (both as the trainers' repositories lay them out)."""
+    from kura.initialize import init_workspace
+
+    _fake_docker(fake_path, runtimes={"nvidia": {}}, labels=None)
+    workspace, _ = init_workspace(tmp_path / "ws")
+    musubi, aitk = tmp_path / "musubi-tuner", tmp_path / "ai-toolkit"
+    (musubi / "src" / "musubi_tuner").mkdir(parents=True)
+    aitk.mkdir()
+    config = workspace.config_path.read_text()
+    workspace.config_path.write_text(
+        config.replace(
+            "[executor]",
+            f'[executor]\nmusubi_checkout = "{musubi}"\naitk_checkout = "{aitk}"',
+            1,
+        )
+    )
+    assert _by_check(doctor_document(command_backend("musubi").doctor(workspace)))[
+        "musubi checkout"
+    ]["status"] == "ok"
+    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    assert found["ai-toolkit checkout"]["status"] == "fail"
+    assert "aitk_checkout" in found["ai-toolkit checkout"]["fix"]
+    (aitk / "run.py").write_text("")
+    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    assert found["ai-toolkit checkout"]["status"] == "ok"
