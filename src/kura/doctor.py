@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kura.backends.base import Finding
+from kura.backends.base import Finding, FindingStatus
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def image_findings(recipe: ImageRecipe, *, check: str, title: str, command: str)
         return [Finding(check, "fail", exc.message, exc.hint or "")]
     if found is None:
         return [Finding(check, "fail", f"{recipe.tag} is not built", f"run `{command}`")]
-    status: Any = "ok" if found == recipe.release else "fail"
+    status: FindingStatus = "ok" if found == recipe.release else "fail"
     return [
         Finding(
             check,

@@ -46,6 +46,7 @@ __all__ = [
     "DraftedConfig",
     "Evaluation",
     "Finding",
+    "FindingStatus",
     "FitProblem",
     "ImageRecipe",
     "ImportedRun",
