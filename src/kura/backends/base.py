@@ -42,9 +42,13 @@ __all__ = [
     "DatasetInput",
     "DatasetMedia",
     "Diagnosis",
+    "DoctorReport",
     "DraftedConfig",
     "Evaluation",
+    "Finding",
+    "FindingStatus",
     "FitProblem",
+    "ImageRecipe",
     "ImportedRun",
     "Importer",
     "MemoryAid",
@@ -508,6 +512,53 @@ class ImportedRun:
     notes: tuple[str, ...] = ()
 
 
+# ---------------------------------------------------------------------------------------
+# Set up: what this machine has for a trainer, and the image its container executor runs
+
+FindingStatus = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check of ``kura doctor``: what was looked at, its status, and the fix."""
+
+    check: str
+    status: FindingStatus
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """``kura doctor BACKEND``: the trainer's setup on this machine, each finding with its
+    fix. ``details`` are plain facts the backend adds to the document (the environment it
+    looked at, its Python); ``ok`` is false when any finding failed."""
+
+    backend: str
+    findings: tuple[Finding, ...]
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == "fail" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """How ``kura image build BACKEND`` builds the image the backend's container executor
+    runs: the Dockerfile Kura ships in the backend's package, its build context, the tag,
+    and the trainer release the image is labelled with (the launch gate reads it back)."""
+
+    backend: str
+    tag: str
+    dockerfile: Path
+    context: Path
+    release: str
+
+
 @runtime_checkable
 class Importer(Protocol):
     """A backend that can read a run made with its trainer outside Kura."""
@@ -621,6 +672,17 @@ class Backend(Protocol):
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         """The run's LoRA files and samples as the trainer wrote them."""
+        ...
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """``kura doctor NAME``: this machine's setup for the trainer (its image, its
+        environment, the GPU it sees), each finding with its fix. Only looks."""
+        ...
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """The image the Docker executor runs for this trainer (the workspace's image name
+        where kura.toml sets one); Unsupported naming how the trainer is installed instead
+        when it has no image."""
         ...
 
     def export(

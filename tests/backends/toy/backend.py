@@ -24,8 +24,11 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    Finding,
+    ImageRecipe,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -37,7 +40,7 @@ from kura.backends.base import (
     StepProgress,
     TrainerFacts,
 )
-from kura.errors import CheckFailed, SpecError
+from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
 from kura.planning.gpus import GpuClass
 from kura.planning.ladder import walk
@@ -174,6 +177,19 @@ class ToyBackend:
     def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
         document = json.loads((compiled_dir / "toy.json").read_text())
         return () if document["steps"] > 0 else ("toy.json: steps must be positive",)
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        found = TRAINER.is_file()
+        finding = Finding(
+            "toy trainer",
+            "ok" if found else "fail",
+            str(TRAINER) if found else f"{TRAINER} is missing",
+            "" if found else "restore tests/backends/toy/toy_trainer.py",
+        )
+        return DoctorReport(self.name, (finding,), {"trainer": str(TRAINER)})
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        raise Unsupported("the toy trainer has no image", hint="it runs on the host executor")
 
     def export(
         self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None

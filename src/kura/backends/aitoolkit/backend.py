@@ -15,8 +15,10 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
     ImportedRun,
     OutputLayout,
     PlanFit,
@@ -191,6 +193,19 @@ class AitkBackend:
         from kura.backends.aitoolkit.follow import tail_progress
 
         return tail_progress(log_path)
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """GPUs, Docker and its GPU runtime, the AI-Toolkit image's release (and the host
+        checkout when kura.toml names one)."""
+        from kura.backends.aitoolkit.doctor import aitk_doctor
+
+        return aitk_doctor(workspace)
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """``docker/Dockerfile`` of this package, at the pinned commit."""
+        from kura.backends.aitoolkit.container import image_recipe
+
+        return image_recipe()
 
     def export(
         self,

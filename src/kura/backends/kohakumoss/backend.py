@@ -36,8 +36,10 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -372,8 +374,10 @@ class KohakuMossBackend:
         compile_inputs = inputs.compile
         if compile_inputs is None or not isinstance(compile_inputs.trainer_facts, MossFacts):
             raise SpecError(
-                "KohakuMoss plans from its compiled configuration",
-                hint="plan through `kura run plan` (it prepares the run first)",
+                "KohakuMoss plans from its compiled configuration and its own data plan of "
+                "the dataset (`inspect_data`): a what-if without a run has neither",
+                hint="create the run (`kura run new --backend kohakumoss`), then `kura run "
+                "estimate RUN` or `kura run plan RUN` (they prepare it first)",
             )
         facts = compile_inputs.trainer_facts
         run_dir = Path(compile_inputs.run_dir)
@@ -568,6 +572,22 @@ class KohakuMossBackend:
         loras = sorted((out / "export").glob("*.safetensors")) if (out / "export").is_dir() else []
         samples = sorted((out / "samples").glob("step_*/*.png"))
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """``kohakumoss-doctor --json`` in the environment, plus Kura's checks."""
+        from kura.backends.kohakumoss.doctor import moss_doctor, workspace_env
+
+        return moss_doctor(workspace_env(workspace))
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""
+        from kura.errors import Unsupported
+
+        raise Unsupported(
+            "KohakuMoss has no Docker image: it runs on the host executor, from a virtual "
+            "environment of this machine",
+            hint="kura backend install kohakumoss (then `kura doctor kohakumoss`)",
+        )
 
     def export(
         self,
