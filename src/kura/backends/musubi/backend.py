@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     CompiledRun,
@@ -17,6 +17,7 @@ from kura.backends.base import (
     Diagnosis,
     DraftedConfig,
     Evaluation,
+    LoraExport,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -257,7 +258,7 @@ class MusubiBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
         from kura.export.exporting import export_run
 
