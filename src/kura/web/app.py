@@ -141,7 +141,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
-        runs = newest_first(run_list(workspace)["runs"])
+        runs = newest_first(run_list(workspace).runs)
         return page("runs.html", title="Runs", runs=runs)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)

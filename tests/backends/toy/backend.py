@@ -16,7 +16,6 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from kura.backends.base import (
     AidChoice,
@@ -29,6 +28,7 @@ from kura.backends.base import (
     Evaluation,
     Finding,
     ImageRecipe,
+    LoraExport,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -193,7 +193,7 @@ class ToyBackend:
 
     def export(
         self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """The toy's LoRA file copied as is to ``export/`` (its layout is its own)."""
         if fmt != "comfyui":
             raise CheckFailed(f"the toy trainer exports only comfyui, not {fmt!r}", hint="toy")
@@ -203,7 +203,21 @@ class ToyBackend:
         target = out or workspace.run_dir(run_id) / "export" / "toy-comfyui.safetensors"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(files[-1].read_bytes())
-        return {"kind": "lora-export", "run": run_id, "format": fmt, "out": str(target)}
+        return LoraExport(
+            run=run_id,
+            epoch=None,
+            step=None,
+            format=fmt,
+            architecture="zimage",
+            source=str(files[-1]),
+            out=str(target),
+            copied=True,
+            mode="copy",
+            why="the toy's own file loads as is",
+            verified_against="nothing (the toy checks no base model)",
+            keys=0,
+            modules=0,
+        )
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         config = spec.backend.config

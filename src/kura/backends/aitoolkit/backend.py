@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     CompiledRun,
@@ -20,6 +20,7 @@ from kura.backends.base import (
     Evaluation,
     ImageRecipe,
     ImportedRun,
+    LoraExport,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -215,7 +216,7 @@ class AitkBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`)."""
         from kura.export.exporting import export_run
 

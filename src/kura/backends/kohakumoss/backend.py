@@ -40,6 +40,7 @@ from kura.backends.base import (
     DraftedConfig,
     Evaluation,
     ImageRecipe,
+    LoraExport,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -597,7 +598,7 @@ class KohakuMossBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """KohakuMoss's own export file, its keys checked against the DiT, copied as is."""
         from kura.backends.kohakumoss.exportcheck import check_export, dit_linears
         from kura.fsutil import atomic_write_bytes
@@ -651,26 +652,23 @@ class KohakuMossBackend:
             target = target / source.name
         if target.resolve() != source.resolve():
             atomic_write_bytes(target, source.read_bytes())
-        return {
-            "kind": "lora-export",
-            "run": run_id,
-            "epoch": None,
-            "step": lock_step(source),
-            "format": fmt,
-            "architecture": ARCHITECTURE,
-            "source": str(source),
-            "out": str(target),
-            "copied": True,
-            "mode": "copy",
-            "why": f"KohakuMoss's own {verdict.format or EXPORT_FILES[fmt]} file loads as is",
-            "verified_against": f"the DiT header ({files[0]})",
-            "keys": verdict.modules * 3,
-            "modules": verdict.modules,
-            "rank": verdict.rank,
-            "fused_qkv": verdict.fused_qkv,
-            "unmapped": [],
-            "metadata": {},
-        }
+        return LoraExport(
+            run=run_id,
+            epoch=None,
+            step=lock_step(source),
+            format=fmt,
+            architecture=ARCHITECTURE,
+            source=str(source),
+            out=str(target),
+            copied=True,
+            mode="copy",
+            why=f"KohakuMoss's own {verdict.format or EXPORT_FILES[fmt]} file loads as is",
+            verified_against=f"the DiT header ({files[0]})",
+            keys=verdict.modules * 3,
+            modules=verdict.modules,
+            rank=verdict.rank,
+            fused_qkv=verdict.fused_qkv,
+        )
 
 
 def _pop_int(knobs: dict[str, Any], key: str, default: int) -> int:

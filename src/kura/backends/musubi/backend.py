@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     CompiledRun,
@@ -19,6 +19,7 @@ from kura.backends.base import (
     DraftedConfig,
     Evaluation,
     ImageRecipe,
+    LoraExport,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -273,7 +274,7 @@ class MusubiBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
         from kura.export.exporting import export_run
 
