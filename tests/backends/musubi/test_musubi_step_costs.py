@@ -119,7 +119,12 @@ def test_wan22_single_expert_sizes_one_resident_expert() -> None:
     offloaded = BACKEND.estimate(
         _spec(
             "wan2.2-t2v-a14b",
-            {"backend": {"name": "musubi-tuner", "config": {**config, "offload_inactive_dit": True}}},
+            {
+                "backend": {
+                    "name": "musubi-tuner",
+                    "config": {**config, "offload_inactive_dit": True},
+                }
+            },
         ),
         _inputs("wan2.2-t2v-a14b"),
         gpu,

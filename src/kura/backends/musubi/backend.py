@@ -179,7 +179,9 @@ class MusubiBackend:
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
 
-        found = estimate(estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu)
+        found = estimate(
+            estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu
+        )
         return evaluation_of(found, step_setup(spec, inputs.bundle))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:

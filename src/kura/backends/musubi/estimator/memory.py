@@ -261,8 +261,9 @@ def host_ram(shape: ModelShape, config: EstimateConfig, breakdown: MemoryBreakdo
 
     Steady: baseline + swapped weights (+ staging buffers without pinned memory) + the
     inactive Wan 2.2 expert's share on the CPU: all of it with ``offload_inactive_dit``,
-    its swapped blocks with block swap (:data:`INACTIVE_EXPERT_SOURCE`). Load: with block swap Musubi loads the
-    checkpoint to the CPU first, so the file's bf16 weights pass through RAM once.
+    its swapped blocks with block swap (:data:`INACTIVE_EXPERT_SOURCE`). Load: with block
+    swap Musubi loads the checkpoint to the CPU first, so the file's bf16 weights pass
+    through RAM once.
     """
     steady = HOST_BASELINE_GIB + breakdown.swapped_gib
     if breakdown.swapped_gib and not config.pinned_swap and not config.swap_h2d_only:
