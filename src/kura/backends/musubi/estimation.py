@@ -343,8 +343,31 @@ def step_setup(spec: RunSpec, bundle: Any) -> Any:
         te_fp8_key=te_key,
         vae_aids=vae_aids,
         sampling=bool(spec.training.sample_prompts),
+        samples=sample_prompts(spec, bundle),
+        sample_every_n_epochs=spec.training.sample_every_n_epochs,
+        sample_at_first=spec.training.sample_at_first,
+        epochs=spec.training.epochs,
         te_fp8=bool(te_key and config.get(te_key)),
         vae_chunked=bool(config.get("vae_chunk_size")),
         vae_tiled=bool(config.get("vae_tiling")),
         custom=custom,
+    )
+
+
+FLUX2_DISTILLED = ("dev", "klein-4b", "klein-9b")
+"""FLUX.2 versions Musubi samples without CFG: ``flux_2/flux2_utils.py`` FLUX2_MODEL_INFO
+``guidance_distilled=True`` (the ``klein-base-*`` versions are not distilled)."""
+
+
+def sample_prompts(spec: RunSpec, bundle: Any) -> tuple[Any, ...]:
+    """The run's sample prompt lines as Musubi's sampler reads them (size, steps, CFG)."""
+    from kura.backends.musubi.estimator.sampling import SAMPLERS, parse_prompt
+
+    if bundle.architecture not in SAMPLERS:
+        return ()
+    native = bundle.native_resolutions[0] if bundle.native_resolutions else None
+    distilled = str(bundle.trainer.get("model_version", "")) in FLUX2_DISTILLED
+    return tuple(
+        parse_prompt(line, bundle.architecture, native=native, distilled=distilled)
+        for line in spec.training.sample_prompts
     )
