@@ -54,7 +54,8 @@ class Sampler:
     size: int | None = 256
     """Default width and height; None: the model's native size (the task's resolution)."""
     steps: int | None = 20
-    """Default steps; None: a preset decides and Kura cannot time the step."""
+    """Default steps; None: a preset decides steps and guidance (``--s`` alone does not say
+    whether CFG runs), so Kura cannot time the step."""
     frame_stride: int = 1
     """``frame_count`` is rounded to ``(f - 1) // stride * stride + 1``."""
 
@@ -128,7 +129,7 @@ SAMPLERS: dict[str, Sampler] = {
     "hidream_o1": Sampler(
         "never",
         "hidream_o1_train_network.py do_inference: select_inference_schedule decides steps "
-        "and guidance by model type unless --s is given",
+        "and guidance by model type and reference count (--s only overrides the steps)",
         steps=None,
     ),
 }
@@ -199,7 +200,7 @@ def parse_prompt(
     frames = int(fields.get("frame_count", 1))
     frames = (frames - 1) // sampler.frame_stride * sampler.frame_stride + 1
     steps: int | None = sampler.steps
-    if "sample_steps" in fields:
+    if "sample_steps" in fields and sampler.steps is not None:
         steps = max(1, min(1000, int(fields["sample_steps"])))
     scale = _number(fields.get(sampler.scale_key))
     scale = sampler.default_scale if scale is None else scale
