@@ -594,6 +594,7 @@ def _cost_document(cost: StepCost) -> dict[str, Any]:
         "kind": cost.kind,
         "peak_gib": None if cost.peak_gib is None else round(cost.peak_gib, 2),
         "upper_gib": None if cost.upper_gib is None else round(cost.upper_gib, 2),
+        "seconds": None if cost.seconds is None else round(cost.seconds, 1),
         "fits": cost.fits,
         "source": cost.source,
         "notes": list(cost.notes),
