@@ -150,7 +150,7 @@ class MusubiBackend:
 
         setup = step_setup(spec, inputs.bundle)
         plan = fastest_fitting(
-            estimate_config(spec, inputs.datasets, inputs.media),
+            estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)),
             gpu,
             host_ram_gib=host_ram_gib,
             setup=setup,
@@ -183,7 +183,9 @@ class MusubiBackend:
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
 
-        found = estimate(estimate_config(spec, inputs.datasets, inputs.media), gpu)
+        found = estimate(
+            estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu
+        )
         return evaluation_of(found, step_setup(spec, inputs.bundle))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
@@ -333,3 +335,10 @@ def _match_weight_dtype(
         f"{dtype} weights only under mixed precision {dtype} or no ({adapter.id} train script "
         f"asserts it; {adapter.doc})"
     )
+
+
+def _model_paths(inputs: PlanInputs) -> dict[str, str] | None:
+    """The resolved roles of the run's model, when the caller resolved them."""
+    if inputs.compile is None:
+        return None
+    return {role: str(path) for role, path in inputs.compile.model_paths.items()}
