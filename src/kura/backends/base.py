@@ -63,6 +63,7 @@ __all__ = [
     "StepKind",
     "StepProgress",
     "TrainerFacts",
+    "TrainerSetup",
 ]
 
 StepKind = Literal["prepare", "cache", "train", "sample"]
@@ -582,6 +583,25 @@ class DoctorReport:
 
 
 @dataclass(frozen=True)
+class TrainerSetup:
+    """How the trainer gets onto this machine (``kura backend list|install``). ``how`` says
+    it in one sentence; ``path`` is where Kura installs or finds it (None when it lives in an
+    image or a checkout the person names); ``present`` whether it is there (None: Kura cannot
+    tell without starting it); ``install`` the argv lists ``kura backend install`` runs, in
+    order, with ``python`` the interpreter that makes it and ``size`` what it costs (empty:
+    Kura installs nothing for this trainer, and ``how`` says what to do instead)."""
+
+    backend: str
+    how: str
+    present: bool | None
+    path: Path | None = None
+    source: str | None = None
+    python: str | None = None
+    install: tuple[tuple[str, ...], ...] = ()
+    size: str | None = None
+
+
+@dataclass(frozen=True)
 class ImageRecipe:
     """How ``kura image build BACKEND`` builds the image the backend's container executor
     runs: the Dockerfile Kura ships in the backend's package, its build context, the tag,
@@ -762,6 +782,11 @@ class Backend(Protocol):
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
         """``kura doctor NAME``: this machine's setup for the trainer (its image, its
         environment, the GPU it sees), each finding with its fix. Only looks."""
+        ...
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """How the trainer is installed here and, where Kura installs it, the commands that
+        do (``python`` makes the environment; None: Kura's own). Only looks."""
         ...
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:

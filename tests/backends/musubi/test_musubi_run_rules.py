@@ -10,12 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
-from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from musubi_cases import image_dataset, make_inputs, make_spec, video_dataset
 
 from kura.backends.base import ClipFact
 from kura.backends.musubi import compile_run
+from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.errors import KuraError, SpecError, Unsupported
 
 

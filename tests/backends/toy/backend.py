@@ -39,6 +39,7 @@ from kura.backends.base import (
     StepCost,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
@@ -187,6 +188,11 @@ class ToyBackend:
             "" if found else "restore tests/backends/toy/toy_trainer.py",
         )
         return DoctorReport(self.name, (finding,), {"trainer": str(TRAINER)})
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        return TrainerSetup(
+            self.name, "a script in the tests: nothing to install", TRAINER.is_file(), TRAINER
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         raise Unsupported("the toy trainer has no image", hint="it runs on the host executor")

@@ -27,6 +27,7 @@ from kura.backends.base import (
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -201,6 +202,20 @@ class AitkBackend:
         from kura.backends.aitoolkit.doctor import aitk_doctor
 
         return aitk_doctor(workspace)
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        checkout = workspace.config().executor.aitk_checkout if workspace else None
+        path = Path(checkout).expanduser() if checkout else None
+        return TrainerSetup(
+            backend=self.name,
+            how="a Docker image: `kura image build ai-toolkit --run` (or a checkout at the "
+            f"pinned commit {self.release} for the host executor: kura.toml "
+            "executor.aitk_checkout)",
+            present=None if path is None else (path / "run.py").is_file(),
+            path=path,
+            source="kura.toml" if path else None,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, at the pinned commit."""

@@ -51,6 +51,7 @@ from kura.backends.base import (
     StepKind,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported, UsageError
 
@@ -579,6 +580,23 @@ class KohakuMossBackend:
         from kura.backends.kohakumoss.doctor import moss_doctor, workspace_env
 
         return moss_doctor(workspace_env(workspace))
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """A virtual environment of its own with pinned versions, which Kura installs."""
+        from kura.backends.kohakumoss.doctor import workspace_env
+        from kura.backends.kohakumoss.env import INSTALL_SIZE, install_commands
+
+        env = workspace_env(workspace)
+        return TrainerSetup(
+            backend=self.name,
+            how="a virtual environment of its own: `kura backend install kohakumoss`",
+            present=env.present,
+            path=env.path,
+            source=env.source,
+            python=str(env.python),
+            install=install_commands(env, python),
+            size=INSTALL_SIZE,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""

@@ -26,6 +26,7 @@ from kura.backends.base import (
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -261,6 +262,19 @@ class MusubiBackend:
         from kura.backends.musubi.doctor import musubi_doctor
 
         return musubi_doctor(workspace)
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        checkout = workspace.config().executor.musubi_checkout if workspace else None
+        path = Path(checkout).expanduser() if checkout else None
+        return TrainerSetup(
+            backend=self.name,
+            how="a Docker image: `kura image build musubi-tuner --run` (or a Musubi Tuner "
+            f"{self.release} checkout for the host executor: kura.toml executor.musubi_checkout)",
+            present=None if path is None else (path / "src" / "musubi_tuner").is_dir(),
+            path=path,
+            source="kura.toml" if path else None,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""
