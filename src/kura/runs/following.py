@@ -33,8 +33,8 @@ def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
                 }
             ],
         }
-    progress = get_backend(spec.backend.name).progress
-    summary = run_summary(run_dir, progress=progress, logging_dir=run_dir / "logs")
+    backend = get_backend(spec.backend.name)
+    summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
     return {"kind": "run-status", "run": run_id, **summary, "next": _after_status(run_id, summary)}
 
 
