@@ -55,13 +55,13 @@ def run_summary(
     if loss_history is not None:
         history = loss_history(Path(run_dir), attempt_refs(run_attempts(Path(run_dir))))
         logged = history.of(state.attempt)
-        scalars: dict[str, tuple[int, float]] = {}
+        scalars: dict[str, list[float]] = {}
         if logged is not None:
             if logged.points:
-                scalars[history.metric] = logged.series[-1]
+                scalars[history.metric] = list(logged.series[-1])
             for name, points in (*logged.learning_rates.items(), *logged.others.items()):
                 if points:
-                    scalars[name] = points[-1]
+                    scalars[name] = list(points[-1])
         summary["scalars"] = scalars
         raw = [point.loss for point in logged.points] if logged is not None else []
         if raw and summary["progress"] is not None:
