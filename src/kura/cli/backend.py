@@ -55,7 +55,10 @@ def list_command(ctx: click.Context) -> None:
             "path": str(env.path),
         },
     ]
-    state.out.result({"kind": "backend-list", "backends": rows}, _render_list)
+    from kura.cli.nexts import after_backend_list, with_next
+
+    doc = {"kind": "backend-list", "backends": rows}
+    state.out.result(with_next(doc, after_backend_list(doc)), _render_list)
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:
@@ -112,8 +115,10 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
         "installed": bool(commands),
         "commands": [list(a) for a in commands],
     }
+    from kura.cli.nexts import after_backend_install, with_next
+
     state.out.result(
-        doc,
+        with_next(doc, after_backend_install(doc)),
         lambda console, d: console.print(
             f"{'installed' if d['installed'] else 'already present'}: {d['path']} "
             f"(python {d['python']})"

@@ -41,8 +41,10 @@ def demo_command(state: AppState, directory: Path | None) -> None:
         "workspace": str(log.root / "workspace"),
         "steps": [s.to_dict() for s in log.steps],
     }
+    from kura.cli.nexts import after_demo, with_next
+
     out.result(
-        doc,
+        with_next(doc, after_demo(doc)),
         lambda console, d: console.print(
             f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
             f"`kura --workspace {d['workspace']} dataset list`"

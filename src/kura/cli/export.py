@@ -70,8 +70,10 @@ def export_command(
 
     workspace = state.workspace()
     spec, _ = load_run(workspace, run_id)
+    from kura.cli.nexts import after_export, with_next
+
     doc = get_backend(spec.backend.name).export(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
-    state.out.result(doc, _render_export)
+    state.out.result(with_next(doc, after_export(doc)), _render_export)
 
 
 @export_group.command("merge-ema")
@@ -81,9 +83,11 @@ def export_command(
 @click.pass_obj
 def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
     """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
+    from kura.cli.nexts import after_ema, with_next
     from kura.export.ema import merge_ema
 
-    state.out.result(merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2), _render_ema)
+    doc = merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2)
+    state.out.result(with_next(doc, after_ema(doc)), _render_ema)
 
 
 def _render_export(console: Console, doc: dict[str, Any]) -> None:

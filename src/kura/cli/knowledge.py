@@ -88,8 +88,11 @@ def promote_command(
     doc = promote_run(
         state.workspace(), run_id, architecture=architecture, task=task, epoch=epoch, step=step
     )
+    from kura.cli.nexts import after_knowledge_promote, with_next
+
     state.out.result(
-        doc, lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values")
+        with_next(doc, after_knowledge_promote(doc)),
+        lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values"),
     )
 
 

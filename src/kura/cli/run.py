@@ -68,10 +68,11 @@ def _render_new(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def compile_command(state: AppState, run_id: str) -> None:
     """Write runs/<id>/compiled/: dataset TOML, exact trainer commands, container, lock."""
+    from kura.cli.nexts import after_compile, with_next
     from kura.runs.compile import compile_in_workspace
 
-    report = compile_in_workspace(state.workspace(), run_id)
-    state.out.result(report.to_dict(), render_compile)
+    doc = compile_in_workspace(state.workspace(), run_id).to_dict()
+    state.out.result(with_next(doc, after_compile(doc)), render_compile)
 
 
 def render_compile(console: Console, doc: dict[str, Any]) -> None:
@@ -93,11 +94,12 @@ def render_compile(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def estimate_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
     """Peak memory, step time and fit for the run exactly as written."""
+    from kura.cli.nexts import after_run_estimate, with_next
     from kura.cli.planning import render_estimate
     from kura.runs.estimate import estimate_run
 
     doc = estimate_run(state.workspace(), run_id, gpu=gpu_id)
-    state.out.result(doc, render_estimate)
+    state.out.result(with_next(doc, after_run_estimate(doc)), render_estimate)
 
 
 @run_group.command("plan")
@@ -317,9 +319,11 @@ def logs_command(state: AppState, run_id: str, step: str | None, lines: int, fol
 @click.pass_obj
 def cancel_command(state: AppState, run_id: str) -> None:
     """Stop a run and every process it started."""
+    from kura.cli.nexts import after_cancel, with_next
     from kura.runs.following import cancel
 
-    state.out.result(cancel(state.workspace(), run_id), _render_state)
+    doc = cancel(state.workspace(), run_id)
+    state.out.result(with_next(doc, after_cancel(doc)), _render_state)
 
 
 @run_group.command("list")
@@ -377,10 +381,11 @@ def evaluate_command(
 @click.pass_obj
 def import_aitk_command(state: AppState, path: Path, gpu_id: str | None) -> None:
     """Read an AI-Toolkit job (its YAML and loss_log.db) into a Kura run record."""
+    from kura.cli.nexts import after_import, with_next
     from kura.runs.imported import import_run
 
     document = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
-    state.out.result(document, _render_import)
+    state.out.result(with_next(document, after_import(document)), _render_import)
 
 
 def _render_import(console: Console, doc: dict[str, Any]) -> None:

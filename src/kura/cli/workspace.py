@@ -25,8 +25,10 @@ def init_command(state: AppState, directory: Path) -> None:
     from kura.initialize import init_workspace
 
     workspace, created = init_workspace(directory)
+    from kura.cli.nexts import after_init, with_next
+
     doc = {"kind": "workspace-init", "root": str(workspace.root), "created": created}
-    state.out.result(doc, _render_init)
+    state.out.result(with_next(doc, after_init(doc)), _render_init)
 
 
 def _render_init(console: Console, doc: dict[str, Any]) -> None:
