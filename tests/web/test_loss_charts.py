@@ -114,3 +114,29 @@ def test_a_run_without_loss_files_says_so(runs: Runs, tmp_path: Path) -> None:
     write_attempts(runs.workspace.run_dir(run_id), [STARTED])
     text = client(runs.workspace).get(f"/runs/{run_id}").text
     assert "No loss logged yet." in text and "No learning rate logged yet." in text
+
+
+@pytest.mark.slow
+def test_a_browser_draws_an_ai_toolkit_runs_loss_lines(runs: Runs) -> None:
+    """The page as a person sees it (Playwright driving Debian's chromium): both attempts'
+    lines are drawn, with their legends, and the page has no script error."""
+    from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("no /usr/bin/chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    from tests.web.server import running_server
+
+    errors: list[str] = []
+    with running_server(runs.workspace) as url, sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{url}/runs/{runs.aitk}")
+        lines = page.locator('[data-chart="loss"] svg polyline.series')
+        sync_api.expect(lines).to_have_count(2)
+        sync_api.expect(lines.first).to_be_visible()
+        legend = page.locator('[data-chart="loss"] svg text.legend')
+        sync_api.expect(legend).to_have_text(["attempt 1 (EMA)", "attempt 2 (EMA)"])
+        browser.close()
+    assert errors == []
