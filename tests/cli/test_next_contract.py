@@ -314,3 +314,12 @@ def test_backend_docs() -> None:
     ]
     installed = nexts.after_backend_install({"backend": "kohakumoss"})
     assert installed[0]["command"] == "kura doctor kohakumoss"
+
+
+def test_people_read_the_same_next_steps(web: WebWorkspace) -> None:
+    out = io.StringIO()
+    argv = ["-w", str(web.workspace.root), "dataset", "set", "myaku", "intent.task=character"]
+    assert main(argv, stdout=out) == 0
+    assert "next: `kura dataset validate myaku` — check it with what you recorded" in (
+        out.getvalue()
+    )

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["Output", "ProgressFn", "escape_markup", "finite_json", "new_table"]
+__all__ = ["Output", "ProgressFn", "and_next", "escape_markup", "finite_json", "new_table"]
 
 _MARKUP_TAG = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|cyan|magenta|blue)?[a-z ]*\]")
 """Rich style tags in a note, dropped when notes are written without Rich (``--json``)."""
@@ -115,6 +115,18 @@ class Output:
                 bar.update(task, completed=done, total=total)
 
             yield update
+
+
+def and_next(render: Renderer) -> Renderer:
+    """``render``, then the document's ``next`` as people read it: one ``next:`` line per
+    step (the command to run, and why), the same steps ``--json`` carries."""
+
+    def both(console: Console, document: dict[str, Any]) -> None:
+        render(console, document)
+        for step in document.get("next") or []:
+            console.print(f"next: `{step['command']}` — {step['why']}", soft_wrap=True)
+
+    return both
 
 
 def finite_json(value: Any) -> Any:

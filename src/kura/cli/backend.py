@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def list_command(ctx: click.Context) -> None:
     from kura.cli.nexts import after_backend_list, with_next
 
     doc = {"kind": "backend-list", "backends": rows}
-    state.out.result(with_next(doc, after_backend_list(doc)), _render_list)
+    state.out.result(with_next(doc, after_backend_list(doc)), and_next(_render_list))
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:
@@ -119,9 +119,11 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
 
     state.out.result(
         with_next(doc, after_backend_install(doc)),
-        lambda console, d: console.print(
-            f"{'installed' if d['installed'] else 'already present'}: {d['path']} "
-            f"(python {d['python']})"
+        and_next(
+            lambda console, d: console.print(
+                f"{'installed' if d['installed'] else 'already present'}: {d['path']} "
+                f"(python {d['python']})"
+            ),
         ),
     )
 

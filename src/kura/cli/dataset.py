@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
         )
     from kura.cli.nexts import after_inspection, with_next
 
-    state.out.result(with_next(report, after_inspection(report)), render_inspection)
+    state.out.result(with_next(report, after_inspection(report)), and_next(render_inspection))
 
 
 @dataset_group.command("set")
@@ -116,7 +116,7 @@ def set_command(state: AppState, name: str, assignments: tuple[str, ...]) -> Non
     from kura.dataset.registry import set_dataset_values
 
     doc = set_dataset_values(state.workspace(), name, list(assignments))
-    state.out.result(with_next(doc, after_dataset_set(doc)), _render_set)
+    state.out.result(with_next(doc, after_dataset_set(doc)), and_next(_render_set))
 
 
 def _render_set(console: Console, doc: dict[str, Any]) -> None:
@@ -161,7 +161,7 @@ def list_command(state: AppState) -> None:
     from kura.dataset.registry import list_datasets
 
     doc = list_datasets(state.workspace())
-    state.out.result(with_next(doc, after_dataset_list(doc)), _render_list)
+    state.out.result(with_next(doc, after_dataset_list(doc)), and_next(_render_list))
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from typing import TextIO, cast
 
 import click
 
+from kura.cli._output import and_next
 from kura.cli.state import AppState
 
 __all__ = ["demo_command"]
@@ -45,9 +46,11 @@ def demo_command(state: AppState, directory: Path | None) -> None:
 
     out.result(
         with_next(doc, after_demo(doc)),
-        lambda console, d: console.print(
-            f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
-            f"`kura --workspace {d['workspace']} dataset list`"
+        and_next(
+            lambda console, d: console.print(
+                f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
+                f"`kura --workspace {d['workspace']} dataset list`"
+            ),
         ),
     )
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kura.cli._output import and_next
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def export_command(
     from kura.cli.nexts import after_export, with_next
 
     doc = get_backend(spec.backend.name).export(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
-    state.out.result(with_next(doc, after_export(doc)), _render_export)
+    state.out.result(with_next(doc, after_export(doc)), and_next(_render_export))
 
 
 @export_group.command("merge-ema")
@@ -87,7 +88,7 @@ def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | 
     from kura.export.ema import merge_ema
 
     doc = merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2)
-    state.out.result(with_next(doc, after_ema(doc)), _render_ema)
+    state.out.result(with_next(doc, after_ema(doc)), and_next(_render_ema))
 
 
 def _render_export(console: Console, doc: dict[str, Any]) -> None:

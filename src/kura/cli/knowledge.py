@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -92,7 +92,9 @@ def promote_command(
 
     state.out.result(
         with_next(doc, after_knowledge_promote(doc)),
-        lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values"),
+        and_next(
+            lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values"),
+        ),
     )
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def compile_command(state: AppState, run_id: str) -> None:
     from kura.runs.compile import compile_in_workspace
 
     doc = compile_in_workspace(state.workspace(), run_id).to_dict()
-    state.out.result(with_next(doc, after_compile(doc)), render_compile)
+    state.out.result(with_next(doc, after_compile(doc)), and_next(render_compile))
 
 
 def render_compile(console: Console, doc: dict[str, Any]) -> None:
@@ -99,7 +99,7 @@ def estimate_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
     from kura.runs.estimate import estimate_run
 
     doc = estimate_run(state.workspace(), run_id, gpu=gpu_id)
-    state.out.result(with_next(doc, after_run_estimate(doc)), render_estimate)
+    state.out.result(with_next(doc, after_run_estimate(doc)), and_next(render_estimate))
 
 
 @run_group.command("plan")
@@ -323,7 +323,7 @@ def cancel_command(state: AppState, run_id: str) -> None:
     from kura.runs.following import cancel
 
     doc = cancel(state.workspace(), run_id)
-    state.out.result(with_next(doc, after_cancel(doc)), _render_state)
+    state.out.result(with_next(doc, after_cancel(doc)), and_next(_render_state))
 
 
 @run_group.command("list")
@@ -385,7 +385,7 @@ def import_aitk_command(state: AppState, path: Path, gpu_id: str | None) -> None
     from kura.runs.imported import import_run
 
     document = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
-    state.out.result(with_next(document, after_import(document)), _render_import)
+    state.out.result(with_next(document, after_import(document)), and_next(_render_import))
 
 
 def _render_import(console: Console, doc: dict[str, Any]) -> None:
@@ -396,4 +396,3 @@ def _render_import(console: Console, doc: dict[str, Any]) -> None:
     )
     for note in doc.get("notes", []):
         console.print(f"- {note}")
-
