@@ -98,7 +98,29 @@ def _check_aitk(history: LossHistory, run_dir: Path) -> None:
 def test_ai_toolkit_credits_each_loss_log_row_by_its_wall_time(tmp_path: Path) -> None:
     run_dir = tmp_path / RUN
     _aitk_run(run_dir)
+    before = sorted(p.name for p in run_dir.rglob("*"))
     _check_aitk(_history("ai-toolkit", run_dir), run_dir)
+    assert sorted(p.name for p in run_dir.rglob("*")) == before  # no -wal/-shm left behind
+
+
+def test_a_loss_log_the_trainer_is_writing_is_read_through_its_log(tmp_path: Path) -> None:
+    """While AI-Toolkit holds the file open, committed rows sit in its ``-wal`` file."""
+    import sqlite3
+
+    run_dir = tmp_path / RUN
+    write_attempts(run_dir, [T1])
+    db = run_dir / "output" / "loss_log.db"
+    write_loss_log(db, [(1, 0.5, T1 + 1)])
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL;")
+    writer.execute("PRAGMA wal_autocheckpoint=0;")
+    writer.execute("INSERT INTO steps VALUES (2, ?)", (T1 + 2,))
+    writer.execute("INSERT INTO metrics VALUES (2, 'loss/loss', 0.25, NULL)")
+    try:
+        assert db.with_name("loss_log.db-wal").is_file()
+        assert _steps(_history("ai-toolkit", run_dir)) == {1: [1, 2]}
+    finally:
+        writer.close()
 
 
 @pytest.mark.skipif(

@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY
+from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY, connect_read_only
 from kura.backends.base import OutputLayout, StepProgress
 from kura.execution.logs import read_log_tail
 
@@ -102,7 +102,7 @@ def read_loss_log(path: Path, *, limit: int | None = None) -> list[LossRow]:
     if not path.is_file():
         return []
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        con = connect_read_only(path)
     except sqlite3.Error:
         return []
     try:

@@ -21,7 +21,15 @@ from pathlib import Path
 
 from kura.backends.base import AttemptLoss, AttemptRef, LossHistory, LossPoint, attempt_at
 
-__all__ = ["LOSS_DB", "LOSS_KEY", "LR_KEY", "MetricRow", "loss_history", "read_metrics"]
+__all__ = [
+    "LOSS_DB",
+    "LOSS_KEY",
+    "LR_KEY",
+    "MetricRow",
+    "connect_read_only",
+    "loss_history",
+    "read_metrics",
+]
 
 LOSS_DB = "loss_log.db"
 LOSS_KEY = "loss/loss"
@@ -37,13 +45,23 @@ class MetricRow:
     """NaN where the trainer stored NULL (a non-finite value)."""
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection that writes nothing beside the file. While the trainer writes
+    (its ``-wal`` file is there) the file is read through the log it keeps; once the trainer
+    closed it (no ``-wal``), it is opened as immutable: a plain read-only open of a WAL-mode
+    file would leave new ``-wal``/``-shm`` files in the run folder."""
+    live = path.with_name(path.name + "-wal").exists()
+    options = "mode=ro" if live else "mode=ro&immutable=1"
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True, timeout=1.0)
+
+
 def read_metrics(path: Path) -> list[MetricRow]:
     """Every numeric metric row of one ``loss_log.db``, by step ([] when absent or not
     readable yet: the trainer creates its tables at its first log)."""
     if not path.is_file():
         return []
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        con = connect_read_only(path)
     except sqlite3.Error:
         return []
     try:
