@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 from kura.errors import WorkspaceNotFound
 
@@ -35,6 +35,7 @@ def backend_group() -> None:
 def list_command(ctx: click.Context) -> None:
     """The backends, how each environment is made, and whether it is there."""
     from kura.backends.install import trainer_setups
+    from kura.cli.nexts import after_backend_list, with_next
 
     state: AppState = ctx.obj
     rows: list[dict[str, Any]] = []
@@ -43,11 +44,13 @@ def list_command(ctx: click.Context) -> None:
             "name": setup.backend,
             "environment": setup.how,
             "present": setup.present,
+            "kura_installs": bool(setup.install),
         }
         if setup.path is not None:
             row["path"] = str(setup.path)
         rows.append(row)
-    state.out.result({"kind": "backend-list", "backends": rows}, _render_list)
+    doc = {"kind": "backend-list", "backends": rows}
+    state.out.result(with_next(doc, after_backend_list(doc)), and_next(_render_list))
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:
@@ -73,6 +76,7 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
     """Make the trainer's environment where Kura installs it (KohakuMoss: a venv with pinned
     versions); for the others, say how they are installed."""
     from kura.backends.install import install_trainer
+    from kura.cli.nexts import after_backend_install, with_next
 
     state: AppState = ctx.obj
     result = install_trainer(
@@ -82,11 +86,13 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
         force=force,
         announce=lambda line: state.out.err.print(line, soft_wrap=True, markup=False),
     )
+    doc = result.to_dict()
     state.out.result(
-        result,
-        lambda console, r: console.print(
-            f"{'installed' if r.installed else 'already present'}: {r.setup.path} "
-            f"(python {r.setup.python})",
-            markup=False,
+        with_next(doc, after_backend_install(doc)),
+        and_next(
+            lambda console, d: console.print(
+                f"{'installed' if d['installed'] else 'already present'}: {d['path']} "
+                f"(python {d['python']})"
+            )
         ),
     )

@@ -6,11 +6,12 @@ follower into the protocol's verbs; every AI-Toolkit name lives in this package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.base import (
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -21,6 +22,7 @@ from kura.backends.base import (
     ImageRecipe,
     ImportedRun,
     LoraExport,
+    LossHistory,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -175,6 +177,12 @@ class AitkBackend:
         from kura.backends.aitoolkit.diagnose import diagnose_text
 
         return diagnose_text(log_text, step=step, exit_code=exit_code, config=config)
+
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss/loss`` and ``learning_rate`` of AI-Toolkit's ``output/loss_log.db``."""
+        from kura.backends.aitoolkit.losses import loss_history
+
+        return loss_history(run_dir, attempts)
 
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         from kura.backends.aitoolkit.diagnose import stopped

@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kura.backends.base import (
     AidChoice,
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -41,6 +42,7 @@ from kura.backends.base import (
     Evaluation,
     ImageRecipe,
     LoraExport,
+    LossHistory,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -555,6 +557,12 @@ class KohakuMossBackend:
             eta_seconds=found.eta_seconds,
             last_checkpoint=found.last_checkpoint,
         )
+
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss`` and ``lr`` of KohakuMoss's ``metrics.jsonl`` (``output/<run id>/``)."""
+        from kura.backends.kohakumoss.follow import loss_history
+
+        return loss_history(run_dir, attempts)
 
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         """KohakuMoss never exits 0 on a signal: SIGTERM becomes exit 143 (its

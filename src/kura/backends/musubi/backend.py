@@ -6,11 +6,12 @@ table, the compiler, the estimator and the remedies into the protocol's verbs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.base import (
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -20,6 +21,7 @@ from kura.backends.base import (
     Evaluation,
     ImageRecipe,
     LoraExport,
+    LossHistory,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -241,6 +243,12 @@ class MusubiBackend:
         from kura.backends.musubi.progress import tail_progress
 
         return tail_progress(log_path)
+
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss/current`` and the ``lr/…`` scalars of Musubi's TensorBoard files."""
+        from kura.backends.musubi.losses import loss_history
+
+        return loss_history(run_dir, attempts)
 
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         """Musubi does not catch interrupts: a stopped step never exits 0."""
