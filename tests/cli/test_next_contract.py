@@ -305,12 +305,14 @@ def test_the_demo_documents_next() -> None:
 def test_backend_docs() -> None:
     listed = {
         "backends": [
-            {"name": "kohakumoss", "present": False},
-            {"name": "musubi-tuner", "present": None},
+            {"name": "kohakumoss", "present": False, "kura_installs": True},
+            {"name": "musubi-tuner", "present": None, "kura_installs": False},
+            {"name": "ai-toolkit", "present": False, "kura_installs": False},
         ]
     }
     assert [s["command"] for s in nexts.after_backend_list(listed)] == [
-        "kura backend install kohakumoss"
+        "kura backend install kohakumoss",
+        "kura doctor ai-toolkit",
     ]
     installed = nexts.after_backend_install({"backend": "kohakumoss"})
     assert installed[0]["command"] == "kura doctor kohakumoss"
