@@ -35,7 +35,6 @@ class Decision:
 
 
 NO_FOLLOW_UP = "a reference document: what follows is the reader's choice"
-LEAD = "its module is being moved behind a backend verb; the lead adds `next` (see report)"
 DECISIONS: dict[str, Decision] = {
     "backend install": Decision("backend-install", True, "pip install: test_backend_docs"),
     "backend list": Decision("backend-list", True),
@@ -45,12 +44,14 @@ DECISIONS: dict[str, Decision] = {
     "dataset set": Decision("dataset-set", True),
     "dataset validate": Decision("dataset-validation", True),
     "demo": Decision("demo", True, "a whole demo run: test_the_demo_documents_next"),
-    "doctor": Decision("doctor", False, LEAD),
-    "estimate": Decision("run-estimate", False, LEAD),
+    "doctor": Decision(
+        "doctor", True, "it checks this machine: test_a_backend_doctor_points_at_each_fix…"
+    ),
+    "estimate": Decision("run-estimate", True),
     "export lora": Decision("lora-export", True),
     "export merge-ema": Decision("lora-ema", True),
-    "gpus": Decision("gpus", False, LEAD),
-    "image build": Decision("image-build", False, LEAD),
+    "gpus": Decision("gpus", False, NO_FOLLOW_UP),
+    "image build": Decision("image-build", True),
     "init": Decision("workspace-init", True),
     "knowledge promote": Decision("knowledge-promote", True),
     "knowledge regret": Decision("knowledge-regret", False, "the next plan reads it itself"),
@@ -325,3 +326,40 @@ def test_people_read_the_same_next_steps(web: WebWorkspace) -> None:
     assert "next: `kura dataset validate myaku` — check it with what you recorded" in (
         out.getvalue()
     )
+
+
+def test_a_backend_doctor_points_at_each_fix_that_is_a_command() -> None:
+    doc = {
+        "scope": "kohakumoss",
+        "ok": False,
+        "findings": [
+            {"check": "environment", "status": "fail", "detail": "missing",
+             "fix": "kura backend install kohakumoss"},
+            {"check": "gpu", "status": "warn", "detail": "no GPU", "fix": "run on a GPU machine"},
+            {"check": "python", "status": "ok", "detail": "3.11", "fix": ""},
+        ],
+    }
+    assert [s["command"] for s in nexts.after_backend_doctor(doc)] == [
+        "kura backend install kohakumoss"
+    ]
+    ready = {"scope": "kohakumoss", "ok": True, "findings": []}
+    assert nexts.after_backend_doctor(ready)[0]["command"].endswith("--backend kohakumoss")
+
+
+def test_an_image_build_says_run_it_then_check_it() -> None:
+    printed = {"backend": "ai-toolkit", "ran": False, "exit_code": None}
+    assert nexts.after_image_build(printed)[0]["command"] == "kura image build ai-toolkit --run"
+    failed = {**printed, "ran": True, "exit_code": 1}
+    assert "rerun" in nexts.after_image_build(failed)[0]["why"]
+    built = {**printed, "ran": True, "exit_code": 0}
+    assert nexts.after_image_build(built)[0]["command"] == "kura doctor ai-toolkit"
+
+
+def test_a_whatif_estimate_leads_to_a_run() -> None:
+    doc = {"whatif": {"base": "zimage-base"}, "backend": "musubi-tuner",
+           "verdict": {"fits": False}}
+    (step,) = nexts.after_whatif(doc)
+    assert step["command"] == (
+        "kura run new --dataset NAME --base zimage-base --backend musubi-tuner"
+    )
+    assert "memory aids" in step["why"]

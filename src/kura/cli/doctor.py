@@ -52,8 +52,10 @@ def doctor_command(ctx: click.Context, backend: str | None) -> None:
         doc = run_doctor(workspace)
     else:
         from kura.backends.registry import command_backend
+        from kura.cli.nexts import after_backend_doctor, with_next
 
         doc = doctor_document(command_backend(backend).doctor(workspace))
+        doc = with_next(doc, after_backend_doctor(doc))
     state.out.result(doc, _render)
     if not doc["ok"]:
         ctx.exit(1)
@@ -88,7 +90,13 @@ def build_command(ctx: click.Context, backend: str, run_it: bool) -> None:
 
     state: AppState = ctx.obj
     recipe = command_backend(backend).image(_workspace(state))
+    from kura.cli._output import and_next
+    from kura.cli.nexts import after_image_build, with_next
+
     doc = build_image(recipe, run=run_it)
-    state.out.result(doc, lambda console, d: console.print(" ".join(d["argv"]), soft_wrap=True))
+    state.out.result(
+        with_next(doc, after_image_build(doc)),
+        and_next(lambda console, d: console.print(" ".join(d["argv"]), soft_wrap=True)),
+    )
     if run_it and doc["exit_code"] != 0:
         ctx.exit(1)

@@ -17,6 +17,7 @@ from typing import Any
 from kura.nextsteps import NextStep, next_list
 
 __all__ = [
+    "after_backend_doctor",
     "after_backend_install",
     "after_backend_list",
     "after_compile",
@@ -25,6 +26,7 @@ __all__ = [
     "after_demo",
     "after_ema",
     "after_export",
+    "after_image_build",
     "after_import",
     "after_init",
     "after_inspection",
@@ -41,6 +43,7 @@ __all__ = [
     "after_sweep_report",
     "after_sweep_status",
     "after_sweep_worker",
+    "after_whatif",
     "with_next",
 ]
 
@@ -372,3 +375,47 @@ def after_sweep_collect(doc: dict[str, Any]) -> Steps:
         else None,
         NextStep(f"kura sweep report {sweep}", "the report over every collected trial"),
     )
+
+
+# -- set-up: doctor, images, the what-if estimate ------------------------------------------
+
+
+def after_backend_doctor(doc: dict[str, Any]) -> Steps:
+    """Each failed or warned finding whose fix is a command, in order; all well: a run."""
+    backend = doc["scope"]
+    fixes = [
+        NextStep(f["fix"], f"{f['check']}: {f['detail']}")
+        for f in doc["findings"]
+        if f["status"] in ("fail", "warn") and str(f.get("fix", "")).startswith("kura ")
+    ]
+    if doc["ok"] and not fixes:
+        fixes.append(
+            NextStep(
+                f"kura run new --dataset NAME --base BUNDLE --backend {backend}",
+                "the trainer is ready: draft a run on it",
+            )
+        )
+    return next_list(*fixes)
+
+
+def after_image_build(doc: dict[str, Any]) -> Steps:
+    backend = doc["backend"]
+    if not doc["ran"]:
+        return next_list(
+            NextStep(f"kura image build {backend} --run", "run this build (it was only printed)")
+        )
+    if doc["exit_code"] != 0:
+        return next_list(
+            NextStep(f"kura image build {backend} --run", "rerun after fixing docker's error")
+        )
+    return next_list(NextStep(f"kura doctor {backend}", "check the image the runs will use"))
+
+
+def after_whatif(doc: dict[str, Any]) -> Steps:
+    base, backend = _q(doc["whatif"]["base"]), doc["backend"]
+    new = f"kura run new --dataset NAME --base {base} --backend {backend}"
+    if doc["verdict"]["fits"] is False:
+        return next_list(
+            NextStep(new, "as asked it does not fit: a run's plan walks the memory aids for it")
+        )
+    return next_list(NextStep(new, "draft the run: its plan sizes every step on your dataset"))

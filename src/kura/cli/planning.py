@@ -133,7 +133,11 @@ def estimate_command(
         gpu=gpu_id,
         step=step,
     )
-    state.out.result(estimate_whatif(question), render_estimate)
+    from kura.cli._output import and_next
+    from kura.cli.nexts import after_whatif, with_next
+
+    doc = estimate_whatif(question)
+    state.out.result(with_next(doc, after_whatif(doc)), and_next(render_estimate))
 
 
 def _gib(value: Any) -> str:
