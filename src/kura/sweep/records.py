@@ -43,6 +43,9 @@ class Split(StrictModel):
     train: dict[str, str] = {}
     validation: dict[str, str] = {}
     held_out: dict[str, list[str]] = {}
+    held_out_controls: dict[str, list[str]] = Field(
+        {}, description="paired data: the control images held out with their targets"
+    )
     fraction: float | None = None
 
 
