@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 SWEEP_NAME = "sweep.json"
-TrialStatus = Literal["running", "complete", "pruned", "infeasible", "failed", "lost"]
+TrialStatus = Literal[
+    "running", "complete", "pruned", "infeasible", "failed", "lost", "unscored"
+]
 
 
 class Split(StrictModel):
