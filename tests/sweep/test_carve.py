@@ -11,7 +11,13 @@ import pytest
 from PIL import Image
 
 from kura.cli.main import main
-from kura.dataset.registry import add_dataset, load_inspection, read_dataset, set_dataset_values
+from kura.dataset.registry import (
+    add_dataset,
+    load_inspection,
+    read_dataset,
+    set_dataset_values,
+    validate_dataset,
+)
 from kura.errors import CheckFailed, Unsupported
 from kura.sweep.carve import carve_split
 from kura.sweep.envelope import approve_sweep, plan_sweep
@@ -126,6 +132,14 @@ def test_paired_data_is_carved_pair_by_pair_and_trials_train_on_the_training_par
         assert spec.facts.resolution == base.facts.resolution
         code, checked = _json("-w", str(ws.root), "dataset", "validate", name)
         assert code == 0 and checked["ok"], checked
+        # the digest (which the lock records) covers both sides of every pair
+        covered = validate_dataset(ws, name).files
+        assert {k for k in covered if k.startswith("control/")} == {
+            f"control/{p.name}" for p in controls[part].iterdir()
+        }
+        assert {k for k in covered if not k.startswith("control/")} == {
+            p.name for p in parts[part].iterdir()
+        }
         pairs = load_inspection(ws, name).pairs or {}
         assert pairs["with_controls"] == len(list(parts[part].glob("*.png")))
         assert not pairs["missing"] and not pairs["orphans"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kura.dataset.scan import Entry
 from kura.errors import CheckFailed, InvalidInput, Unsupported
 from kura.sweep.records import Split
 from kura.workspace import Workspace
@@ -92,7 +93,7 @@ def dataset_units(
         controls_of = {
             rel: [Path(c.path) for c in found] for rel, found in pairing.controls.items()
         }
-    by_stem: dict[str, list[Any]] = {}
+    by_stem: dict[str, list[Entry]] = {}
     for entry in targets:
         by_stem.setdefault(entry.stem, []).append(entry)
     units = []
