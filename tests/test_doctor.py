@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from kura.backends.registry import command_backend, get_backend
+from kura.cli.doctor import doctor_document
 from kura.doctor import run_doctor
+from kura.errors import Unsupported
 from kura.images import build_image
 
 
@@ -46,7 +49,7 @@ def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
         runtimes={"runc": {}, "nvidia": {}},
         labels={"org.kura.musubi-release": "0.3.4"},
     )
-    findings = _by_check(run_doctor(None, only="musubi"))
+    findings = _by_check(doctor_document(command_backend("musubi").doctor(None)))
     assert findings["docker"]["status"] == "ok"
     assert "docker gpu" not in findings
     assert findings["musubi image"]["status"] == "ok"
@@ -54,7 +57,7 @@ def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
 
 def test_doctor_flags_a_stale_image_and_missing_gpu_runtime(fake_path: Path) -> None:
     _fake_docker(fake_path, runtimes={"runc": {}}, labels={"org.kura.musubi-release": "0.3.1"})
-    doc = run_doctor(None, only="musubi")
+    doc = doctor_document(get_backend("musubi-tuner").doctor(None))
     findings = _by_check(doc)
     assert findings["docker gpu"]["status"] == "warn"
     assert findings["musubi image"]["status"] == "fail"
@@ -73,9 +76,77 @@ def test_hf_token_presence_is_reported_never_its_value(
 
 
 def test_image_build_prints_the_exact_argv_with_the_release_label() -> None:
-    doc = build_image("musubi", image=None, run=False)
+    doc = build_image(command_backend("musubi").image(None), run=False)
     argv = doc["argv"]
     assert argv[:4] == ["docker", "build", "-t", "kura/musubi-tuner:0.3.4"]
-    assert "org.kura.musubi-release=0.3.4" in argv
+    assert "org.kura.release=0.3.4" in argv
+    assert "org.kura.backend=musubi-tuner" in argv
     assert Path(argv[argv.index("-f") + 1]).is_file()
     assert doc["ran"] is False
+
+
+def test_ai_toolkit_builds_its_own_image_from_its_package() -> None:
+    doc = build_image(get_backend("ai-toolkit").image(None), run=False)
+    dockerfile = Path(doc["argv"][doc["argv"].index("-f") + 1])
+    assert dockerfile.is_file() and "backends/aitoolkit" in dockerfile.as_posix()
+    assert "org.kura.release=0.12.26" in doc["argv"]
+    assert doc["image"] == "kura/ai-toolkit:0.12.26"
+
+
+def test_a_backend_without_an_image_says_how_it_is_installed() -> None:
+    with pytest.raises(Unsupported, match="no Docker image") as caught:
+        get_backend("kohakumoss").image(None)
+    assert "kura backend install kohakumoss" in (caught.value.hint or "")
+
+
+def test_an_image_built_by_this_kura_is_read_back_at_its_release(fake_path: Path) -> None:
+    _fake_docker(
+        fake_path,
+        runtimes={"nvidia": {}},
+        labels={"org.kura.release": "0.12.26", "org.kura.backend": "ai-toolkit"},
+    )
+    findings = _by_check(doctor_document(get_backend("ai-toolkit").doctor(None)))
+    assert findings["ai-toolkit image"]["status"] == "ok"
+    assert "AI-Toolkit 0.12.26" in findings["ai-toolkit image"]["detail"]
+
+
+def test_the_machine_doctor_names_every_backends_doctor(fake_path: Path) -> None:
+    _fake_docker(fake_path, runtimes={"nvidia": {}}, labels=None)
+    doc = run_doctor(None)
+    assert "musubi image" not in _by_check(doc)
+    assert {step["command"] for step in doc["next"]} >= {
+        "kura doctor musubi-tuner",
+        "kura doctor ai-toolkit",
+        "kura doctor kohakumoss",
+    }
+
+
+def test_a_host_checkout_kura_toml_names_must_be_the_trainers(
+    fake_path: Path, tmp_path: Path
+) -> None:
+    """Musubi's scripts live under src/musubi_tuner/ and AI-Toolkit's entry is run.py at the
+    checkout's root (both as the trainers' repositories lay them out)."""
+    from kura.initialize import init_workspace
+
+    _fake_docker(fake_path, runtimes={"nvidia": {}}, labels=None)
+    workspace, _ = init_workspace(tmp_path / "ws")
+    musubi, aitk = tmp_path / "musubi-tuner", tmp_path / "ai-toolkit"
+    (musubi / "src" / "musubi_tuner").mkdir(parents=True)
+    aitk.mkdir()
+    config = workspace.config_path.read_text()
+    workspace.config_path.write_text(
+        config.replace(
+            "[executor]",
+            f'[executor]\nmusubi_checkout = "{musubi}"\naitk_checkout = "{aitk}"',
+            1,
+        )
+    )
+    assert _by_check(doctor_document(command_backend("musubi").doctor(workspace)))[
+        "musubi checkout"
+    ]["status"] == "ok"
+    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    assert found["ai-toolkit checkout"]["status"] == "fail"
+    assert "aitk_checkout" in found["ai-toolkit checkout"]["fix"]
+    (aitk / "run.py").write_text("")
+    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    assert found["ai-toolkit checkout"]["status"] == "ok"

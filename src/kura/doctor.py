@@ -1,8 +1,9 @@
 """`kura doctor`: what this machine has for training, each finding with its fix.
 
-It only looks: GPUs and driver, Docker and its GPU runtime, the Musubi image and its
-release, host RAM, free disk, whether a Hugging Face token is present (never its value) and
-whether SkyPilot is installed.
+It only looks: GPUs and driver, Docker and its GPU runtime, host RAM, free disk, whether a
+Hugging Face token is present (never its value) and whether SkyPilot is installed. What a
+trainer needs besides (its image, its environment) is the backend's ``doctor`` verb
+(``kura doctor BACKEND``), which builds on the checks here.
 """
 
 from __future__ import annotations
@@ -11,26 +12,25 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kura.backends.base import Finding, FindingStatus
 from kura.workspace import Workspace
 
-__all__ = ["Finding", "run_doctor"]
+if TYPE_CHECKING:
+    from kura.backends.base import ImageRecipe
+
+__all__ = [
+    "Finding",
+    "docker_findings",
+    "gpu_findings",
+    "image_findings",
+    "machine_findings",
+    "run_doctor",
+]
 
 _TIMEOUT = 15
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    status: str  # ok | warn | fail | skip
-    detail: str
-    fix: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
@@ -42,7 +42,8 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
         return None
 
 
-def _gpus() -> list[Finding]:
+def gpu_findings() -> list[Finding]:
+    """The NVIDIA GPUs this machine has (a warning when none)."""
     from kura.planning.detect import detect_gpus
 
     gpus = detect_gpus()
@@ -66,7 +67,8 @@ def _gpus() -> list[Finding]:
     ]
 
 
-def _docker(image: str, release: str) -> list[Finding]:
+def docker_findings() -> list[Finding]:
+    """Docker installed, its engine reachable, the NVIDIA runtime registered."""
     if shutil.which("docker") is None:
         return [Finding("docker", "fail", "docker is not installed", "install Docker Engine")]
     info = _run(["docker", "info", "--format", "{{json .Runtimes}}"])
@@ -86,26 +88,30 @@ def _docker(image: str, release: str) -> list[Finding]:
                 "install the NVIDIA Container Toolkit and run `nvidia-ctk runtime configure`",
             )
         )
+    return findings
+
+
+def image_findings(recipe: ImageRecipe, *, check: str, title: str, command: str) -> list[Finding]:
+    """Whether ``recipe``'s image is built, at the release Kura compiles for. ``check`` names
+    the finding, ``title`` the trainer, ``command`` the ``kura image build`` spelling."""
+    from kura.errors import Unsupported
     from kura.images import image_release
 
-    found = image_release(image)
+    try:
+        found = image_release(recipe.tag)
+    except Unsupported as exc:
+        return [Finding(check, "fail", exc.message, exc.hint or "")]
     if found is None:
-        findings.append(
-            Finding(
-                "musubi image", "fail", f"{image} is not built", "run `kura image build musubi`"
-            )
+        return [Finding(check, "fail", f"{recipe.tag} is not built", f"run `{command}`")]
+    status: FindingStatus = "ok" if found == recipe.release else "fail"
+    return [
+        Finding(
+            check,
+            status,
+            f"{recipe.tag}: {title} {found} (pinned {recipe.release})",
+            "" if status == "ok" else f"rebuild it: `{command}`",
         )
-    else:
-        status = "ok" if found == release else "fail"
-        findings.append(
-            Finding(
-                "musubi image",
-                status,
-                f"{image}: Musubi {found} (pinned {release})",
-                "" if status == "ok" else "rebuild it: `kura image build musubi`",
-            )
-        )
-    return findings
+    ]
 
 
 def _host(workspace: Workspace | None) -> list[Finding]:
@@ -148,19 +154,23 @@ def _skypilot() -> Finding:
     return Finding("skypilot", "ok", "installed")
 
 
-def run_doctor(workspace: Workspace | None, *, only: str | None = None) -> dict[str, Any]:
-    from kura.backends.musubi import MUSUBI_RELEASE
+def machine_findings(workspace: Workspace | None) -> list[Finding]:
+    """Every check of this machine no trainer owns."""
+    return [*gpu_findings(), *docker_findings(), *_host(workspace), _hf_token(), _skypilot()]
 
-    image = (
-        workspace.config().executor.musubi_image
-        if workspace
-        else f"kura/musubi-tuner:{MUSUBI_RELEASE}"
-    )
-    findings = _gpus() + _docker(image, MUSUBI_RELEASE)
-    if only != "musubi":
-        findings += [*_host(workspace), _hf_token(), _skypilot()]
+
+def run_doctor(workspace: Workspace | None) -> dict[str, Any]:
+    """The ``doctor`` document of ``kura doctor`` (this machine; each backend's setup is
+    ``kura doctor BACKEND``, named under ``next``)."""
+    from kura.backends.registry import backend_names
+    from kura.nextsteps import NextStep, next_list
+
+    findings = machine_findings(workspace)
     return {
         "kind": "doctor",
         "ok": not any(f.status == "fail" for f in findings),
         "findings": [f.to_dict() for f in findings],
+        "next": next_list(
+            *(NextStep(f"kura doctor {name}", f"the {name} setup") for name in backend_names())
+        ),
     }

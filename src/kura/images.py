@@ -1,48 +1,69 @@
-"""Container images: the Musubi image is built from the Dockerfile Kura ships."""
+"""Container images: ``kura image build BACKEND`` and the release label launch reads back.
+
+Which Dockerfile, tag and release an image has is the backend's (``Backend.image``, an
+:class:`~kura.backends.base.ImageRecipe`); this module only runs Docker. Every image Kura
+builds is labelled with the backend's name and the trainer release it holds, and the launch
+gate refuses an image whose release is not the one the run was compiled for.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import Unsupported
 
-__all__ = ["RELEASE_LABEL", "build_image", "dockerfile_path", "image_release"]
+if TYPE_CHECKING:
+    from kura.backends.base import ImageRecipe
 
-RELEASE_LABEL = "org.kura.musubi-release"
-"""Image label recording the Musubi release an image was built from."""
+__all__ = ["BACKEND_LABEL", "RELEASE_LABEL", "build_argv", "build_image", "image_release"]
+
+RELEASE_LABEL = "org.kura.release"
+"""Image label recording the trainer release an image was built from."""
+BACKEND_LABEL = "org.kura.backend"
+"""Image label recording the backend (``backend.name``) an image was built for."""
+_OLDER_RELEASE_LABEL = re.compile(r"org\.kura\.[a-z0-9-]+-release")
+"""The per-trainer release label images built by earlier Kura versions carry
+(``org.kura.<trainer>-release``): the same fact under its older name."""
 
 
-def dockerfile_path(name: str) -> str:
-    return str(resources.files("kura").joinpath(f"data/docker/{name}/Dockerfile"))
-
-
-def build_image(name: str, *, image: str | None, run: bool) -> dict[str, Any]:
-    """The exact ``docker build`` argv; run it when asked (output goes to the terminal)."""
-    from kura.backends.musubi import DEFAULT_IMAGE, MUSUBI_RELEASE
-
-    tag = image or DEFAULT_IMAGE
-    dockerfile = dockerfile_path(name)
-    context = dockerfile.rsplit("/", 1)[0]
-    argv = [
+def build_argv(recipe: ImageRecipe) -> list[str]:
+    """The exact ``docker build`` of ``recipe``, labelled with its backend and release."""
+    return [
         "docker",
         "build",
         "-t",
-        tag,
+        recipe.tag,
         "-f",
-        dockerfile,
+        str(recipe.dockerfile),
         "--label",
-        f"org.kura.musubi-release={MUSUBI_RELEASE}",
-        context,
+        f"{BACKEND_LABEL}={recipe.backend}",
+        "--label",
+        f"{RELEASE_LABEL}={recipe.release}",
+        str(recipe.context),
     ]
+
+
+def build_image(recipe: ImageRecipe, *, run: bool) -> dict[str, Any]:
+    """The ``image-build`` document; runs the build when asked (output to the terminal)."""
+    argv = build_argv(recipe)
     exit_code = None
     if run:
         if shutil.which("docker") is None:
             raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
         exit_code = subprocess.run(argv, check=False).returncode
-    return {"kind": "image-build", "image": tag, "argv": argv, "ran": run, "exit_code": exit_code}
+    return {
+        "kind": "image-build",
+        "backend": recipe.backend,
+        "image": recipe.tag,
+        "release": recipe.release,
+        "argv": argv,
+        "ran": run,
+        "exit_code": exit_code,
+    }
 
 
 _UNREACHABLE = (
@@ -60,11 +81,10 @@ def _engine_unreachable(stderr: str) -> bool:
 
 
 def image_release(image: str) -> str | None:
-    """The Musubi release label of a local image; None when the image is not there.
+    """The trainer release label of a local image (``unknown`` when it has none); None when
+    the image is not there.
 
-    Raises :class:`Unsupported` when docker itself is missing."""
-    import json
-
+    Raises :class:`Unsupported` when docker itself is missing or its engine does not answer."""
     if shutil.which("docker") is None:
         raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
     try:
@@ -91,4 +111,7 @@ def image_release(image: str) -> str | None:
             )
         return None
     labels = json.loads(inspected.stdout or "null") or {}
-    return str(labels.get(RELEASE_LABEL, "unknown"))
+    if RELEASE_LABEL in labels:
+        return str(labels[RELEASE_LABEL])
+    older = [str(v) for k, v in labels.items() if _OLDER_RELEASE_LABEL.fullmatch(str(k))]
+    return older[0] if len(older) == 1 else "unknown"

@@ -67,16 +67,16 @@ def test_the_toy_trainer_walks_the_whole_path(toy_ws: Workspace) -> None:
     approve_run(toy_ws, run_id)
 
     (TOY_DIR / "mode").write_text("oom")
-    failed = launch_run(toy_ws, run_id, detach=False)["state"]
-    assert failed["status"] == "failed"
-    assert failed["diagnosis"]["code"] == "cuda_oom"
-    assert failed["diagnosis"]["next"] == {"action": "enable", "key": "shrink_activations"}
+    failed = launch_run(toy_ws, run_id, detach=False)
+    assert failed.state.status == "failed"
+    assert failed.diagnosis is not None and failed.diagnosis.code == "cuda_oom"
+    assert failed.diagnosis.next == {"action": "enable", "key": "shrink_activations"}
 
-    again = relaunch_run(toy_ws, run_id, detach=False)["state"]
-    assert again["status"] == "succeeded", again
-    assert [s["status"] for s in again["steps"]] == ["skipped", "succeeded"]
-    status = run_status(toy_ws, run_id)
-    assert (status["progress"]["step"], status["progress"]["total"]) == (5, 5)
+    again = relaunch_run(toy_ws, run_id, detach=False).state
+    assert again.status == "succeeded", again
+    assert [s.status for s in again.steps] == ["skipped", "succeeded"]
+    progress = run_status(toy_ws, run_id).progress
+    assert progress is not None and (progress.step, progress.total) == (5, 5)
     assert (toy_ws.run_dir(run_id) / "output" / "toy-lora.safetensors").is_file()
     evaluate_run(toy_ws, run_id, rating=4, notes="toy likeness fine")
     assert "toy likeness fine" in (toy_ws.run_dir(run_id) / "notes.md").read_text()

@@ -71,11 +71,12 @@ def test_estimate_calculator_refuses_what_musubi_refuses(kura) -> None:
         "estimate",
         "--base",
         "zimage-base",
-        "--swap",
-        "4",
-        "--h2d",
-        "--checkpointing",
-        "off",
+        "--set",
+        "backend.config.blocks_to_swap=4",
+        "--set",
+        "backend.config.block_swap_h2d_only=true",
+        "--set",
+        "backend.config.gradient_checkpointing=false",
         "--json",
     )
     assert result.exit_code != 0

@@ -333,7 +333,9 @@ def test_run_summary_is_json_ready(tmp_path: Path) -> None:
 
     spec = make_spec(tmp_path)
     launch(spec, foreground=True)
-    summary = run_summary(spec.run_dir, progress=tail_progress, logging_dir=spec.run_dir / "tb")
+    summary = run_summary(
+        spec.run_dir, progress=tail_progress, logging_dir=spec.run_dir / "tb"
+    ).to_dict()
     json.dumps(summary)
     assert summary["state"]["status"] == "succeeded"
     assert summary["progress"]["step"] == 6

@@ -251,7 +251,7 @@ def test_launching_a_finished_run_again_is_refused_with_the_commands_that_apply(
     host_ws: Workspace,
 ) -> None:
     run_id = _approved(host_ws)
-    assert launch_run(host_ws, run_id, detach=False)["state"]["status"] == "succeeded"
+    assert launch_run(host_ws, run_id, detach=False).state.status == "succeeded"
     lora = host_ws.run_dir(run_id) / "output" / f"{run_id}.safetensors"
     before = lora.read_bytes()
     with pytest.raises(UsageError, match="already ran") as info:
@@ -265,13 +265,13 @@ def test_each_attempt_keeps_its_own_logs_and_outputs(host_ws: Workspace) -> None
     run_id = _approved(host_ws)
     checkout = Path(host_ws.config().executor.musubi_checkout or "")
     set_mode(checkout, "oom")
-    assert launch_run(host_ws, run_id, detach=False)["state"]["status"] == "failed"
+    assert launch_run(host_ws, run_id, detach=False).state.status == "failed"
     first_log = (host_ws.run_dir(run_id) / "logs" / "train.log").read_text()
     with pytest.raises(UsageError, match="already ran") as info:
         launch_run(host_ws, run_id, detach=False)
     assert f"kura run relaunch {run_id}" in info.value.hint
     set_mode(checkout, "ok")
-    assert relaunch_run(host_ws, run_id, detach=False)["state"]["status"] == "succeeded"
+    assert relaunch_run(host_ws, run_id, detach=False).state.status == "succeeded"
     archived = host_ws.run_dir(run_id) / "attempts" / "1"
     assert (archived / "logs" / "train.log").read_text() == first_log
     current = (host_ws.run_dir(run_id) / "logs" / "train.log").read_text()

@@ -41,14 +41,14 @@ def _approved_run(ws: Workspace) -> str:
 
 def test_an_approved_run_launches_and_finishes(host_ws: Workspace) -> None:
     run_id = _approved_run(host_ws)
-    doc = launch_run(host_ws, run_id, detach=False)
-    assert doc["state"]["status"] == "succeeded", doc["state"]
+    launched = launch_run(host_ws, run_id, detach=False)
+    assert launched.state.status == "succeeded", launched.state
     output = host_ws.run_dir(run_id) / "output"
     assert (output / f"{run_id}.safetensors").is_file()
     status = run_status(host_ws, run_id)
-    assert status["state"]["status"] == "succeeded"
-    assert status["progress"]["total"] == status["progress"]["step"]
-    assert [r["status"] for r in list_runs(host_ws)["runs"]] == ["succeeded"]
+    assert status.state is not None and status.state.status == "succeeded"
+    assert status.progress is not None and status.progress.total == status.progress.step
+    assert [r.status for r in list_runs(host_ws).runs] == ["succeeded"]
 
 
 def test_launch_refuses_an_edit_after_approval_naming_the_key(host_ws: Workspace) -> None:
@@ -82,15 +82,15 @@ def test_oom_relaunch_applies_only_the_approved_contingency(host_ws: Workspace) 
     change = approval["contingency"]["change"]
     checkout = Path(host_ws.config().executor.musubi_checkout or "")
     set_mode(checkout, "oom")
-    failed = launch_run(host_ws, run_id, detach=False)["state"]
-    assert failed["status"] == "failed"
-    assert failed["diagnosis"]["code"] == "cuda_oom"
-    assert failed["diagnosis"]["next"]["key"] in change
+    failed = launch_run(host_ws, run_id, detach=False)
+    assert failed.state.status == "failed"
+    assert failed.diagnosis is not None and failed.diagnosis.code == "cuda_oom"
+    assert failed.diagnosis.next["key"] in change
     set_mode(checkout, "ok")
-    again = relaunch_run(host_ws, run_id, detach=False)["state"]
-    assert again["status"] == "succeeded"
-    assert again["attempt"] == 2
-    skipped = [s["name"] for s in again["steps"] if s["status"] == "skipped"]
+    again = relaunch_run(host_ws, run_id, detach=False).state
+    assert again.status == "succeeded"
+    assert again.attempt == 2
+    skipped = [s.name for s in again.steps if s.status == "skipped"]
     assert skipped == ["cache_latents", "cache_text_encoder"]
     record = json.loads((host_ws.run_dir(run_id) / "approval.json").read_text())
     assert record["via"] == "contingency"
@@ -114,7 +114,7 @@ def test_past_runs_feed_the_next_plan(host_ws: Workspace) -> None:
     checkout = Path(host_ws.config().executor.musubi_checkout or "")
     first = _approved_run(host_ws)
     set_mode(checkout, "oom")
-    assert launch_run(host_ws, first, detach=False)["state"]["status"] == "failed"
+    assert launch_run(host_ws, first, detach=False).state.status == "failed"
     set_mode(checkout, "ok")
     second = create_run(
         host_ws,

@@ -62,8 +62,8 @@ def test_docker_launch_mounts_data_read_only_and_runs_each_step(
     log = tmp_path / "docker.log"
     _docker(tmp_path / "bin", log, "0.3.4")
     run_id = _approved(docker_ws)
-    state = launch_run(docker_ws, run_id, detach=False)["state"]
-    assert state["status"] == "succeeded", state
+    state = launch_run(docker_ws, run_id, detach=False).state
+    assert state.status == "succeeded", state
     calls = [line.split() for line in log.read_text().splitlines()]
     runs = [c for c in calls if c[0] == "run"]
     assert len(runs) == 3

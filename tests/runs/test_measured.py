@@ -130,7 +130,7 @@ def test_an_oom_stays_evidence_after_a_later_attempt_succeeds(host_ws: Workspace
     set_mode(checkout, "oom")
     launch_run(host_ws, first, detach=False)
     set_mode(checkout, "ok")
-    assert relaunch_run(host_ws, first, detach=False)["state"]["status"] == "succeeded"
+    assert relaunch_run(host_ws, first, detach=False).state.status == "succeeded"
     second = _new(host_ws, 9)
     report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
     attempts = [(r["run"], r["attempt"], r["status"]) for r in report["evidence"]["runs"]]

@@ -87,11 +87,46 @@ def test_a_bundle_native_resolution_drafts_the_dataset_at_it_with_a_reason(ws: W
     assert "512×512" in reason and "1024×1024" in reason and "configs.py" in reason
 
 
-def test_a_dataset_at_the_native_resolution_keeps_its_own(ws: Workspace) -> None:
-    created = create_run(ws, datasets=["myaku"], base="qwen-image", now=NOW)
+@pytest.mark.parametrize("base", ["zimage-base", "flux1-kontext-dev", "qwen-image-edit"])
+def test_a_dataset_at_the_native_resolution_keeps_its_own(ws: Workspace, base: str) -> None:
+    created = create_run(ws, datasets=["myaku"], base=base, now=NOW)
     spec, _ = load_run(ws, created.run_id)
     assert spec.datasets[0].resolution == [1024, 1024]
     assert "datasets.0.resolution" not in spec.provenance
+
+
+@pytest.mark.parametrize(
+    ("base", "drafted", "source"),
+    [
+        # issue 11 item 14: every Musubi bundle carries its native size(s), with a source
+        ("qwen-image", [1328, 1328], "config_manager.py"),
+        # a square 1024² dataset on a 720p/480p model: 1280×720 is nearest in aspect and area
+        ("wan2.1-t2v-14b", [1280, 720], "SUPPORTED_SIZES"),
+        ("wan2.1-t2v-1.3b", [832, 480], "SUPPORTED_SIZES"),
+        ("framepack", [640, 640], "framepack.md"),
+        ("hidream-o1", [2048, 2048], "hidream_o1.md"),
+    ],
+)
+def test_drafting_follows_each_bundles_native_resolution(
+    ws: Workspace, base: str, drafted: list[int], source: str
+) -> None:
+    created = create_run(ws, datasets=["myaku"], base=base, now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.datasets[0].resolution == drafted
+    reason = spec.provenance["datasets.0.resolution"]
+    assert f"{drafted[0]}×{drafted[1]}" in reason and "1024×1024" in reason
+    assert source in reason and "set it back to train off-native" in reason
+
+
+def test_every_musubi_bundle_but_layered_has_a_sourced_native_resolution() -> None:
+    from kura.models.bundles import list_bundles
+
+    missing = [
+        b.id
+        for b in list_bundles()
+        if b.backend == "musubi-tuner" and not (b.native_resolutions and b.native_resolution_source)
+    ]
+    assert missing == ["qwen-image-layered"]
 
 
 def test_a_character_run_gets_sample_prompts_from_its_captions(ws: Workspace) -> None:

@@ -161,11 +161,19 @@ def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:
     report = plan_run(ws, run_id, gpu="h200").to_dict()
     steps = {step["step"]: step for step in report["estimate"]["steps"]}
     assert steps["sample"]["peak_gib"] > 0 and steps["sample"]["fits"] is True
-    untimed = [
-        line
-        for line in (ws.run_dir(run_id) / "plan.md").read_text().splitlines()
-        if "not timed" in line
-    ]
-    assert untimed and untimed[0].endswith(", sample")
-    # Its time is not estimated yet: named as untimed, never counted as zero.
-    assert "sample" in report["estimate"]["time_and_cost"]["untimed_steps"]
+    # Issue 12 item 9: sampling is part of the run, timed and counted in the total.
+    assert steps["sample"]["seconds"] > 0
+    cost = report["estimate"]["time_and_cost"]
+    assert "sample" not in cost["untimed_steps"]
+    assert cost["by_step_hours"]["sample"] == pytest.approx(
+        steps["sample"]["seconds"] / 3600, abs=1e-3
+    )
+    assert cost["hours"] == pytest.approx(sum(cost["by_step_hours"].values()), abs=2e-3)
+    # the drafted prompts set no size: Musubi samples at its 256 px default, and says so
+    assert any("256x256x1 (the sampler's default" in note for note in steps["sample"]["notes"])
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    whole = next(line for line in plan.splitlines() if "the whole run, every step" in line)
+    assert "sample" in whole
+    assert any(
+        line.startswith("- sample: ") and "sampling point" in line for line in plan.splitlines()
+    )

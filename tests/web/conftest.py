@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.web.sweep_builder import SweepWorkspace, build_sweep_workspace
 from tests.web.workspace_builder import WebWorkspace, build_workspace
 
 
@@ -12,3 +13,10 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorkspace]:
     """One realistic workspace per test module (launching a run takes a few seconds)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         yield build_workspace(tmp_path_factory.mktemp("web"), monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SweepWorkspace]:
+    """A workspace with a real journal-file sweep over the toy trainer (one per module)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield build_sweep_workspace(tmp_path_factory.mktemp("sweep"), monkeypatch)

@@ -7,12 +7,16 @@ import json
 import re
 import shutil
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from kura.backends.base import StepProgress
+from kura.execution.state import RunState
 from kura.execution.summary import ema
+from kura.runs.results import RunStatus
 from kura.web.charts import ema_series, gpu_memory_series
 from kura.web.views import display_progress
 from tests.execution.tfevents_writer import EventWriter
@@ -159,14 +163,13 @@ def test_a_run_never_launched_shows_no_progress_bar(web: WebWorkspace) -> None:
 
 
 def test_time_left_shows_while_the_run_is_live() -> None:
-    status = {
-        "state": {"status": "training", "attempt": 1},
-        "progress": {"step": 5, "total": 10, "fraction": 0.5, "eta_seconds": 125.0},
-        "next": [],
-    }
+    now = _iso(time.time())
+    state = RunState("r", "host", "localhost", now, now, status="training")
+    status = RunStatus("r", state, StepProgress(step=5, total=10, eta_seconds=125), None)
     shown = display_progress(status)
     assert shown["live"] is True and shown["eta"] == "2 min 05 s"
-    finished = display_progress({**status, "state": {"status": "succeeded", "attempt": 1}})
+    done = replace(status, state=RunState("r", "host", "localhost", now, now, status="succeeded"))
+    finished = display_progress(done)
     assert finished["live"] is False and finished["eta"] == "–"
 
 

@@ -18,6 +18,7 @@ import pytest
 from kura.runs.following import cancel
 from kura.runs.new import create_run
 from tests.web.server import running_server
+from tests.web.sweep_builder import SweepWorkspace
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, launch_slow_run
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -189,6 +190,33 @@ def test_knowledge_page_shows_cards_and_regrets(
     sync_api.expect(page.get_by_role("heading", name="flux2", exact=True)).to_be_visible()
     sync_api.expect(page.get_by_text("check skin texture at epoch 4")).to_be_visible()
     shoot(page, "knowledge.png")
+
+
+@pytest.fixture(scope="module")
+def sweep_url(swept: SweepWorkspace) -> Iterator[str]:
+    with running_server(swept.workspace) as url:
+        yield url
+
+
+def test_sweep_page_draws_its_charts_and_links_its_trials(
+    page: Any, sweep_url: str, swept: SweepWorkspace
+) -> None:
+    page.goto(sweep_url + "/sweeps")
+    page.get_by_role("link", name=swept.sweep, exact=True).click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(f"Sweep {swept.sweep}")
+    parallel = page.locator('[data-chart="parallel"] svg')
+    sync_api.expect(parallel).to_be_visible()
+    box = parallel.bounding_box()
+    assert box is not None and box["width"] > 400 and box["height"] > 100, box
+    sync_api.expect(parallel.locator("polyline.pc-best")).to_be_visible()
+    sync_api.expect(page.locator('[data-chart="objective"] svg circle').first).to_be_visible()
+    sync_api.expect(page.locator('[data-chart="importance"] svg rect.bar').first).to_be_visible()
+    sync_api.expect(page.locator('[data-field="promote"]')).to_have_text(
+        f"kura sweep promote {swept.sweep}"
+    )
+    shoot(page, "sweep.png", height=1450)
+    page.locator("table.trials").get_by_role("link").first.click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(re.compile(r"^Run sw-"))
 
 
 def _expect_images_loaded(page: Any, timeout: float = 10.0) -> None:

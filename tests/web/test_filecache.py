@@ -72,12 +72,12 @@ def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_settled_run_is_parsed_once_until_run_yaml_changes(counted) -> None:
     workspace, run_id, calls = counted
     for _ in range(3):
-        assert views.run_entry(workspace, run_id)["status"] == "draft"
+        assert views.run_entry(workspace, run_id).status == "draft"
         views.live_view(workspace, run_id)
     assert calls == ["list", "status"]
     run_yaml = workspace.run_dir(run_id) / "run.yaml"
     atomic_write_text(run_yaml, run_yaml.read_text().replace("task: character", "task: style"))
-    assert views.run_entry(workspace, run_id)["task"] == "style"
+    assert views.run_entry(workspace, run_id).task == "style"
     assert calls == ["list", "status", "list"]
 
 

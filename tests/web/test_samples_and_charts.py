@@ -6,7 +6,10 @@ import math
 
 import pytest
 
+from kura.backends.base import StepProgress
 from kura.errors import UsageError
+from kura.execution.state import RunState
+from kura.runs.results import RunStatus
 from kura.web.charts import MAX_POINTS, line_chart, loss_series, lr_series
 from kura.web.samples import Point, parse_sample_name, parse_side, prompt_lines, prompt_text
 from kura.web.views import display_progress, json_safe
@@ -84,21 +87,21 @@ def test_series_selection() -> None:
 
 
 def test_progress_display_and_json_without_nan() -> None:
-    doc = {
-        "state": {"status": "training", "attempt": 1, "current_step": "train"},
-        "progress": {
-            "step": 120,
-            "total": 1000,
-            "epoch": 2,
-            "epochs": 16,
-            "loss": math.nan,
-            "loss_ema": 0.09123,
-            "seconds_per_step": 1.0,
-            "eta_seconds": 880,
-            "fraction": 0.12,
-        },
-    }
-    shown = display_progress(doc)
+    now = "2026-11-30T09:00:00.000000Z"
+    state = RunState("r", "host", "localhost", now, now, status="training", current_step="train")
+    progress = StepProgress(
+        step=120,
+        total=1000,
+        epoch=2,
+        epochs=16,
+        loss=math.nan,
+        loss_ema=0.09123,
+        seconds_per_step=1.0,
+        eta_seconds=880,
+    )
+    status = RunStatus("r", state, progress, None)
+    doc = status.to_dict()
+    shown = display_progress(status)
     assert shown["step"] == "120 / 1000"
     assert shown["epoch"] == "2 / 16"
     assert shown["loss"] == "nan"
@@ -106,4 +109,5 @@ def test_progress_display_and_json_without_nan() -> None:
     assert shown["eta"] == "14 min 40 s"
     assert shown["terminal"] is False
     assert json_safe(doc)["progress"]["loss"] == "nan"
-    assert display_progress({"state": None, "progress": None})["status"] == "not launched"
+    never = RunStatus("r", state=None, progress=None, scalars=None)
+    assert display_progress(never)["status"] == "not launched"

@@ -39,8 +39,8 @@ def build_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> WebWorkspace
     workspace = character_workspace(root)
     checkout = use_fake_checkout(workspace, root, BUNDLE, monkeypatch)
     finished = approved_run(workspace, datetime(2026, 11, 30, 8, 0), ["training.epochs=2"])
-    state = launch_run(workspace, finished, detach=False)["state"]
-    assert state["status"] == "succeeded", state
+    state = launch_run(workspace, finished, detach=False).state
+    assert state.status == "succeeded", state
     write_samples(workspace, finished, epochs=(1, 2))
     drafted = create_run(
         workspace,

@@ -19,11 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
     from kura.planning.ladder import Rung
@@ -42,11 +40,16 @@ __all__ = [
     "DatasetInput",
     "DatasetMedia",
     "Diagnosis",
+    "DoctorReport",
     "DraftedConfig",
     "Evaluation",
+    "Finding",
+    "FindingStatus",
     "FitProblem",
+    "ImageRecipe",
     "ImportedRun",
     "Importer",
+    "LoraExport",
     "MemoryAid",
     "Mount",
     "OutputLayout",
@@ -417,6 +420,10 @@ class StepProgress:
             return None
         return self.step / self.total
 
+    def to_dict(self) -> dict[str, object]:
+        """The fields plus ``fraction``, as ``kura run status`` shows them."""
+        return {**asdict(self), "fraction": self.fraction}
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -439,6 +446,38 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Diagnosis:
+        """The diagnosis ``to_dict`` wrote (as state.json stores it); ValueError naming the
+        field when ``data`` is not one."""
+        known = {f: data.get(f) for f in ("code", "step", "message", "evidence")}
+        for name, value in known.items():
+            if not isinstance(value, str):
+                raise ValueError(f"diagnosis.{name} must be a string, not {value!r}")
+        next_step, details = data.get("next", {}), data.get("details", {})
+        phase, exit_code = data.get("phase"), data.get("exit_code")
+        if not isinstance(next_step, Mapping) or not isinstance(details, Mapping):
+            raise ValueError("diagnosis.next and diagnosis.details must be objects")
+        if phase is not None and not isinstance(phase, str):
+            raise ValueError(f"diagnosis.phase must be a string or null, not {phase!r}")
+        if exit_code is not None and (
+            isinstance(exit_code, bool) or not isinstance(exit_code, int)
+        ):
+            raise ValueError(f"diagnosis.exit_code must be a whole number, not {exit_code!r}")
+        extra = set(data) - {*known, "next", "details", "phase", "exit_code"}
+        if extra:
+            raise ValueError(f"unknown diagnosis field(s): {', '.join(sorted(extra))}")
+        return cls(
+            code=str(known["code"]),
+            step=str(known["step"]),
+            message=str(known["message"]),
+            evidence=str(known["evidence"]),
+            next=dict(next_step),
+            phase=phase,
+            exit_code=exit_code,
+            details=dict(details),
+        )
 
 
 @dataclass(frozen=True)
@@ -506,6 +545,103 @@ class ImportedRun:
     lora_files: tuple[str, ...]
     job_text: str
     notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------
+# Set up: what this machine has for a trainer, and the image its container executor runs
+
+FindingStatus = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check of ``kura doctor``: what was looked at, its status, and the fix."""
+
+    check: str
+    status: FindingStatus
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """``kura doctor BACKEND``: the trainer's setup on this machine, each finding with its
+    fix. ``details`` are plain facts the backend adds to the document (the environment it
+    looked at, its Python); ``ok`` is false when any finding failed."""
+
+    backend: str
+    findings: tuple[Finding, ...]
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == "fail" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """How ``kura image build BACKEND`` builds the image the backend's container executor
+    runs: the Dockerfile Kura ships in the backend's package, its build context, the tag,
+    and the trainer release the image is labelled with (the launch gate reads it back)."""
+
+    backend: str
+    tag: str
+    dockerfile: Path
+    context: Path
+    release: str
+@dataclass(frozen=True)
+class LoraExport:
+    """``kura export RUN``'s result (the ``lora-export`` document): the LoRA file written
+    at ``out`` from ``source``, how (``copied`` as is, or converted by ``mode``, ``why``),
+    and what it was verified against (``keys`` tensors, ``modules`` modules, none
+    ``unmapped``). ``epoch`` or ``step`` names the checkpoint (None: the final file);
+    ``metadata`` is the file's safetensors metadata. ``rank`` and ``fused_qkv`` are what a
+    backend's own check of the file read (None where it reads neither; then the document
+    leaves them out)."""
+
+    run: str
+    epoch: int | None
+    step: int | None
+    format: str
+    architecture: str
+    source: str
+    out: str
+    copied: bool
+    mode: str
+    why: str
+    verified_against: str
+    keys: int
+    modules: int
+    unmapped: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    rank: int | None = None
+    fused_qkv: bool | None = None
+
+    kind: ClassVar[str] = "lora-export"
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = {
+            "kind": self.kind,
+            "run": self.run,
+            "epoch": self.epoch,
+            "step": self.step,
+            "format": self.format,
+            "architecture": self.architecture,
+            "source": self.source,
+            "out": self.out,
+            "copied": self.copied,
+            "mode": self.mode,
+            "why": self.why,
+            "verified_against": self.verified_against,
+            "keys": self.keys,
+            "modules": self.modules,
+        }
+        if self.rank is not None or self.fused_qkv is not None:
+            document |= {"rank": self.rank, "fused_qkv": self.fused_qkv}
+        return document | {"unmapped": list(self.unmapped), "metadata": dict(self.metadata)}
 
 
 @runtime_checkable
@@ -623,6 +759,17 @@ class Backend(Protocol):
         """The run's LoRA files and samples as the trainer wrote them."""
         ...
 
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """``kura doctor NAME``: this machine's setup for the trainer (its image, its
+        environment, the GPU it sees), each finding with its fix. Only looks."""
+        ...
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """The image the Docker executor runs for this trainer (the workspace's image name
+        where kura.toml sets one); Unsupported naming how the trainer is installed instead
+        when it has no image."""
+        ...
+
     def export(
         self,
         workspace: Workspace,
@@ -631,7 +778,7 @@ class Backend(Protocol):
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """``kura export RUN``: one LoRA file in the layout ``fmt`` loads, verified against
-        the base model, written under the run (or ``out``); the ``lora-export`` document."""
+        the base model, written under the run (or ``out``)."""
         ...

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backend_names",
     "backends_serving",
+    "command_backend",
     "get_backend",
     "registered_backend",
     "require_serves",
@@ -33,6 +34,10 @@ _MODULES: dict[str, str] = {
     "kohakumoss": "kura.backends.kohakumoss.backend",
 }
 """backend.name → the module whose ``BACKEND`` is that backend."""
+
+ALIASES: dict[str, str] = {"musubi": "musubi-tuner"}
+"""Shorter spellings commands accept for a backend (``kura doctor musubi``, ``kura image build
+musubi``); run.yaml's ``backend.name`` takes the registered name only."""
 
 _EXTRA: dict[str, Backend] = {}
 """Backends registered at run time (the tests' fake trainer)."""
@@ -67,6 +72,11 @@ def get_backend(name: str) -> Backend:
         )
     backend: Backend = importlib.import_module(module).BACKEND
     return backend
+
+
+def command_backend(name: str) -> Backend:
+    """The backend a command argument names: a registered name or one of its ``ALIASES``."""
+    return get_backend(ALIASES.get(name, name))
 
 
 def backends_serving(architecture: str) -> tuple[str, ...]:

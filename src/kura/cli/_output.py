@@ -10,9 +10,10 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import fields, is_dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from kura.errors import KuraError
 
@@ -20,13 +21,31 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["Output", "ProgressFn", "escape_markup", "finite_json", "new_table"]
+__all__ = [
+    "Document",
+    "Output",
+    "ProgressFn",
+    "escape_markup",
+    "escape_value",
+    "finite_json",
+    "new_table",
+]
 
 _MARKUP_TAG = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|cyan|magenta|blue)?[a-z ]*\]")
 """Rich style tags in a note, dropped when notes are written without Rich (``--json``)."""
 
 ProgressFn = Callable[[int, int], None]
 Renderer = Callable[["Console", dict[str, Any]], None]
+
+
+class Document(Protocol):
+    """A command's typed result: ``to_dict()`` is its JSON document (with a ``kind``)."""
+
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+D = TypeVar("D", bound=Document)
+T = TypeVar("T")
 
 
 class Output:
@@ -56,14 +75,25 @@ class Output:
             self._err = Console(file=self._stderr, highlight=False)
         return self._err
 
-    def result(self, document: dict[str, Any], render: Renderer) -> None:
-        """Print a command's result: the document itself, or its human rendering."""
-        if "kind" not in document:
+    @overload
+    def result(self, document: dict[str, Any], render: Renderer) -> None: ...
+
+    @overload
+    def result(self, document: D, render: Callable[[Console, D], None]) -> None: ...
+
+    def result(self, document: Any, render: Callable[[Console, Any], None]) -> None:
+        """Print a command's result: its JSON document, or its human rendering.
+
+        ``document`` is a typed result (:class:`Document`; the renderer takes the value,
+        its strings escaped) or, from commands not yet typed, the document itself."""
+        typed = not isinstance(document, dict)
+        data = dict(document.to_dict()) if typed else document
+        if "kind" not in data:
             raise ValueError("every result document carries a 'kind'")
         if self.json_mode:
             self._stdout.write(
                 json.dumps(
-                    finite_json(document),
+                    finite_json(data),
                     indent=2,
                     ensure_ascii=False,
                     allow_nan=False,
@@ -73,7 +103,7 @@ class Output:
             self._stdout.write("\n")
             self._stdout.flush()
         else:
-            render(self.console, escape_markup(document))
+            render(self.console, escape_value(document) if typed else escape_markup(document))
 
     def error(self, error: KuraError) -> None:
         if self.json_mode:
@@ -145,6 +175,34 @@ def escape_markup(value: Any) -> Any:
         return {escape_markup(k): escape_markup(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [escape_markup(item) for item in value]
+    return value
+
+
+def escape_value(value: T) -> T:
+    """``value`` (a typed result) with every string in it escaped for Rich markup, as
+    :func:`escape_markup` escapes a document, its types kept: dataclasses and pydantic
+    models are copied with escaped fields, tuples stay tuples, mappings become dicts."""
+    from rich.markup import escape
+
+    return cast(T, _escaped(value, escape))
+
+
+def _escaped(value: object, escape: Callable[[str], str]) -> object:
+    if isinstance(value, str):
+        return escape(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        init = [f.name for f in fields(value) if f.init]
+        return replace(value, **{name: _escaped(getattr(value, name), escape) for name in init})
+    model_fields = getattr(type(value), "model_fields", None)
+    if isinstance(model_fields, dict) and hasattr(value, "model_copy"):
+        update = {name: _escaped(getattr(value, name), escape) for name in model_fields}
+        return value.model_copy(update=update)
+    if isinstance(value, tuple):
+        return tuple(_escaped(item, escape) for item in value)
+    if isinstance(value, list):
+        return [_escaped(item, escape) for item in value]
+    if isinstance(value, Mapping):
+        return {_escaped(k, escape): _escaped(v, escape) for k, v in value.items()}
     return value
 
 

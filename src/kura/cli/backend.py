@@ -120,19 +120,3 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
         ),
     )
 
-
-def kohakumoss_doctor(state: AppState) -> tuple[dict[str, Any], bool]:
-    """The `kura doctor kohakumoss` document and whether it is ok."""
-    from kura.backends.kohakumoss.doctor import moss_doctor
-
-    report = moss_doctor(_location(state))
-    doc = {
-        "kind": "doctor",
-        "scope": "kohakumoss",
-        "ok": report.ok,
-        "environment": str(report.env.path),
-        "python": str(report.env.python),
-        "source": report.env.source,
-        "findings": [f.to_dict() for f in report.findings],
-    }
-    return doc, report.ok

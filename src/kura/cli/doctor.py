@@ -1,4 +1,4 @@
-"""`kura doctor [musubi]` and `kura image build musubi`."""
+"""`kura doctor [BACKEND]` and `kura image build BACKEND`, through the backend registry."""
 
 from __future__ import annotations
 
@@ -8,36 +8,52 @@ import click
 
 from kura.cli._output import new_table
 from kura.cli.state import AppState
+from kura.errors import WorkspaceNotFound
 
 if TYPE_CHECKING:
     from rich.console import Console
-from kura.errors import WorkspaceNotFound
 
-__all__ = ["doctor_command", "image_group"]
+    from kura.backends.base import DoctorReport
+    from kura.workspace import Workspace
+
+__all__ = ["doctor_command", "doctor_document", "image_group"]
+
+
+def _workspace(state: AppState) -> Workspace | None:
+    try:
+        return state.workspace()
+    except WorkspaceNotFound:
+        return None
+
+
+def doctor_document(report: DoctorReport) -> dict[str, Any]:
+    """The ``doctor`` document of one backend's report."""
+    return {
+        "kind": "doctor",
+        "scope": report.backend,
+        "ok": report.ok,
+        **dict(report.details),
+        "findings": [f.to_dict() for f in report.findings],
+    }
 
 
 @click.command("doctor")
-@click.argument("scope", required=False, type=click.Choice(["musubi", "kohakumoss"]))
+@click.argument("backend", required=False, metavar="[BACKEND]")
 @click.pass_context
-def doctor_command(ctx: click.Context, scope: str | None) -> None:
-    """Check GPU, Docker, the Musubi image, RAM, disk, HF token and SkyPilot (or, with
-    `kohakumoss`, the KohakuMoss environment: its own doctor plus Kura's checks)."""
-    from kura.doctor import run_doctor
-
+def doctor_command(ctx: click.Context, backend: str | None) -> None:
+    """Check this machine (GPU, Docker, RAM, disk, HF token, SkyPilot), or with BACKEND
+    (`kura backend list`; `musubi` for musubi-tuner) that trainer's setup: its image, its
+    environment, the GPU it sees."""
     state: AppState = ctx.obj
-    if scope == "kohakumoss":
-        from kura.cli.backend import kohakumoss_doctor
+    workspace = _workspace(state)
+    if backend is None:
+        from kura.doctor import run_doctor
 
-        moss, ok = kohakumoss_doctor(state)
-        state.out.result(moss, _render)
-        if not ok:
-            ctx.exit(1)
-        return
-    try:
-        workspace = state.workspace()
-    except WorkspaceNotFound:
-        workspace = None
-    doc = run_doctor(workspace, only=scope)
+        doc = run_doctor(workspace)
+    else:
+        from kura.backends.registry import command_backend
+
+        doc = doctor_document(command_backend(backend).doctor(workspace))
     state.out.result(doc, _render)
     if not doc["ok"]:
         ctx.exit(1)
@@ -51,6 +67,8 @@ def _render(console: Console, doc: dict[str, Any]) -> None:
             f["check"], f"[{colours[f['status']]}]{f['status']}[/]", f["detail"], f["fix"]
         )
     console.print(table)
+    for step in doc.get("next", []):
+        console.print(f"[dim]next: {step['command']} — {step['why']}[/]")
 
 
 @click.group("image")
@@ -59,19 +77,18 @@ def image_group() -> None:
 
 
 @image_group.command("build")
-@click.argument("name", type=click.Choice(["musubi", "kohakumoss"]))
+@click.argument("backend", metavar="BACKEND")
 @click.option("--run", "run_it", is_flag=True, help="Run the build (default: print it).")
 @click.pass_context
-def build_command(ctx: click.Context, name: str, run_it: bool) -> None:
-    """Print (or run) the docker build of the Musubi image at the pinned release."""
+def build_command(ctx: click.Context, backend: str, run_it: bool) -> None:
+    """Print (or run) the docker build of BACKEND's image at the pinned release
+    (`musubi` for musubi-tuner; a backend without an image says how it is installed)."""
+    from kura.backends.registry import command_backend
     from kura.images import build_image
 
     state: AppState = ctx.obj
-    try:
-        image = state.workspace().config().executor.musubi_image
-    except WorkspaceNotFound:
-        image = None
-    doc = build_image(name, image=image, run=run_it)
+    recipe = command_backend(backend).image(_workspace(state))
+    doc = build_image(recipe, run=run_it)
     state.out.result(doc, lambda console, d: console.print(" ".join(d["argv"]), soft_wrap=True))
     if run_it and doc["exit_code"] != 0:
         ctx.exit(1)

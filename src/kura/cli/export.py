@@ -12,6 +12,8 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.backends.base import LoraExport
+
 __all__ = ["export_group"]
 
 _DEFAULT = "lora"
@@ -70,8 +72,10 @@ def export_command(
 
     workspace = state.workspace()
     spec, _ = load_run(workspace, run_id)
-    doc = get_backend(spec.backend.name).export(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
-    state.out.result(doc, _render_export)
+    exported = get_backend(spec.backend.name).export(
+        workspace, run_id, epoch=epoch, fmt=fmt, out=out
+    )
+    state.out.result(exported, _render_export)
 
 
 @export_group.command("merge-ema")
@@ -86,12 +90,12 @@ def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | 
     state.out.result(merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2), _render_ema)
 
 
-def _render_export(console: Console, doc: dict[str, Any]) -> None:
-    action = "copied (already loads as is)" if doc["copied"] else f"converted ({doc['mode']})"
-    epoch = f"epoch {doc['epoch']}" if doc["epoch"] is not None else "final"
-    console.print(f"Run [bold]{doc['run']}[/] {epoch} → {doc['format']}: {action}")
-    console.print(f"wrote {doc['out']} ({doc['keys']} tensors, {doc['modules']} modules)")
-    console.print(f"[dim]verified against {doc['verified_against']}; {doc['why']}[/]")
+def _render_export(console: Console, exported: LoraExport) -> None:
+    action = "copied (already loads as is)" if exported.copied else f"converted ({exported.mode})"
+    epoch = f"epoch {exported.epoch}" if exported.epoch is not None else "final"
+    console.print(f"Run [bold]{exported.run}[/] {epoch} → {exported.format}: {action}")
+    console.print(f"wrote {exported.out} ({exported.keys} tensors, {exported.modules} modules)")
+    console.print(f"[dim]verified against {exported.verified_against}; {exported.why}[/]")
 
 
 def _render_ema(console: Console, doc: dict[str, Any]) -> None:

@@ -71,74 +71,136 @@ def _render_gpus(console: Console, doc: dict[str, Any]) -> None:
 
 @click.command("estimate")
 @click.option("--base", required=True, help="Model bundle id (`kura model bundles`).")
+@click.option(
+    "--backend", "backend", default=None, help="Trainer (default: the bundle's backend)."
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="backend.config.KEY=VALUE (the trainer's own settings, checked against the keys it "
+    "reads) or training.KEY=VALUE; repeatable.",
+)
 @click.option("--resolution", default="1024", show_default=True, help="W or WxH.")
 @click.option("--frames", type=int, default=1, show_default=True, help="Video frames (4n+1).")
-@click.option("--batch", type=int, default=1, show_default=True, help="Micro-batch per GPU.")
+@click.option(
+    "--batch",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Effective batch (training.effective_batch); the micro-batch is a backend.config key.",
+)
 @click.option("--rank", type=int, default=32, show_default=True)
 @click.option("--optimizer", default="adamw8bit", show_default=True)
-@click.option("--precision", type=click.Choice(["bf16", "fp16"]), default="bf16", show_default=True)
 @click.option(
-    "--fp8", type=click.Choice(["none", "base", "scaled"]), default="none", show_default=True
+    "--steps", type=int, default=1000, show_default=True, help="Optimizer steps the time covers."
 )
-@click.option("--swap", type=int, default=0, show_default=True, help="blocks_to_swap.")
-@click.option("--h2d", is_flag=True, help="Host-to-device-only block swap.")
-@click.option(
-    "--checkpointing",
-    type=click.Choice(["off", "on", "cpu-offload"]),
-    default="off",
-    show_default=True,
-)
-@click.option(
-    "--attention", type=click.Choice(["sdpa", "flash", "xformers", "sage"]), default="sdpa"
-)
-@click.option("--split-attn", is_flag=True)
 @click.option("--gpu", "gpu_id", help="GPU class (`kura gpus`); omitted: no fit verdict.")
+@click.option("--step", "step", default=None, help="Show one step (its name in the output).")
 @click.pass_obj
 def estimate_command(
-    state: AppState, base: str, resolution: str, gpu_id: str | None, **knobs: Any
+    state: AppState,
+    base: str,
+    backend: str | None,
+    sets: tuple[str, ...],
+    resolution: str,
+    frames: int,
+    batch: int,
+    rank: int,
+    optimizer: str,
+    steps: int,
+    gpu_id: str | None,
+    step: str | None,
 ) -> None:
-    """What-if calculator: peak memory, step time and fit for a configuration, without a run."""
-    from kura.backends.musubi.estimation import estimator_model
-    from kura.backends.musubi.estimator.config import EstimateConfig
-    from kura.backends.musubi.estimator.estimate import estimate
+    """What-if calculator: every step's memory, time and fit for a configuration, from the
+    backend's own estimate (the one `kura run plan` uses), without a run."""
     from kura.cli.dataset import parse_resolution
-    from kura.models.bundles import get_bundle
-    from kura.planning.gpus import get_gpu_class
+    from kura.runs.whatif import WhatIf, estimate_whatif
 
     width, height = parse_resolution(resolution) or (1024, 1024)
-    config = EstimateConfig.at_resolution(
-        estimator_model(get_bundle(base)),
-        width,
-        height,
-        frames=knobs["frames"],
-        micro_batch=knobs["batch"],
-        rank=knobs["rank"],
-        optimizer=knobs["optimizer"],
-        precision=knobs["precision"],
-        fp8=knobs["fp8"],
-        blocks_to_swap=knobs["swap"],
-        swap_h2d_only=knobs["h2d"],
-        gradient_checkpointing=knobs["checkpointing"],
-        attention=knobs["attention"],
-        split_attn=knobs["split_attn"],
+    question = WhatIf(
+        base=base,
+        width=width,
+        height=height,
+        backend=backend,
+        frames=frames,
+        batch=batch,
+        rank=rank,
+        optimizer=optimizer,
+        steps=steps,
+        sets=sets,
+        gpu=gpu_id,
+        step=step,
     )
-    result = estimate(config, get_gpu_class(gpu_id) if gpu_id else None)
-    state.out.result(result.to_dict(), render_estimate)
+    state.out.result(estimate_whatif(question), render_estimate)
+
+
+def _gib(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _seconds(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 3600:.1f} h" if value >= 3600 else f"{value:.0f} s"
 
 
 def render_estimate(console: Console, doc: dict[str, Any]) -> None:
-    """The human view of a `run-estimate` document."""
-    verdict = {True: "[green]fits[/]", False: "[red]does not fit[/]", None: "no GPU named"}
-    console.print(
-        f"{doc['model']}: peak {doc['peak_vram_gib']:.1f} ± {doc['band_gib'] / 2:.1f} GiB"
-        f" — {verdict[doc['fits']]}"
-        + (f" on {doc['gpu']} ({doc['usable_gib']:.1f} GiB usable)" if doc.get("gpu") else "")
-    )
-    parts = ", ".join(f"{k} {v:.1f}" for k, v in doc["breakdown"].items() if isinstance(v, float))
-    console.print(f"[dim]breakdown (GiB): {parts}[/]")
-    if doc.get("step_seconds"):
-        hours = f", {doc['total_hours']:.1f} h in all" if doc.get("total_hours") else ""
-        console.print(
-            f"{doc['step_seconds']:.2f} s per step{hours}; host RAM {doc['host_ram_gib']:.0f} GiB"
+    """The human view of a `run-estimate` document: every step's cost with its source, and
+    the verdict of the worst step."""
+    steps = doc.get("steps") or []
+    table = new_table("step", "kind", "peak GiB", "upper GiB", "host RAM GiB", "time", "fits")
+    marks = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}
+    for row in steps:
+        table.add_row(
+            row["step"],
+            row["kind"],
+            _gib(row["peak_gib"]),
+            _gib(row["upper_gib"]),
+            _gib(row["host_ram_gib"]),
+            _seconds(row["seconds"]),
+            marks[row["fits"]],
         )
-    console.print(f"[dim]confidence: {doc['confidence']}[/]")
+    console.print(table)
+    for row in steps:
+        console.print(f"[dim]{row['step']}: source {row['source']}[/]", soft_wrap=True)
+        for note in row.get("notes") or []:
+            console.print(f"[dim]{row['step']}: {note}[/]")
+    found = doc.get("verdict") or _verdict(steps)
+    worst = f" (worst step: {found['worst_step']})" if found.get("worst_step") else ""
+    if found["fits"] is True:
+        line = f"[green]fits[/]{worst}"
+    elif found["fits"] is False:
+        line = f"[red]does not fit[/]{worst}"
+    elif found.get("unsized"):
+        line = f"[yellow]cannot size[/] {', '.join(found['unsized'])}: no fit verdict"
+    else:
+        line = "no GPU named: no fit verdict"
+    gpu = doc.get("gpu")
+    usable = doc.get("usable_gib")
+    on = f" on {gpu}" + (f" ({usable:.1f} GiB usable)" if usable else "") if gpu else ""
+    console.print(f"{line}{on}")
+    breakdown = doc.get("breakdown") or {}
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in breakdown.items() if isinstance(v, float))
+    if parts:
+        console.print(f"[dim]training breakdown (GiB): {parts}[/]")
+    if doc.get("step_seconds"):
+        console.print(f"{doc['step_seconds']:.2f} s per optimizer step")
+    if doc.get("confidence"):
+        console.print(f"[dim]confidence: {doc['confidence']}[/]")
+
+
+def _verdict(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worst step's verdict of a document that does not carry one (`kura run estimate`)."""
+    fits = [row["fits"] for row in steps]
+    verdict = False if False in fits else (True if fits and all(fits) else None)
+    sized = [row for row in steps if row["upper_gib"] is not None]
+    worst = max(sized, key=lambda row: row["upper_gib"], default=None)
+    return {
+        "fits": verdict,
+        "worst_step": worst["step"] if worst else None,
+        "unsized": [
+            row["step"] for row in steps if row["peak_gib"] is None and row["fits"] is not True
+        ],
+    }

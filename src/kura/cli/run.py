@@ -13,6 +13,8 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.results import CancelResult, LaunchResult, LogTail, RunList, RunStatus
+
 __all__ = ["run_group"]
 
 
@@ -182,11 +184,11 @@ def resume_command(state: AppState, run_id: str, detach: bool) -> None:
     state.out.result(resume_run(state.workspace(), run_id, detach=detach), _render_state)
 
 
-def _render_state(console: Console, doc: dict[str, Any]) -> None:
-    run_state = doc["state"]
+def _render_state(console: Console, result: LaunchResult | CancelResult) -> None:
+    run_state = result.state
     console.print(
-        f"Run [bold]{doc['run']}[/]: {run_state['status']} (attempt {run_state['attempt']}, "
-        f"{run_state['executor']}) — follow with `kura run watch {doc['run']}`"
+        f"Run [bold]{result.run}[/]: {run_state.status} (attempt {run_state.attempt}, "
+        f"{run_state.executor}) — follow with `kura run watch {result.run}`"
     )
 
 
@@ -200,26 +202,24 @@ def status_command(state: AppState, run_id: str) -> None:
     state.out.result(run_status(state.workspace(), run_id), render_status)
 
 
-def render_status(console: Console, doc: dict[str, Any]) -> None:
-    run_state = doc.get("state")
+def render_status(console: Console, status: RunStatus) -> None:
+    run_state = status.state
     if run_state is None:
-        console.print(f"Run {doc['run']} has not been launched")
+        console.print(f"Run {status.run} has not been launched")
         return
-    console.print(
-        f"Run [bold]{doc['run']}[/]: {run_state['status']} ({run_state.get('current_step')})"
-    )
-    progress = doc.get("progress") or {}
-    if progress.get("total"):
-        loss = progress.get("loss_ema")
+    console.print(f"Run [bold]{status.run}[/]: {run_state.status} ({run_state.current_step})")
+    progress = status.progress
+    if progress is not None and progress.total:
+        loss = progress.loss_ema
         console.print(
-            f"step {progress.get('step')}/{progress['total']}, epoch {progress.get('epoch')}, "
+            f"step {progress.step}/{progress.total}, epoch {progress.epoch}, "
             f"loss {loss if loss is None else f'{loss:.4f}'}, "
-            f"{progress.get('seconds_per_step')} s/step, ETA {progress.get('eta_seconds')} s"
+            f"{progress.seconds_per_step} s/step, ETA {progress.eta_seconds} s"
         )
-    diagnosis = run_state.get("diagnosis")
-    if diagnosis:
-        console.print(f"[red]{diagnosis['code']}[/]: {diagnosis['message']}")
-        console.print(f"next: {diagnosis.get('next')}")
+    diagnosis = status.diagnosis
+    if diagnosis is not None:
+        console.print(f"[red]{diagnosis.code}[/]: {diagnosis.message}")
+        console.print(f"next: {dict(diagnosis.next)}")
 
 
 @run_group.command("watch")
@@ -233,14 +233,15 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from kura.backends.base import StepProgress
     from kura.runs.following import run_status
 
     workspace = state.workspace()
-    doc = run_status(workspace, run_id)
+    status = run_status(workspace, run_id)
     if state.out.json_mode:
-        _watch_json_lines(state, run_id, doc, interval)
+        _watch_json_lines(state, run_id, status, interval)
         return
-    if doc.get("state"):
+    if status.state is not None:
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -249,22 +250,22 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
             console=state.out.err,
         ) as bar:
             task = bar.add_task(run_id, total=None, info="")
-            while doc["state"]["status"] not in ("succeeded", "failed", "cancelled"):
-                progress = doc.get("progress") or {}
-                loss = progress.get("loss_ema")
+            while status.state is not None and not status.state.is_terminal:
+                progress = status.progress or StepProgress()
+                loss = progress.loss_ema
                 bar.update(
                     task,
-                    completed=progress.get("step") or 0,
-                    total=progress.get("total"),
-                    description=f"{run_id} {doc['state']['status']}",
+                    completed=progress.step or 0,
+                    total=progress.total,
+                    description=f"{run_id} {status.state.status}",
                     info=f"loss {loss:.4f}" if loss is not None else "",
                 )
                 time.sleep(interval)
-                doc = run_status(workspace, run_id)
-    state.out.result(doc, render_status)
+                status = run_status(workspace, run_id)
+    state.out.result(status, render_status)
 
 
-def _watch_json_lines(state: AppState, run_id: str, doc: dict[str, Any], interval: float) -> None:
+def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval: float) -> None:
     """JSON lines: a document whenever state or progress changes, until the run ends."""
     import json
     import time
@@ -275,9 +276,11 @@ def _watch_json_lines(state: AppState, run_id: str, doc: dict[str, Any], interva
     stream = state.out.console.file
     last = None
     while True:
+        doc = status.to_dict()
         line = json.dumps(finite_json(doc), ensure_ascii=False, allow_nan=False, default=str)
-        current = (doc.get("state") or {}).get("status"), json.dumps(doc.get("progress"))
-        ended = doc.get("state") is None or current[0] in ("succeeded", "failed", "cancelled")
+        run_state = status.state
+        current = run_state and run_state.status, json.dumps(doc["progress"])
+        ended = run_state is None or run_state.is_terminal
         if current != last or ended:
             stream.write(line + "\n")
             stream.flush()
@@ -285,7 +288,7 @@ def _watch_json_lines(state: AppState, run_id: str, doc: dict[str, Any], interva
         if ended:
             return
         time.sleep(interval)
-        doc = run_status(state.workspace(), run_id)
+        status = run_status(state.workspace(), run_id)
 
 
 @run_group.command("logs")
@@ -308,8 +311,11 @@ def logs_command(state: AppState, run_id: str, step: str | None, lines: int, fol
             sink.flush()
         if not state.out.json_mode:
             return
-    doc = tail_logs(workspace, run_id, step=step, lines=lines)
-    state.out.result(doc, lambda console, d: console.print(d["text"]))  # d is escaped
+    state.out.result(tail_logs(workspace, run_id, step=step, lines=lines), _render_logs)
+
+
+def _render_logs(console: Console, tail: LogTail) -> None:
+    console.print(tail.text)  # escaped by the output layer
 
 
 @run_group.command("cancel")
@@ -331,20 +337,20 @@ def list_command(state: AppState) -> None:
     state.out.result(list_runs(state.workspace()), _render_list)
 
 
-def _render_list(console: Console, doc: dict[str, Any]) -> None:
+def _render_list(console: Console, listing: RunList) -> None:
     table = new_table("run", "base", "task", "status", "rank", "lr", "epochs", box=None)
-    for run in doc["runs"]:
-        settings = run["settings"]
+    for run in listing.runs:
+        settings = run.settings
         table.add_row(
-            run["id"],
-            run["base"],
-            run["task"] or "-",
-            run["status"],
-            str(settings["rank"]),
-            f"{settings['learning_rate']:g}",
-            str(settings["epochs"]),
+            run.id,
+            run.base,
+            run.task or "-",
+            run.status,
+            str(settings.rank),
+            f"{settings.learning_rate:g}",
+            str(settings.epochs),
         )
-    console.print(table if doc["runs"] else "no runs yet; `kura run new`")
+    console.print(table if listing.runs else "no runs yet; `kura run new`")
 
 
 @run_group.command("evaluate")

@@ -1,20 +1,21 @@
-"""One JSON-ready view of a run for ``kura run status`` / ``watch``: state, progress, scalars."""
+"""One view of a run for ``kura run status`` / ``watch``: state, progress, scalars."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.execution.runs import refresh_state
 from kura.execution.tensorboard import read_scalars
+from kura.spec.state import RunState
 
 if TYPE_CHECKING:
     from kura.backends.base import StepProgress
 
-__all__ = ["ema", "run_summary"]
+__all__ = ["RunSummary", "ema", "run_summary"]
 
 EMA_ALPHA = 0.1
 
@@ -29,24 +30,40 @@ def ema(values: Iterable[float], alpha: float = EMA_ALPHA) -> float | None:
     return smoothed
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """A run's refreshed state, its current step's progress (None before a step logs) and
+    the last ``(step, value)`` of every TensorBoard scalar (None when not read)."""
+
+    state: RunState
+    progress: StepProgress | None = None
+    scalars: Mapping[str, tuple[int, float]] | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON-ready view (``state``, ``progress`` with its ``fraction``, ``scalars``)."""
+        return {
+            "state": asdict(self.state),
+            "progress": None if self.progress is None else self.progress.to_dict(),
+            "scalars": None if self.scalars is None else dict(self.scalars),
+        }
+
+
 def run_summary(
     run_dir: Path,
     *,
     progress: Callable[[Path], StepProgress],
     logging_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """The refreshed state plus the current step's progress (read by the backend's
     ``progress``), and, when ``logging_dir`` is given, the raw-loss EMA and last value of
     every TensorBoard scalar."""
     state = refresh_state(run_dir)
-    summary: dict[str, Any] = {"state": asdict(state), "progress": None, "scalars": None}
-    if state.log_path:
-        current = progress(Path(state.log_path))
-        summary["progress"] = {**asdict(current), "fraction": current.fraction}
-    if logging_dir is not None:
-        series = read_scalars(logging_dir)
-        summary["scalars"] = {tag: points[-1] for tag, points in series.items() if points}
-        raw = [value for _, value in series.get("loss/current", [])]
-        if raw and summary["progress"] is not None:
-            summary["progress"]["loss_ema"] = ema(raw)
-    return summary
+    current = progress(Path(state.log_path)) if state.log_path else None
+    if logging_dir is None:
+        return RunSummary(state, current)
+    series = read_scalars(logging_dir)
+    scalars = {tag: points[-1] for tag, points in series.items() if points}
+    raw = [value for _, value in series.get("loss/current", [])]
+    if raw and current is not None:
+        current = replace(current, loss_ema=ema(raw))
+    return RunSummary(state, current, scalars)

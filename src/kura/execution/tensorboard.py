@@ -133,14 +133,14 @@ def _tensor_scalar(buf: bytes) -> float | None:
             dtype = value
     for number, _, value in _fields(buf):
         if number == 5 and isinstance(value, bytes):
-            return struct.unpack("<f", value[:4])[0]
+            return float(struct.unpack("<f", value[:4])[0])
         if number == 6 and isinstance(value, bytes):
-            return struct.unpack("<d", value[:8])[0]
+            return float(struct.unpack("<d", value[:8])[0])
         if number == 4 and isinstance(value, bytes):
             if dtype == _DT_FLOAT and len(value) == 4:
-                return struct.unpack("<f", value)[0]
+                return float(struct.unpack("<f", value)[0])
             if dtype == _DT_DOUBLE and len(value) == 8:
-                return struct.unpack("<d", value)[0]
+                return float(struct.unpack("<d", value)[0])
     return None
 
 

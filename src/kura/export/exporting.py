@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kura.backends.base import LoraExport
 from kura.errors import CheckFailed, UsageError
 from kura.export.formats import FORMATS
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.spec.run import RunSpec
 
 __all__ = ["export_metadata", "export_run"]
 
@@ -28,8 +32,8 @@ def export_run(
     epoch: int | None = None,
     fmt: str = "comfyui",
     out: Path | None = None,
-) -> dict[str, Any]:
-    """Export one LoRA file of ``run_id``; return the ``lora-export`` result document."""
+) -> LoraExport:
+    """Export one LoRA file of ``run_id``: the file written, and how it was verified."""
     from kura.backends.registry import get_backend
     from kura.export.convert import convert_lora, to_musubi
     from kura.export.layout import base_modules
@@ -87,24 +91,23 @@ def export_run(
             f"--out {target} is the source file itself", hint="name another file to write"
         )
     atomic_write_bytes(target, serialize(conversion.tensors, new_metadata))
-    return {
-        "kind": "lora-export",
-        "run": run_id,
-        "epoch": epoch_number,
-        "step": source.number if source.kind == "step" else None,
-        "format": fmt,
-        "architecture": architecture,
-        "source": str(source.path),
-        "out": str(target),
-        "copied": conversion.copied,
-        "mode": conversion.mode,
-        "why": conversion.source,
-        "verified_against": base.source,
-        "keys": report.keys,
-        "modules": report.modules,
-        "unmapped": report.unmapped,
-        "metadata": new_metadata,
-    }
+    return LoraExport(
+        run=run_id,
+        epoch=epoch_number,
+        step=source.number if source.kind == "step" else None,
+        format=fmt,
+        architecture=architecture,
+        source=str(source.path),
+        out=str(target),
+        copied=conversion.copied,
+        mode=conversion.mode,
+        why=conversion.source,
+        verified_against=base.source,
+        keys=report.keys,
+        modules=report.modules,
+        unmapped=tuple(report.unmapped),
+        metadata=new_metadata,
+    )
 
 
 def export_metadata(
@@ -117,7 +120,7 @@ def export_metadata(
     source: str,
     epoch: int | None,
     triggers: list[str],
-    recipe: dict[str, Any],
+    recipe: dict[str, object],
     copied: bool,
 ) -> dict[str, str]:
     """The source's metadata plus Kura's keys (all strings, as safetensors requires)."""
@@ -144,7 +147,7 @@ def export_metadata(
     return out
 
 
-def _recipe(spec: Any, datasets: list[str]) -> dict[str, Any]:
+def _recipe(spec: RunSpec, datasets: list[str]) -> dict[str, object]:
     training = spec.training
     return {
         "task": spec.task,

@@ -10,8 +10,8 @@ Kura never invents digests. ``format`` is ``safetensors`` (checked by header), `
 (a ``.pt``/``.pth`` file Musubi needs; Kura checks only size and digest) or ``hf-repo`` (a
 whole repository snapshot the trainer loads by id). ``confidence`` is ``doc`` when the
 Musubi docs name the file, ``public-use`` when the docs name the repo and folder and the
-file name is the one public download scripts use. ``native_resolution`` (optional, backend-
-neutral) is the size(s) ``[width, height]`` the model was trained at, with its source:
+file name is the one public download scripts use. :data:`NATIVE_RESOLUTIONS` (backend-neutral,
+by bundle id) is the size(s) ``[width, height]`` the model was trained at, with its source:
 ``kura run new`` drafts a dataset's resolution from it when the dataset's own differs.
 A role's ``dtype`` (optional: ``bf16``/``fp16``/``fp8``) is the weight dtype the recommended
 file ships in (the Wan 2.2 repackaged DiTs are fp16), so a backend can draft to match it.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BUNDLES"]
+__all__ = ["BUNDLES", "ESTIMATOR_MODELS", "NATIVE_RESOLUTIONS"]
 
 _FLUX2_AE = {
     "role": "vae",
@@ -733,14 +733,6 @@ BUNDLES: list[dict[str, Any]] = [
         "title": "Kandinsky 5 Video Pro T2V 5s (SFT)",
         "architecture": "kandinsky5",
         "trainer": {"task": "k5-pro-t2v-5s-sd"},
-        "native_resolution": {
-            "sizes": [[512, 512]],
-            "source": (
-                "Musubi 0.3.4 kandinsky5/configs.py: TASK_CONFIGS['k5-pro-t2v-5s-sd'] "
-                "resolution=512, scale_factor=[1.0, 2.0, 2.0] (the RoPE scale of the 512-px "
-                "'-sd' task)"
-            ),
-        },
         "roles": {
             "dit": {
                 "role": "dit",
@@ -943,6 +935,129 @@ ESTIMATOR_MODELS: dict[str, str] = {
 }
 """Bundle id → the memory/step-time estimator's model id (Musubi's estimator shapes)."""
 
+_WAN_SIZES = "Musubi 0.3.4 wan/configs/__init__.py SUPPORTED_SIZES"
+_720P = [[1280, 720], [720, 1280]]
+_480P = [[832, 480], [480, 832]]
+
+NATIVE_RESOLUTIONS: dict[str, dict[str, Any]] = {
+    "hunyuan-video": {
+        "sizes": _720P,
+        "source": "docs/hunyuan_video.md: the DiT is tencent/HunyuanVideo hunyuan-video-t2v-720p",
+    },
+    "hunyuan-video-1.5-t2v": {
+        "sizes": _720P,
+        "source": "docs/hunyuan_video_1_5.md: transformer/720p_t2v DiT ('720p (1280x720)')",
+    },
+    "hunyuan-video-1.5-i2v": {
+        "sizes": _720P,
+        "source": "docs/hunyuan_video_1_5.md: transformer/720p_i2v DiT ('720p (1280x720)')",
+    },
+    "wan2.1-t2v-14b": {"sizes": _720P + _480P, "source": f"{_WAN_SIZES}['t2v-14B']"},
+    "wan2.1-t2v-1.3b": {"sizes": _480P, "source": f"{_WAN_SIZES}['t2v-1.3B']"},
+    "wan2.1-i2v-14b": {
+        "sizes": _480P,
+        "source": f"{_WAN_SIZES}['i2v-14B'] at the bundle's 480p DiT (wan2.1_i2v_480p_14B)",
+    },
+    "wan2.2-t2v-a14b": {"sizes": _720P + _480P, "source": f"{_WAN_SIZES}['t2v-A14B']"},
+    "wan2.2-i2v-a14b": {"sizes": _720P + _480P, "source": f"{_WAN_SIZES}['i2v-A14B']"},
+    "wan2.2-ti2v-5b": {
+        "sizes": [[1280, 704], [704, 1280]],
+        "source": f"{_WAN_SIZES}['ti2v-5B']",
+    },
+    "framepack": {
+        "sizes": [[640, 640]],
+        "source": "docs/framepack.md: 'The default resolution for FramePack is 640x640' "
+        "(frame_pack/bucket_tools.py bucket_options[640])",
+    },
+    "flux1-kontext-dev": {
+        "sizes": [
+            [w, h]
+            for w, h in (
+                (672, 1568),
+                (688, 1504),
+                (720, 1456),
+                (752, 1392),
+                (800, 1328),
+                (832, 1248),
+                (880, 1184),
+                (944, 1104),
+                (1024, 1024),
+                (1104, 944),
+                (1184, 880),
+                (1248, 832),
+                (1328, 800),
+                (1392, 752),
+                (1456, 720),
+                (1504, 688),
+                (1568, 672),
+            )
+        ],
+        "source": "Musubi 0.3.4 flux/flux_utils.py PREFERED_KONTEXT_RESOLUTIONS (copied from "
+        "black-forest-labs/flux src/flux/util.py)",
+    },
+    **{
+        bundle_id: {
+            "sizes": [[1024, 1024]],
+            "source": "Musubi 0.3.4 flux_2_generate_image.py --image_size default [1024, 1024] "
+            "(no training resolution is documented; FLUX.2 takes other sizes)",
+        }
+        for bundle_id in (
+            "flux2-dev",
+            "flux2-klein-base-4b",
+            "flux2-klein-4b",
+            "flux2-klein-base-9b",
+            "flux2-klein-9b",
+        )
+    },
+    "qwen-image": {
+        "sizes": [[1328, 1328]],
+        "source": "Musubi 0.3.4 gui/config_manager.py Qwen-Image preset resolution (1328, 1328) "
+        "(musubi.md GUI presets); utils/sai_model_spec.py uses 1328x1328 for Qwen-Image",
+    },
+    **{
+        bundle_id: {
+            "sizes": [[1024, 1024]],
+            "source": "Musubi 0.3.4 qwen_image/qwen_image_utils.py VAE_IMAGE_RESOLUTION = "
+            "(1024, 1024) for Edit images; docs/qwen_image.md recommends control_resolution "
+            "1024x1024",
+        }
+        for bundle_id in ("qwen-image-edit", "qwen-image-edit-2509", "qwen-image-edit-2511")
+    },
+    **{
+        bundle_id: {
+            "sizes": [[1024, 1024]],
+            "source": "Musubi 0.3.4 zimage/zimage_config.py DEFAULT_WIDTH/DEFAULT_HEIGHT 1024; "
+            "gui/config_manager.py Z-Image preset resolution (1024, 1024)",
+        }
+        for bundle_id in ("zimage-base", "zimage-turbo")
+    },
+    "kandinsky5-pro-t2v-5s": {
+        "sizes": [[512, 512]],
+        "source": "Musubi 0.3.4 kandinsky5/configs.py: TASK_CONFIGS['k5-pro-t2v-5s-sd'] "
+        "resolution=512, scale_factor=[1.0, 2.0, 2.0] (the RoPE scale of the 512-px '-sd' task)",
+    },
+    "krea2": {
+        "sizes": [[1024, 1024]],
+        "source": "docs/krea2.md: shift 2.5 'matches the K2 inference time-shift at 1024x1024'; "
+        "krea2/krea2_sampling.py width/height default 1024",
+    },
+    **{
+        bundle_id: {
+            "sizes": [[2048, 2048]],
+            "source": "docs/hidream_o1.md examples --image_size 2048 2048 ('high resolutions "
+            "such as 2048x2048'); hidream_o1_generate_image.py --image_size default 2048",
+        }
+        for bundle_id in ("hidream-o1", "hidream-o1-dev")
+    },
+    "ideogram4": {
+        "sizes": [[1024, 1024]],
+        "source": "Musubi 0.3.4 ideogram4_generate_image.py --image_size default [1024, 1024]",
+    },
+}
+"""Bundle id → the size(s) ``[width, height]`` the model is trained or meant to run at, with
+its source (``kura run new`` drafts a dataset's resolution from it). Qwen-Image-Layered has no
+documented size in Musubi 0.3.4 or the research notes, so it has none."""
+
 
 # ---- AI-Toolkit bundles (appended) -----------------------------------------------------
 # AI-Toolkit loads whole diffusers-layout repositories by id (``model.name_or_path``) for
@@ -979,42 +1094,123 @@ def _aitk_repo(
 
 
 BUNDLES += [
-    _aitk_repo("aitk-flux1-kontext-dev", "FLUX.1 Kontext [dev] (AI-Toolkit)", "flux_kontext",
-               "flux_kontext", "black-forest-labs/FLUX.1-Kontext-dev", gated=True),
-    _aitk_repo("aitk-flux2-dev", "FLUX.2 [dev] (AI-Toolkit)", "flux2", "flux2",
-               "black-forest-labs/FLUX.2-dev", gated=True),
-    _aitk_repo("aitk-flux2-klein-base-4b", "FLUX.2 [klein] base 4B (AI-Toolkit)", "flux2",
-               "flux2_klein_4b", "black-forest-labs/FLUX.2-klein-base-4B"),
-    _aitk_repo("aitk-flux2-klein-base-9b", "FLUX.2 [klein] base 9B (AI-Toolkit)", "flux2",
-               "flux2_klein_9b", "black-forest-labs/FLUX.2-klein-base-9B", gated=True),
-    _aitk_repo("aitk-qwen-image", "Qwen-Image (AI-Toolkit)", "qwen_image", "qwen_image",
-               "Qwen/Qwen-Image"),
-    _aitk_repo("aitk-qwen-image-edit", "Qwen-Image-Edit (AI-Toolkit)", "qwen_image",
-               "qwen_image_edit", "Qwen/Qwen-Image-Edit"),
-    _aitk_repo("aitk-qwen-image-edit-2509", "Qwen-Image-Edit-2509 (AI-Toolkit)", "qwen_image",
-               "qwen_image_edit_plus", "Qwen/Qwen-Image-Edit-2509"),
-    _aitk_repo("aitk-qwen-image-edit-2511", "Qwen-Image-Edit-2511 (AI-Toolkit)", "qwen_image",
-               "qwen_image_edit_plus", "Qwen/Qwen-Image-Edit-2511"),
-    _aitk_repo("aitk-zimage-base", "Z-Image Base (AI-Toolkit)", "zimage", "zimage",
-               "Tongyi-MAI/Z-Image"),
-    _aitk_repo("aitk-wan2.1-t2v-14b", "Wan 2.1 T2V 14B (AI-Toolkit)", "wan", "wan21",
-               "Wan-AI/Wan2.1-T2V-14B-Diffusers"),
-    _aitk_repo("aitk-wan2.1-t2v-1.3b", "Wan 2.1 T2V 1.3B (AI-Toolkit)", "wan", "wan21",
-               "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"),
-    _aitk_repo("aitk-wan2.1-i2v-14b", "Wan 2.1 I2V 14B 480p (AI-Toolkit)", "wan", "wan21_i2v",
-               "Wan-AI/Wan2.1-I2V-14B-480P-Diffusers"),
-    _aitk_repo("aitk-wan2.2-t2v-a14b", "Wan 2.2 T2V A14B, both experts (AI-Toolkit)", "wan",
-               "wan22_14b", "ai-toolkit/Wan2.2-T2V-A14B-Diffusers-bf16"),
-    _aitk_repo("aitk-wan2.2-i2v-a14b", "Wan 2.2 I2V A14B, both experts (AI-Toolkit)", "wan",
-               "wan22_14b_i2v", "ai-toolkit/Wan2.2-I2V-A14B-Diffusers-bf16"),
-    _aitk_repo("aitk-wan2.2-ti2v-5b", "Wan 2.2 TI2V 5B (AI-Toolkit)", "wan", "wan22_5b",
-               "Wan-AI/Wan2.2-TI2V-5B-Diffusers"),
-    _aitk_repo("aitk-hidream-o1", "HiDream-O1-Image (AI-Toolkit)", "hidream_o1", "hidream_o1",
-               "HiDream-ai/HiDream-O1-Image"),
-    _aitk_repo("aitk-ideogram4", "Ideogram 4 fp8 (AI-Toolkit)", "ideogram4", "ideogram4",
-               "ideogram-ai/ideogram-4-fp8"),
-    _aitk_repo("aitk-krea2", "Krea 2 Raw (AI-Toolkit)", "krea2", "krea2", "krea/Krea-2-Raw",
-               gated=True),
+    _aitk_repo(
+        "aitk-flux1-kontext-dev",
+        "FLUX.1 Kontext [dev] (AI-Toolkit)",
+        "flux_kontext",
+        "flux_kontext",
+        "black-forest-labs/FLUX.1-Kontext-dev",
+        gated=True,
+    ),
+    _aitk_repo(
+        "aitk-flux2-dev",
+        "FLUX.2 [dev] (AI-Toolkit)",
+        "flux2",
+        "flux2",
+        "black-forest-labs/FLUX.2-dev",
+        gated=True,
+    ),
+    _aitk_repo(
+        "aitk-flux2-klein-base-4b",
+        "FLUX.2 [klein] base 4B (AI-Toolkit)",
+        "flux2",
+        "flux2_klein_4b",
+        "black-forest-labs/FLUX.2-klein-base-4B",
+    ),
+    _aitk_repo(
+        "aitk-flux2-klein-base-9b",
+        "FLUX.2 [klein] base 9B (AI-Toolkit)",
+        "flux2",
+        "flux2_klein_9b",
+        "black-forest-labs/FLUX.2-klein-base-9B",
+        gated=True,
+    ),
+    _aitk_repo(
+        "aitk-qwen-image", "Qwen-Image (AI-Toolkit)", "qwen_image", "qwen_image", "Qwen/Qwen-Image"
+    ),
+    _aitk_repo(
+        "aitk-qwen-image-edit",
+        "Qwen-Image-Edit (AI-Toolkit)",
+        "qwen_image",
+        "qwen_image_edit",
+        "Qwen/Qwen-Image-Edit",
+    ),
+    _aitk_repo(
+        "aitk-qwen-image-edit-2509",
+        "Qwen-Image-Edit-2509 (AI-Toolkit)",
+        "qwen_image",
+        "qwen_image_edit_plus",
+        "Qwen/Qwen-Image-Edit-2509",
+    ),
+    _aitk_repo(
+        "aitk-qwen-image-edit-2511",
+        "Qwen-Image-Edit-2511 (AI-Toolkit)",
+        "qwen_image",
+        "qwen_image_edit_plus",
+        "Qwen/Qwen-Image-Edit-2511",
+    ),
+    _aitk_repo(
+        "aitk-zimage-base", "Z-Image Base (AI-Toolkit)", "zimage", "zimage", "Tongyi-MAI/Z-Image"
+    ),
+    _aitk_repo(
+        "aitk-wan2.1-t2v-14b",
+        "Wan 2.1 T2V 14B (AI-Toolkit)",
+        "wan",
+        "wan21",
+        "Wan-AI/Wan2.1-T2V-14B-Diffusers",
+    ),
+    _aitk_repo(
+        "aitk-wan2.1-t2v-1.3b",
+        "Wan 2.1 T2V 1.3B (AI-Toolkit)",
+        "wan",
+        "wan21",
+        "Wan-AI/Wan2.1-T2V-1.3B-Diffusers",
+    ),
+    _aitk_repo(
+        "aitk-wan2.1-i2v-14b",
+        "Wan 2.1 I2V 14B 480p (AI-Toolkit)",
+        "wan",
+        "wan21_i2v",
+        "Wan-AI/Wan2.1-I2V-14B-480P-Diffusers",
+    ),
+    _aitk_repo(
+        "aitk-wan2.2-t2v-a14b",
+        "Wan 2.2 T2V A14B, both experts (AI-Toolkit)",
+        "wan",
+        "wan22_14b",
+        "ai-toolkit/Wan2.2-T2V-A14B-Diffusers-bf16",
+    ),
+    _aitk_repo(
+        "aitk-wan2.2-i2v-a14b",
+        "Wan 2.2 I2V A14B, both experts (AI-Toolkit)",
+        "wan",
+        "wan22_14b_i2v",
+        "ai-toolkit/Wan2.2-I2V-A14B-Diffusers-bf16",
+    ),
+    _aitk_repo(
+        "aitk-wan2.2-ti2v-5b",
+        "Wan 2.2 TI2V 5B (AI-Toolkit)",
+        "wan",
+        "wan22_5b",
+        "Wan-AI/Wan2.2-TI2V-5B-Diffusers",
+    ),
+    _aitk_repo(
+        "aitk-hidream-o1",
+        "HiDream-O1-Image (AI-Toolkit)",
+        "hidream_o1",
+        "hidream_o1",
+        "HiDream-ai/HiDream-O1-Image",
+    ),
+    _aitk_repo(
+        "aitk-ideogram4",
+        "Ideogram 4 fp8 (AI-Toolkit)",
+        "ideogram4",
+        "ideogram4",
+        "ideogram-ai/ideogram-4-fp8",
+    ),
+    _aitk_repo(
+        "aitk-krea2", "Krea 2 Raw (AI-Toolkit)", "krea2", "krea2", "krea/Krea-2-Raw", gated=True
+    ),
     {
         "id": "sdxl-base-1.0",
         "title": "Stable Diffusion XL base 1.0 (AI-Toolkit only)",

@@ -154,7 +154,7 @@ def get_bundle(bundle_id: str) -> Bundle:
 
 @cache
 def _load() -> tuple[Bundle, ...]:
-    from kura.models.bundle_table import BUNDLES, ESTIMATOR_MODELS
+    from kura.models.bundle_table import BUNDLES, ESTIMATOR_MODELS, NATIVE_RESOLUTIONS
 
     component_ids = {c.id for c in COMPONENTS}
     seen: set[str] = set()
@@ -180,7 +180,7 @@ def _load() -> tuple[Bundle, ...]:
                 supported=raw.get("supported", True),
                 note=raw.get("note", ""),
                 estimator_model=ESTIMATOR_MODELS.get(bundle_id),
-                **_native_resolution(bundle_id, raw.get("native_resolution")),
+                **_native_resolution(bundle_id, NATIVE_RESOLUTIONS.get(bundle_id)),
             )
         )
     return tuple(bundles)

@@ -23,5 +23,6 @@ def estimate_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -
         gpu_class = None
     written = context.backend.estimate(context.spec, plan_inputs(workspace, context), gpu_class)
     document = estimate_document(written)
+    document.setdefault("kind", "run-estimate")  # a backend's own document may carry none
     document["run"] = run_id
     return document

@@ -54,10 +54,10 @@ def _measured(workspace: Workspace, run_id: str, backend: str) -> dict[str, Any]
         from kura.execution.summary import run_summary
 
         summary = run_summary(run_dir, progress=get_backend(backend).progress)
-        facts["state"] = summary["state"]["status"]
-        progress = summary.get("progress") or {}
-        facts["seconds_per_step"] = progress.get("seconds_per_step")
-        facts["steps"] = progress.get("step")
+        facts["state"] = summary.state.status
+        progress = summary.progress
+        facts["seconds_per_step"] = progress.seconds_per_step if progress else None
+        facts["steps"] = progress.step if progress else None
     return facts
 
 

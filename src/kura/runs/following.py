@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kura.nextsteps import NextStep
+from kura.runs.results import (
+    CancelResult,
+    LogTail,
+    RunList,
+    RunListEntry,
+    RunSettings,
+    RunStatus,
+    diagnosis_of,
+)
 from kura.runs.store import list_run_ids, load_run
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.spec.state import RunState
 
 __all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
 
 
-def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     """State (re-attached if the run was detached), progress, last scalars, diagnosis."""
     from kura.backends.registry import get_backend
     from kura.execution.summary import run_summary
@@ -20,57 +32,49 @@ def run_status(workspace: Workspace, run_id: str) -> dict[str, Any]:
     spec, _ = load_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     if not (run_dir / "state.json").exists():
-        return {
-            "kind": "run-status",
-            "run": run_id,
-            "state": None,
-            "progress": None,
-            "scalars": None,
-            "next": [
-                {
-                    "command": f"kura run launch {run_id}",
-                    "why": "it was never launched (plan and approve it first)",
-                }
-            ],
-        }
+        never = NextStep(
+            f"kura run launch {run_id}", "it was never launched (plan and approve it first)"
+        )
+        return RunStatus(run_id, state=None, progress=None, scalars=None, next=(never,))
     progress = get_backend(spec.backend.name).progress
     summary = run_summary(run_dir, progress=progress, logging_dir=run_dir / "logs")
-    return {"kind": "run-status", "run": run_id, **summary, "next": _after_status(run_id, summary)}
+    return RunStatus(
+        run_id,
+        state=summary.state,
+        progress=summary.progress,
+        scalars=summary.scalars,
+        next=_after_status(run_id, summary.state),
+    )
 
 
-def _after_status(run_id: str, summary: dict[str, Any]) -> list[dict[str, str]]:
+def _after_status(run_id: str, state: RunState) -> tuple[NextStep, ...]:
     """What follows a run's state: watch it, read why it failed, evaluate and export it."""
-    from kura.nextsteps import NextStep, next_list
-
-    state = summary.get("state") or {}
-    status = state.get("status")
-    if status in ("queued", "caching", "training"):
-        return next_list(NextStep(f"kura run watch {run_id}", "follow it until it ends"))
-    if status == "succeeded":
-        return next_list(
+    if state.status in ("queued", "caching", "training"):
+        return (NextStep(f"kura run watch {run_id}", "follow it until it ends"),)
+    if state.status == "succeeded":
+        return (
             NextStep(f'kura run evaluate {run_id} --rating N --notes "…"', "record the verdict"),
             NextStep(f"kura export {run_id}", "write the LoRA for ComfyUI"),
         )
-    if status == "failed":
-        diagnosis = state.get("diagnosis") or {}
-        oom = diagnosis.get("code") == "cuda_oom"
-        return next_list(
-            NextStep(f"kura run relaunch {run_id}", "apply the approved contingency")
-            if oom
-            else None,
-            NextStep(f"kura run logs {run_id}", diagnosis.get("message") or "read why it failed"),
+    if state.status == "failed":
+        diagnosis = diagnosis_of(state)
+        logs = NextStep(
+            f"kura run logs {run_id}", (diagnosis and diagnosis.message) or "read why it failed"
         )
-    return []
+        if diagnosis is not None and diagnosis.code == "cuda_oom":
+            return (NextStep(f"kura run relaunch {run_id}", "apply the approved contingency"), logs)
+        return (logs,)
+    return ()
 
 
-def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int) -> dict[str, Any]:
+def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int) -> LogTail:
     from kura.execution import step_log
     from kura.execution.logs import read_log_tail
 
     load_run(workspace, run_id)
     path = step_log(workspace.run_dir(run_id), step)
     text = read_log_tail(path, lines=lines) if path.exists() else ""
-    return {"kind": "run-logs", "run": run_id, "path": str(path), "text": text}
+    return LogTail(run_id, path=str(path), text=text)
 
 
 def follow_logs(
@@ -101,15 +105,15 @@ def follow_logs(
             time.sleep(poll)
 
 
-def cancel(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def cancel(workspace: Workspace, run_id: str) -> CancelResult:
     from kura.execution.runs import cancel_run
 
     load_run(workspace, run_id)
     state = cancel_run(workspace.run_dir(run_id))
-    return {"kind": "run-cancel", "run": run_id, "state": asdict(state)}
+    return CancelResult(run_id, state=state)
 
 
-def list_runs(workspace: Workspace) -> dict[str, Any]:
+def list_runs(workspace: Workspace) -> RunList:
     """Every run with its architecture, state, key settings and duration."""
     from kura.execution.runs import refresh_state
     from kura.models.bundles import get_bundle
@@ -128,23 +132,24 @@ def list_runs(workspace: Workspace) -> dict[str, Any]:
             status = "planned"
         else:
             status = "draft"
+        training = spec.training
         runs.append(
-            {
-                "id": run_id,
-                "base": spec.model.base,
-                "architecture": get_bundle(spec.model.base).architecture,
-                "task": spec.task,
-                "status": status,
-                "datasets": [d.name for d in spec.datasets],
-                "settings": {
-                    "rank": spec.training.network.rank,
-                    "learning_rate": spec.training.learning_rate,
-                    "optimizer": spec.training.optimizer,
-                    "effective_batch": spec.training.effective_batch,
-                    "epochs": spec.training.epochs,
-                },
-                "started_at": state.started_at if state else None,
-                "finished_at": state.finished_at if state else None,
-            }
+            RunListEntry(
+                id=run_id,
+                base=spec.model.base,
+                architecture=get_bundle(spec.model.base).architecture,
+                task=spec.task,
+                status=status,
+                datasets=tuple(d.name for d in spec.datasets),
+                settings=RunSettings(
+                    rank=training.network.rank,
+                    learning_rate=training.learning_rate,
+                    optimizer=training.optimizer,
+                    effective_batch=training.effective_batch,
+                    epochs=training.epochs,
+                ),
+                started_at=state.started_at if state else None,
+                finished_at=state.finished_at if state else None,
+            )
         )
-    return {"kind": "run-list", "runs": runs}
+    return RunList(tuple(runs))

@@ -18,10 +18,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.runs.store import list_run_ids
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.spec.state import RunState
 
 __all__ = ["RATIO_BOUNDS", "PastRun", "ladder_config", "past_runs", "step_time_factor"]
 
@@ -112,16 +115,15 @@ def _attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
         "estimate", {}
     ).get("step_seconds")
     planned = plan.get("gpu", {}).get("id")
-    states: list[tuple[Any, dict[str, Any] | None]] = []
+    states: list[tuple[RunState, float | None]] = []
     for path in sorted((run_dir / "attempts").glob("*.json"), key=lambda p: int(p.stem)):
         states.append((read_state_file(path), None))
     summary = run_summary(run_dir, progress=backend.progress)
     current = read_state_file(run_dir / "state.json")
-    states.append((current, summary.get("progress") or {}))
+    states.append((current, summary.progress.seconds_per_step if summary.progress else None))
     out = []
-    for state, progress in states:
+    for state, measured in states:
         config = _config_of(final, applied, state.attempt)
-        measured = (progress or {}).get("seconds_per_step")
         gpu = state.gpu or {}
         peaks = [s.get("process_gib") or s.get("used_gib") for s in state.gpu_samples]
         out.append(

@@ -12,35 +12,33 @@ earlier one: its logs and outputs move to ``attempts/<n>/`` first.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kura.errors import CheckFailed, UsageError
+from kura.nextsteps import NextStep
 from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.context import RunContext, load_context
 from kura.runs.plan import record_applied
+from kura.runs.results import LaunchResult, diagnosis_of
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
 from kura.yamlio import write_yaml
+
+if TYPE_CHECKING:
+    from kura.execution import LaunchSpec
+    from kura.spec.state import RunState
 
 __all__ = ["launch_run", "relaunch_run", "resume_run"]
 
 CONTAINER_RUN_DIR = "/kura/run"
 
 
-def _compiled(workspace: Workspace, run_id: str, name: str) -> Any:
-    path = workspace.run_dir(run_id) / COMPILED_DIR / name
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-
-
 def _launch_spec(
     workspace: Workspace, context: RunContext, *, skip: list[str], extra_train: tuple[str, ...]
-) -> Any:
+) -> LaunchSpec:
     from kura.backends.base import ContainerSpec, Mount, Step
     from kura.execution import LaunchSpec
     from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
@@ -111,7 +109,8 @@ def launch_run(
     detach: bool = True,
     skip: list[str] | None = None,
     extra_train: tuple[str, ...] = (),
-) -> dict[str, Any]:
+) -> LaunchResult:
+    """Start a run that never ran, exactly as approved (after :func:`check_gate`)."""
     check_gate(workspace, run_id)
     _refuse_ran_before(workspace, run_id)
     return _start(workspace, run_id, detach=detach, skip=skip, extra_train=extra_train)
@@ -125,7 +124,7 @@ def _start(
     skip: list[str] | None = None,
     extra_train: tuple[str, ...] = (),
     keep_outputs: bool = False,
-) -> dict[str, Any]:
+) -> LaunchResult:
     """Hand the approved steps to the executor (after :func:`check_gate`)."""
     from kura.execution import launch
 
@@ -135,7 +134,7 @@ def _start(
     launch_spec = _launch_spec(workspace, context, skip=skip or [], extra_train=extra_train)
     if spec.execution.executor == "docker" and launch_spec.container is not None:
         _check_image(context, launch_spec.container.image)
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     if spec.execution.executor == "skypilot":
         options["accelerator"] = _sky_accelerator(spec.execution.gpu_class)
     state = launch(
@@ -145,19 +144,9 @@ def _start(
         backend_config=dict(context.backend.failure_config(spec, context.plan_inputs)),
         executor_options=options,
     )
-    from dataclasses import asdict
-
-    from kura.nextsteps import NextStep, next_list
-
     follow = NextStep(f"kura run watch {run_id}", "follow progress, loss and time left")
     result = NextStep(f"kura run status {run_id}", "the outcome and what to do next")
-    return {
-        "kind": "run-launch",
-        "run": run_id,
-        "detached": detach,
-        "state": asdict(state),
-        "next": next_list(follow if detach else result),
-    }
+    return LaunchResult(run_id, detached=detach, state=state, next=(follow if detach else result,))
 
 
 def _check_image(context: RunContext, image: str) -> None:
@@ -188,29 +177,28 @@ def _sky_accelerator(gpu_class: str | None) -> str:
     return SKYPILOT_ACCELERATORS[gpu_class]
 
 
-def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
+def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:
     """After an out-of-memory: apply the approved contingency, re-approve, launch again."""
     record = check_gate(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     state = _ran_state(workspace, run_id, "relaunch")
     if not state.is_terminal:
         raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
-    diagnosis = state.diagnosis or {}
-    contingency = None if record.contingency is None else record.contingency.model_dump()
-    suggested = (diagnosis.get("next") or {}).get("key")
-    covered = contingency is not None and suggested in contingency["change"]
-    if diagnosis.get("code") != "cuda_oom" or not covered or contingency is None:
-        suggestion = diagnosis.get("next") or {}
+    diagnosis = diagnosis_of(state)
+    suggestion: Mapping[str, object] = {} if diagnosis is None else diagnosis.next
+    change = None if record.contingency is None else record.contingency.change
+    covered = change is not None and suggestion.get("key") in change
+    if diagnosis is None or diagnosis.code != "cuda_oom" or not covered or change is None:
         raise CheckFailed(
-            f"run {run_id} failed ({diagnosis.get('code', state.status)}) and its approval "
-            "carries no contingency for it",
+            f"run {run_id} failed ({state.status if diagnosis is None else diagnosis.code}) "
+            "and its approval carries no contingency for it",
             hint=f"suggested next step: {_describe(suggestion)}; change run.yaml, then "
             f"`kura run plan {run_id}` and approve again",
         )
     with workspace.lock():
         _, document = load_run(workspace, run_id)
         before = dict(document["backend"]["config"])
-        for key, value in contingency["change"].items():
+        for key, value in change.items():
             document["backend"]["config"][key] = value
             document["backend"]["reasons"][key] = (
                 f"contingency of the approved plan: out-of-memory in attempt {state.attempt}"
@@ -221,7 +209,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
         workspace,
         run_id,
         attempt=state.attempt + 1,
-        change={k: {"from": before.get(k), "to": v} for k, v in contingency["change"].items()},
+        change={k: {"from": before.get(k), "to": v} for k, v in change.items()},
         why=f"the approved contingency, after an out-of-memory in attempt {state.attempt}",
     )
     approve_run(workspace, run_id, via="contingency")
@@ -229,7 +217,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> d
     return _start(workspace, run_id, detach=detach, skip=_cached_steps(run_dir))
 
 
-def _describe(suggestion: dict[str, Any]) -> str:
+def _describe(suggestion: Mapping[str, object]) -> str:
     if not suggestion:
         return "read `kura run logs`"
     action, key = suggestion.get("action", "change"), suggestion.get("key", "?")
@@ -237,7 +225,7 @@ def _describe(suggestion: dict[str, Any]) -> str:
     return f"{action} backend.config.{key}{target}"
 
 
-def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dict[str, Any]:
+def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:
     """Continue training from the newest state the trainer saved (outputs stay in place:
     the trainer continues them; the earlier attempt's logs move to ``attempts/<n>/``)."""
     check_gate(workspace, run_id)
@@ -258,7 +246,7 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> dic
     )
 
 
-def _ran_state(workspace: Workspace, run_id: str, verb: str) -> Any:
+def _ran_state(workspace: Workspace, run_id: str, verb: str) -> RunState:
     from kura.execution.state import read_state, state_path
 
     run_dir = workspace.run_dir(run_id)
@@ -286,7 +274,8 @@ def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
             f"`kura run cancel {run_id}`",
         )
     options = [f"`kura run resume {run_id}` (continue from its last saved state)"]
-    if (state.diagnosis or {}).get("code") == "cuda_oom":
+    diagnosis = diagnosis_of(state)
+    if diagnosis is not None and diagnosis.code == "cuda_oom":
         options.insert(0, f"`kura run relaunch {run_id}` (apply the approved contingency)")
     options.append("a new run: `kura run new …` (copy this run's --set values)")
     raise UsageError(

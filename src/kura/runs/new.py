@@ -8,6 +8,7 @@ with its evidence, never asked.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -110,7 +111,8 @@ def _task(workspace: Workspace, datasets: list[str], task: str | None) -> tuple[
 def _dataset_entry(workspace: Workspace, name: str, bundle: Any) -> tuple[dict[str, Any], str]:
     """The dataset's run entry and the provenance of its resolution ("" when it is the
     dataset's own): a bundle with a native resolution the dataset's differs from is drafted
-    at the native one (nearest in aspect), saying so and why."""
+    at the native one nearest in aspect and area (on log scales, so a square dataset is as
+    far from 1280×720 as from 720×1280 and the first listed wins), saying so and why."""
     from kura.dataset.registry import read_dataset
 
     spec = read_dataset(workspace, name)
@@ -120,7 +122,13 @@ def _dataset_entry(workspace: Workspace, name: str, bundle: Any) -> tuple[dict[s
     if not native or tuple(resolution) in native:
         return entry, ""
     width, height = resolution
-    chosen = min(native, key=lambda size: abs(size[0] / size[1] - width / height))
+
+    def distance(size: tuple[int, int]) -> float:
+        aspect = math.log((size[0] / size[1]) / (width / height))
+        area = math.log((size[0] * size[1]) / (width * height))
+        return abs(aspect) + abs(area)
+
+    chosen = min(native, key=distance)
     entry["resolution"] = list(chosen)
     reason = (
         f"bundle {bundle.id} is trained at {chosen[0]}×{chosen[1]} "

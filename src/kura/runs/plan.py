@@ -343,6 +343,7 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
             "seconds": c.seconds,
             "fits": c.fits,
             "source": c.source,
+            "notes": list(c.notes),
         }
         for c in written.costs
     ]

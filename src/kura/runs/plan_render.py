@@ -279,6 +279,9 @@ def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
         )
     if whole.untimed:
         out.append(f"- not timed (not in the total): {', '.join(whole.untimed)}")
+    for step in written.get("steps") or []:
+        if step.get("kind") == "sample" and step.get("notes"):
+            out.append(f"- {step['step']}: {'; '.join(step['notes'])}")
     return [*out, ""]
 
 

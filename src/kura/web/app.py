@@ -141,7 +141,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
-        runs = newest_first(run_list(workspace)["runs"])
+        runs = newest_first(run_list(workspace).runs)
         return page("runs.html", title="Runs", runs=runs)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -204,6 +204,19 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
             sides=sides,
             rows=_compare_rows(sides) if len(sides) == 2 else [],
         )
+
+    @app.get("/sweeps", response_class=HTMLResponse)
+    def sweeps_page() -> HTMLResponse:
+        from kura.web.sweeps import sweep_list  # Optuna and the sweep modules load here only
+
+        return page("sweeps.html", title="Sweeps", sweeps=sweep_list(workspace))
+
+    @app.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
+    def sweep_detail(sweep_id: str) -> HTMLResponse:
+        from kura.web.sweeps import sweep_page
+
+        check_name(sweep_id, "sweep")
+        return page("sweep.html", title=f"Sweep {sweep_id}", page=sweep_page(workspace, sweep_id))
 
     @app.get("/knowledge", response_class=HTMLResponse)
     def knowledge() -> HTMLResponse:

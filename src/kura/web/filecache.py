@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 __all__ = ["FileCache", "FileSignature", "signature_of", "tree_signature"]
 
@@ -69,7 +69,9 @@ class FileCache:
     what the next request sees."""
 
     def __init__(self, limit: int = 256) -> None:
-        self._items: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple[tuple[FileSignature, ...], object]] = (
+            OrderedDict()
+        )
         self._limit = limit
         self._lock = threading.Lock()
         self.hits = 0
@@ -84,7 +86,7 @@ class FileCache:
             if held is not None and held[0] == current:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return copy.deepcopy(held[1])
+                return cast(T, copy.deepcopy(held[1]))
         value = compute()
         with self._lock:
             self.misses += 1

@@ -12,12 +12,14 @@ are gone) depends on more than its files.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict
 from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kura.backends.base import Diagnosis, StepProgress
 from kura.errors import KuraError, NotFound
 from kura.execution.state import ACTIVE, TERMINAL, read_state
 from kura.execution.tensorboard import read_scalars
@@ -26,6 +28,7 @@ from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
 from kura.runs.following import list_runs, run_status
+from kura.runs.results import RunList, RunListEntry, RunStatus
 from kura.runs.store import list_run_ids, load_run
 from kura.web.attempts import attempt_logs, attempt_losses, run_attempts
 from kura.web.charts import attempt_loss_series, gpu_memory_series, line_chart, lr_series
@@ -89,21 +92,15 @@ def _of(done: int | None, total: int | None) -> str:
     return f"{done} / {total}" if total else str(done)
 
 
-def _next_step(diagnosis: dict[str, Any]) -> str:
-    action = diagnosis.get("next") or {}
-    if not isinstance(action, dict):
-        return str(action)
-    return ", ".join(f"{key} {value}" for key, value in action.items() if value is not None)
+def _next_step(diagnosis: Diagnosis) -> str:
+    return ", ".join(f"{key} {value}" for key, value in diagnosis.next.items() if value is not None)
 
 
-def display_progress(status: dict[str, Any]) -> dict[str, Any]:
-    """The strings the progress panel shows, from a ``run-status`` document."""
-    state = status.get("state")
-    progress = status.get("progress") or {}
-    commands = [
-        {"command": str(item["command"]), "why": str(item.get("why") or "")}
-        for item in status.get("next") or []
-    ]
+def display_progress(status: RunStatus) -> dict[str, Any]:
+    """The strings the progress panel shows, from a run's status."""
+    state = status.state
+    progress = status.progress or StepProgress()
+    commands = [{"command": step.command, "why": step.why} for step in status.next]
     if state is None:
         return {
             "status": "not launched",
@@ -123,30 +120,30 @@ def display_progress(status: dict[str, Any]) -> dict[str, Any]:
             "diagnosis": None,
             "next": commands,
         }
-    speed = progress.get("seconds_per_step")
-    diagnosis = state.get("diagnosis")
+    speed = progress.seconds_per_step
+    diagnosis = status.diagnosis
     return {
-        "status": state["status"],
+        "status": state.status,
         "launched": True,
-        "live": state["status"] in ACTIVE,
-        "terminal": state["status"] in TERMINAL,
-        "attempt": str(state.get("attempt")),
-        "current_step": state.get("current_step") or "–",
-        "step": _of(progress.get("step"), progress.get("total")),
-        "fraction": progress.get("fraction"),
-        "epoch": _of(progress.get("epoch"), progress.get("epochs")),
-        "loss_ema": _loss(progress.get("loss_ema")),
-        "loss": _loss(progress.get("loss")),
+        "live": state.status in ACTIVE,
+        "terminal": state.status in TERMINAL,
+        "attempt": str(state.attempt),
+        "current_step": state.current_step or "–",
+        "step": _of(progress.step, progress.total),
+        "fraction": progress.fraction,
+        "epoch": _of(progress.epoch, progress.epochs),
+        "loss_ema": _loss(progress.loss_ema),
+        "loss": _loss(progress.loss),
         "speed": f"{speed:.2f} s/step" if speed is not None else "–",
-        "eta": _duration(progress.get("eta_seconds")) if state["status"] in ACTIVE else "–",
-        "message": state.get("message") or "",
+        "eta": _duration(progress.eta_seconds) if state.status in ACTIVE else "–",
+        "message": state.message or "",
         "diagnosis": (
             {
-                "code": diagnosis.get("code", ""),
-                "message": diagnosis.get("message", ""),
+                "code": diagnosis.code,
+                "message": diagnosis.message,
                 "remedy": _next_step(diagnosis),
             }
-            if diagnosis
+            if diagnosis is not None
             else None
         ),
         "next": commands,
@@ -213,12 +210,12 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     status = run_status(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     scalars = read_scalars(run_dir / "logs")
-    attempts = run_attempts(run_dir) if status["state"] is not None else []
+    attempts = run_attempts(run_dir) if status.state is not None else []
     logs = attempt_logs(attempts, lines=LOG_LINES)
     smoothed, raw = attempt_loss_series(attempt_losses(run_dir, attempts))
     current = next((attempt for attempt in attempts if attempt.current), None)
     return {
-        **status,
+        **status.to_dict(),
         "display": display_progress(status),
         "log": logs[0].text if logs else "",
         "logs": [asdict(log) for log in logs],
@@ -245,12 +242,12 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
     }
 
 
-def newest_first(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def newest_first(runs: Iterable[RunListEntry]) -> list[RunListEntry]:
     """The run list's rows, newest first (run ids sort by creation time)."""
-    return sorted(runs, key=lambda entry: str(entry["id"]), reverse=True)
+    return sorted(runs, key=lambda entry: entry.id, reverse=True)
 
 
-def run_list(workspace: Workspace) -> dict[str, Any]:
+def run_list(workspace: Workspace) -> RunList:
     """``kura run list``'s document, kept while every run is settled and unchanged."""
     signature: list[FileSignature] = [signature_of(workspace.runs_dir)]
     for run_id in list_run_ids(workspace):
@@ -261,12 +258,12 @@ def run_list(workspace: Workspace) -> dict[str, Any]:
     return CACHE.get(("runs", str(workspace.runs_dir)), signature, lambda: list_runs(workspace))
 
 
-def run_entry(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def run_entry(workspace: Workspace, run_id: str) -> RunListEntry:
     """The run's row of ``kura run list``."""
-    for entry in run_list(workspace)["runs"]:
-        if entry["id"] == run_id:
-            return dict(entry)
-    raise NotFound(f"no run {run_id!r} in {workspace.root}")
+    entry = run_list(workspace).entry(run_id)
+    if entry is None:
+        raise NotFound(f"no run {run_id!r} in {workspace.root}")
+    return entry
 
 
 def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:

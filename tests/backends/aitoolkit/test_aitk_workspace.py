@@ -73,10 +73,10 @@ def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
     with pytest.raises(CheckFailed, match="cannot size this run"):
         approve_run(aitk_ws, run_id)
     approve_run(aitk_ws, run_id, accept_risk="AI-Toolkit runs are not sized; 24 GB is known")
-    state = launch_run(aitk_ws, run_id, detach=False)["state"]
-    assert state["status"] == "succeeded", state
-    status = run_status(aitk_ws, run_id)
-    assert status["progress"]["step"] == status["progress"]["total"] == 6
+    state = launch_run(aitk_ws, run_id, detach=False).state
+    assert state.status == "succeeded", state
+    progress = run_status(aitk_ws, run_id).progress
+    assert progress is not None and progress.step == progress.total == 6
     assert (run_dir / "output" / f"{run_id}.safetensors").is_file()
     assert json.loads((run_dir / "compiled" / "steps.json").read_text())["backend"] == "ai-toolkit"
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kura.backends.musubi import MUSUBI_RELEASE, MUSUBI_TAG
-from kura.backends.musubi.container import DEFAULT_IMAGE, IMAGE_HF_HOME, IMAGE_MUSUBI_DIR
-
-DOCKERFILE = Path(__file__).resolve().parents[3] / "docker" / "musubi" / "Dockerfile"
+from kura.backends.musubi.container import (
+    DEFAULT_IMAGE,
+    DOCKERFILE,
+    IMAGE_HF_HOME,
+    IMAGE_MUSUBI_DIR,
+)
 
 
 def test_dockerfile_builds_the_pinned_release() -> None:

@@ -280,6 +280,28 @@ def test_wan22_bundles_draft_fp16_mixed_precision_with_its_source() -> None:
     assert "mixed_precision" not in kept.config
 
 
+def test_an_effective_batch_a_person_sets_is_reached_by_accumulation() -> None:
+    """rules.check_batch refuses micro × accumulation × GPUs ≠ the effective batch; the draft
+    meets a set effective batch with accumulation over the micro-batch."""
+    from kura.backends.registry import get_backend
+    from kura.models.bundles import get_bundle
+
+    musubi = get_backend("musubi-tuner")
+    bundle = get_bundle("zimage-base")
+    four = musubi.draft_config(bundle, {"training.effective_batch": 4})
+    assert (four.config["batch_size"], four.config["gradient_accumulation_steps"]) == (1, 4)
+    assert "training.effective_batch 4" in four.reasons["gradient_accumulation_steps"]
+    micro = musubi.draft_config(
+        bundle, {"training.effective_batch": 4, "backend.config.batch_size": 2}
+    )
+    assert micro.config["gradient_accumulation_steps"] == 2
+    odd = musubi.draft_config(
+        bundle, {"training.effective_batch": 3, "backend.config.batch_size": 2}
+    )
+    assert odd.config["gradient_accumulation_steps"] == 1  # left for check_batch to refuse
+    assert musubi.draft_config(bundle, {}).config["gradient_accumulation_steps"] == 1
+
+
 @pytest.mark.parametrize(
     ("version", "expert", "low", "high"),
     [

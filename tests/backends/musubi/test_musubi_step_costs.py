@@ -3,6 +3,7 @@ the plan's verdict is the worst step's."""
 
 from __future__ import annotations
 
+import pytest
 from musubi_cases import make_spec
 
 from kura.backends.base import DatasetMedia, PlanInputs
@@ -91,3 +92,50 @@ def test_a_custom_command_is_not_sized_and_gets_no_aid() -> None:
     written = BACKEND.estimate(spec, _inputs("qwen-image"), GPU_CLASSES["rtx-4090"])
     assert _steps(written)["train"].fits is None
     assert not written.fits
+
+
+def _train_estimate(evaluation):
+    return evaluation.detail["estimate"]
+
+
+def test_wan22_single_expert_sizes_one_resident_expert() -> None:
+    """Issue 11: one expert trained alone (backend.config.dit_expert) is one DiT on the GPU;
+    two-expert training keeps both unless offload_inactive_dit."""
+    gpu = GPU_CLASSES["h100-sxm"]
+    config = {"fp8_base": True, "fp8_scaled": True, "gradient_checkpointing": True}
+    both = BACKEND.estimate(
+        _spec("wan2.2-t2v-a14b", {"backend": {"name": "musubi-tuner", "config": config}}),
+        _inputs("wan2.2-t2v-a14b"),
+        gpu,
+    )
+    single = BACKEND.estimate(
+        _spec(
+            "wan2.2-t2v-a14b",
+            {"backend": {"name": "musubi-tuner", "config": {**config, "dit_expert": "high"}}},
+        ),
+        _inputs("wan2.2-t2v-a14b"),
+        gpu,
+    )
+    offloaded = BACKEND.estimate(
+        _spec(
+            "wan2.2-t2v-a14b",
+            {
+                "backend": {
+                    "name": "musubi-tuner",
+                    "config": {**config, "offload_inactive_dit": True},
+                }
+            },
+        ),
+        _inputs("wan2.2-t2v-a14b"),
+        gpu,
+    )
+    assert _train_estimate(single).model == "wan2.2-a14b-single"
+    assert _train_estimate(both).model == "wan2.2-a14b"
+    weights = {
+        name: _train_estimate(found).breakdown["weights"]
+        - _train_estimate(found).breakdown["dequant_copies"]
+        for name, found in (("both", both), ("single", single), ("offloaded", offloaded))
+    }
+    assert weights["both"] == pytest.approx(2 * weights["single"])
+    assert weights["offloaded"] == pytest.approx(weights["single"])
+    assert _train_estimate(offloaded).host_ram_gib > _train_estimate(single).host_ram_gib + 13

@@ -16,7 +16,6 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from kura.backends.base import (
     AidChoice,
@@ -24,8 +23,12 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    Finding,
+    ImageRecipe,
+    LoraExport,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -37,7 +40,7 @@ from kura.backends.base import (
     StepProgress,
     TrainerFacts,
 )
-from kura.errors import CheckFailed, SpecError
+from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
 from kura.planning.gpus import GpuClass
 from kura.planning.ladder import walk
@@ -175,9 +178,22 @@ class ToyBackend:
         document = json.loads((compiled_dir / "toy.json").read_text())
         return () if document["steps"] > 0 else ("toy.json: steps must be positive",)
 
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        found = TRAINER.is_file()
+        finding = Finding(
+            "toy trainer",
+            "ok" if found else "fail",
+            str(TRAINER) if found else f"{TRAINER} is missing",
+            "" if found else "restore tests/backends/toy/toy_trainer.py",
+        )
+        return DoctorReport(self.name, (finding,), {"trainer": str(TRAINER)})
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        raise Unsupported("the toy trainer has no image", hint="it runs on the host executor")
+
     def export(
         self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """The toy's LoRA file copied as is to ``export/`` (its layout is its own)."""
         if fmt != "comfyui":
             raise CheckFailed(f"the toy trainer exports only comfyui, not {fmt!r}", hint="toy")
@@ -187,7 +203,21 @@ class ToyBackend:
         target = out or workspace.run_dir(run_id) / "export" / "toy-comfyui.safetensors"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(files[-1].read_bytes())
-        return {"kind": "lora-export", "run": run_id, "format": fmt, "out": str(target)}
+        return LoraExport(
+            run=run_id,
+            epoch=None,
+            step=None,
+            format=fmt,
+            architecture="zimage",
+            source=str(files[-1]),
+            out=str(target),
+            copied=True,
+            mode="copy",
+            why="the toy's own file loads as is",
+            verified_against="nothing (the toy checks no base model)",
+            keys=0,
+            modules=0,
+        )
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         config = spec.backend.config

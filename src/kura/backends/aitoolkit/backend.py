@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
     ImportedRun,
+    LoraExport,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -192,6 +195,19 @@ class AitkBackend:
 
         return tail_progress(log_path)
 
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """GPUs, Docker and its GPU runtime, the AI-Toolkit image's release (and the host
+        checkout when kura.toml names one)."""
+        from kura.backends.aitoolkit.doctor import aitk_doctor
+
+        return aitk_doctor(workspace)
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """``docker/Dockerfile`` of this package, at the pinned commit."""
+        from kura.backends.aitoolkit.container import image_recipe
+
+        return image_recipe()
+
     def export(
         self,
         workspace: Workspace,
@@ -200,7 +216,7 @@ class AitkBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`)."""
         from kura.export.exporting import export_run
 

@@ -1,4 +1,5 @@
-"""The container an AI-Toolkit run needs (``docker/ai-toolkit/Dockerfile``).
+"""The container an AI-Toolkit run needs (``docker/Dockerfile`` in this package, built by
+``kura image build ai-toolkit``).
 
 The image holds AI-Toolkit at the pinned commit under ``IMAGE_AITK_DIR``. AI-Toolkit
 fetches text encoders, VAEs and adapters from the Hugging Face Hub itself (by repository
@@ -10,16 +11,36 @@ passed through by name for gated repositories, never written.
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
 
 from kura.backends.aitoolkit.archs import AITK_RELEASE
-from kura.backends.base import CompileInputs, ContainerSpec, Mount
+from kura.backends.base import CompileInputs, ContainerSpec, ImageRecipe, Mount
 from kura.spec.run import RunSpec
 
-__all__ = ["DEFAULT_IMAGE", "IMAGE_AITK_DIR", "IMAGE_HF_HOME", "container_spec"]
+__all__ = [
+    "DEFAULT_IMAGE",
+    "DOCKERFILE",
+    "IMAGE_AITK_DIR",
+    "IMAGE_HF_HOME",
+    "container_spec",
+    "image_recipe",
+]
 
 DEFAULT_IMAGE = f"kura/ai-toolkit:{AITK_RELEASE}"
 IMAGE_AITK_DIR = "/opt/ai-toolkit"
 IMAGE_HF_HOME = "/opt/hf-home"
+DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
+
+
+def image_recipe() -> ImageRecipe:
+    """The AI-Toolkit image at the pinned commit (the tag every compiled run names)."""
+    return ImageRecipe(
+        backend="ai-toolkit",
+        tag=DEFAULT_IMAGE,
+        dockerfile=DOCKERFILE,
+        context=DOCKERFILE.parent,
+        release=AITK_RELEASE,
+    )
 
 
 def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:

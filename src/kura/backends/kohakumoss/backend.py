@@ -36,8 +36,11 @@ from kura.backends.base import (
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
+    LoraExport,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -372,8 +375,10 @@ class KohakuMossBackend:
         compile_inputs = inputs.compile
         if compile_inputs is None or not isinstance(compile_inputs.trainer_facts, MossFacts):
             raise SpecError(
-                "KohakuMoss plans from its compiled configuration",
-                hint="plan through `kura run plan` (it prepares the run first)",
+                "KohakuMoss plans from its compiled configuration and its own data plan of "
+                "the dataset (`inspect_data`): a what-if without a run has neither",
+                hint="create the run (`kura run new --backend kohakumoss`), then `kura run "
+                "estimate RUN` or `kura run plan RUN` (they prepare it first)",
             )
         facts = compile_inputs.trainer_facts
         run_dir = Path(compile_inputs.run_dir)
@@ -569,6 +574,22 @@ class KohakuMossBackend:
         samples = sorted((out / "samples").glob("step_*/*.png"))
         return OutputLayout(tuple(loras), tuple(samples))
 
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """``kohakumoss-doctor --json`` in the environment, plus Kura's checks."""
+        from kura.backends.kohakumoss.doctor import moss_doctor, workspace_env
+
+        return moss_doctor(workspace_env(workspace))
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""
+        from kura.errors import Unsupported
+
+        raise Unsupported(
+            "KohakuMoss has no Docker image: it runs on the host executor, from a virtual "
+            "environment of this machine",
+            hint="kura backend install kohakumoss (then `kura doctor kohakumoss`)",
+        )
+
     def export(
         self,
         workspace: Workspace,
@@ -577,7 +598,7 @@ class KohakuMossBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """KohakuMoss's own export file, its keys checked against the DiT, copied as is."""
         from kura.backends.kohakumoss.exportcheck import check_export, dit_linears
         from kura.fsutil import atomic_write_bytes
@@ -631,26 +652,23 @@ class KohakuMossBackend:
             target = target / source.name
         if target.resolve() != source.resolve():
             atomic_write_bytes(target, source.read_bytes())
-        return {
-            "kind": "lora-export",
-            "run": run_id,
-            "epoch": None,
-            "step": lock_step(source),
-            "format": fmt,
-            "architecture": ARCHITECTURE,
-            "source": str(source),
-            "out": str(target),
-            "copied": True,
-            "mode": "copy",
-            "why": f"KohakuMoss's own {verdict.format or EXPORT_FILES[fmt]} file loads as is",
-            "verified_against": f"the DiT header ({files[0]})",
-            "keys": verdict.modules * 3,
-            "modules": verdict.modules,
-            "rank": verdict.rank,
-            "fused_qkv": verdict.fused_qkv,
-            "unmapped": [],
-            "metadata": {},
-        }
+        return LoraExport(
+            run=run_id,
+            epoch=None,
+            step=lock_step(source),
+            format=fmt,
+            architecture=ARCHITECTURE,
+            source=str(source),
+            out=str(target),
+            copied=True,
+            mode="copy",
+            why=f"KohakuMoss's own {verdict.format or EXPORT_FILES[fmt]} file loads as is",
+            verified_against=f"the DiT header ({files[0]})",
+            keys=verdict.modules * 3,
+            modules=verdict.modules,
+            rank=verdict.rank,
+            fused_qkv=verdict.fused_qkv,
+        )
 
 
 def _pop_int(knobs: dict[str, Any], key: str, default: int) -> int:

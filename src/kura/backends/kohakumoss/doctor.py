@@ -11,30 +11,38 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from kura.backends.base import DoctorReport, Finding
 from kura.backends.kohakumoss.env import (
     INSTALL_SIZE,
     KOHAKUMOSS_VERSION,
     KOHAKUVAULT_PIN,
     EnvLocation,
+    locate_env,
 )
-from kura.doctor import Finding
 
-__all__ = ["MossDoctor", "moss_doctor"]
+if TYPE_CHECKING:
+    from kura.workspace import Workspace
+
+__all__ = ["moss_doctor", "workspace_env"]
 
 _TIMEOUT = 180
 
 
-@dataclass(frozen=True)
-class MossDoctor:
-    env: EnvLocation
-    findings: tuple[Finding, ...]
+def _report(env: EnvLocation, findings: tuple[Finding, ...]) -> DoctorReport:
+    """The report of one KohakuMoss environment: its folder, Python and how it was chosen
+    go under ``details`` (the ``kura doctor kohakumoss`` document's keys)."""
+    details = {"environment": str(env.path), "python": str(env.python), "source": env.source}
+    return DoctorReport("kohakumoss", findings, details)
 
-    @property
-    def ok(self) -> bool:
-        return not any(f.status == "fail" for f in self.findings)
+
+def workspace_env(workspace: Workspace | None) -> EnvLocation:
+    """The KohakuMoss environment kura.toml (or the environment variable) points at."""
+    if workspace is None:
+        return locate_env()
+    return locate_env(workspace.config().executor.kohakumoss_env, workspace.root)
 
 
 def _packages(report: dict[str, object]) -> dict[str, str]:
@@ -44,12 +52,12 @@ def _packages(report: dict[str, object]) -> dict[str, str]:
     return {}
 
 
-def moss_doctor(env: EnvLocation) -> MossDoctor:
+def moss_doctor(env: EnvLocation) -> DoctorReport:
     where = Finding(
         "environment", "ok", f"{env.path} (chosen by {env.source}); python {env.python}"
     )
     if not env.present:
-        return MossDoctor(
+        return _report(
             env,
             (
                 Finding(
@@ -81,7 +89,7 @@ def moss_doctor(env: EnvLocation) -> MossDoctor:
                     "kura backend install kohakumoss --force",
                 )
             )
-            return MossDoctor(env, tuple(findings))
+            return _report(env, tuple(findings))
         if done.returncode != 0 or not out.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
             findings.append(
@@ -92,7 +100,7 @@ def moss_doctor(env: EnvLocation) -> MossDoctor:
                     "kura backend install kohakumoss --force",
                 )
             )
-            return MossDoctor(env, tuple(findings))
+            return _report(env, tuple(findings))
         report = json.loads(out.read_text(encoding="utf-8"))
     packages = _packages(report)
     from kura.backends.kohakumoss.queries import env_report
@@ -147,4 +155,4 @@ def moss_doctor(env: EnvLocation) -> MossDoctor:
             "" if gpu else "train real MOSS-Image runs on a CUDA host",
         )
     )
-    return MossDoctor(env, tuple(findings))
+    return _report(env, tuple(findings))

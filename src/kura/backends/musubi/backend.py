@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
     Diagnosis,
+    DoctorReport,
     DraftedConfig,
     Evaluation,
+    ImageRecipe,
+    LoraExport,
     OutputLayout,
     PlanFit,
     PlanInputs,
@@ -86,6 +89,7 @@ class MusubiBackend:
             config[name] = default.value
             reasons[name] = f"adapter default ({default.source})"
         _match_weight_dtype(adapter, bundle, explicit, config, reasons)
+        _split_effective_batch(explicit, config, reasons)
         return DraftedConfig(config, reasons)
 
     def config_keys(self, architecture: str) -> frozenset[str]:
@@ -146,7 +150,7 @@ class MusubiBackend:
 
         setup = step_setup(spec, inputs.bundle)
         plan = fastest_fitting(
-            estimate_config(spec, inputs.datasets, inputs.media),
+            estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)),
             gpu,
             host_ram_gib=host_ram_gib,
             setup=setup,
@@ -179,7 +183,9 @@ class MusubiBackend:
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
 
-        found = estimate(estimate_config(spec, inputs.datasets, inputs.media), gpu)
+        found = estimate(
+            estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu
+        )
         return evaluation_of(found, step_setup(spec, inputs.bundle))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
@@ -249,6 +255,19 @@ class MusubiBackend:
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
 
+    def doctor(self, workspace: Workspace | None) -> DoctorReport:
+        """GPUs, Docker and its GPU runtime, the Musubi image's release (and the host
+        checkout when kura.toml names one)."""
+        from kura.backends.musubi.doctor import musubi_doctor
+
+        return musubi_doctor(workspace)
+
+    def image(self, workspace: Workspace | None) -> ImageRecipe:
+        """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""
+        from kura.backends.musubi.container import image_recipe
+
+        return image_recipe(workspace)
+
     def export(
         self,
         workspace: Workspace,
@@ -257,7 +276,7 @@ class MusubiBackend:
         epoch: int | None,
         fmt: str,
         out: Path | None,
-    ) -> dict[str, Any]:
+    ) -> LoraExport:
         """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
         from kura.export.exporting import export_run
 
@@ -268,6 +287,27 @@ _PART = "part of the configuration the ladder chose"
 
 
 BACKEND = MusubiBackend()
+
+
+def _split_effective_batch(
+    explicit: Mapping[str, object], config: dict[str, object], reasons: dict[str, str]
+) -> None:
+    """An effective batch a person set is reached by accumulation over the micro-batch
+    (``batch_size``, theirs or the adapter's), so the compile's batch check holds; a batch
+    the micro-batch does not divide is left for that check to refuse with its fix."""
+    wanted = explicit.get("training.effective_batch")
+    if wanted is None or "gradient_accumulation_steps" not in config:
+        return
+    micro = int(str(explicit.get("backend.config.batch_size", config.get("batch_size", 1))))
+    gpus = int(str(explicit.get("execution.gpus", 1)))
+    effective = int(str(wanted))
+    if micro < 1 or effective % (micro * gpus):
+        return
+    config["gradient_accumulation_steps"] = effective // (micro * gpus)
+    reasons["gradient_accumulation_steps"] = (
+        f"training.effective_batch {effective} ÷ (micro-batch {micro} × {gpus} GPU(s)); "
+        "invariant: the recipe fixes the effective batch"
+    )
 
 
 def _match_weight_dtype(
@@ -295,3 +335,10 @@ def _match_weight_dtype(
         f"{dtype} weights only under mixed precision {dtype} or no ({adapter.id} train script "
         f"asserts it; {adapter.doc})"
     )
+
+
+def _model_paths(inputs: PlanInputs) -> dict[str, str] | None:
+    """The resolved roles of the run's model, when the caller resolved them."""
+    if inputs.compile is None:
+        return None
+    return {role: str(path) for role, path in inputs.compile.model_paths.items()}

@@ -1,25 +1,34 @@
 """The container a Musubi run needs: image, GPUs, mounts, environment.
 
-The image (``docker/musubi/Dockerfile``) holds Musubi at the pinned release under
-``IMAGE_MUSUBI_DIR`` and a Hugging Face cache with the tokenizers Musubi fetches at run
-time under ``IMAGE_HF_HOME``; runs set ``HF_HUB_OFFLINE=1`` so nothing is downloaded.
+The image (``docker/Dockerfile`` in this package, built by ``kura image build musubi``)
+holds Musubi at the pinned release under ``IMAGE_MUSUBI_DIR`` and a Hugging Face cache with
+the tokenizers Musubi fetches at run time under ``IMAGE_HF_HOME``; runs set
+``HF_HUB_OFFLINE=1`` so nothing is downloaded.
 Mounts name the container side only; the executor supplies the host side.
 """
 
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from kura.backends.base import ImageRecipe
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.contract import CompileInputs, ContainerSpec, Mount
 from kura.spec.run import RunSpec
 
+if TYPE_CHECKING:
+    from kura.workspace import Workspace
+
 __all__ = [
     "DEFAULT_IMAGE",
+    "DOCKERFILE",
     "IMAGE_HF_HOME",
     "IMAGE_MUSUBI_DIR",
     "RUN_ENV",
     "container_spec",
+    "image_recipe",
 ]
 
 DEFAULT_IMAGE = f"kura/musubi-tuner:{MUSUBI_RELEASE}"
@@ -27,6 +36,19 @@ IMAGE_MUSUBI_DIR = "/opt/musubi-tuner"
 IMAGE_HF_HOME = "/opt/hf-home"
 RUN_ENV = {"HF_HUB_OFFLINE": "1"}
 """Environment of every step: no network look-ups at run time."""
+DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
+
+
+def image_recipe(workspace: Workspace | None) -> ImageRecipe:
+    """The Musubi image at the pinned release, tagged as kura.toml's ``musubi_image``."""
+    tag = workspace.config().executor.musubi_image if workspace else DEFAULT_IMAGE
+    return ImageRecipe(
+        backend="musubi-tuner",
+        tag=tag,
+        dockerfile=DOCKERFILE,
+        context=DOCKERFILE.parent,
+        release=MUSUBI_RELEASE,
+    )
 
 
 def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:

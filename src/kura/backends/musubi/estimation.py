@@ -144,12 +144,25 @@ def steps_per_epoch(
     return max(1, math.ceil(batches / (accumulation * gpus)))
 
 
+def single_expert(spec: RunSpec, model_paths: Mapping[str, str] | None = None) -> bool:
+    """Whether a dual-DiT run trains one expert alone, as compile decides it
+    (:func:`kura.backends.musubi.rules.select_expert`): ``backend.config.dit_expert``, or
+    exactly one of the ``dit`` / ``dit_high_noise`` roles among the resolved model paths."""
+    if spec.backend.config.get("dit_expert"):
+        return True
+    if model_paths is None:
+        return False
+    return ("dit" in model_paths) != ("dit_high_noise" in model_paths)
+
+
 def estimate_config(
     spec: RunSpec,
     datasets: Mapping[str, DatasetSpec],
     media: Mapping[str, DatasetMedia] | None = None,
+    model_paths: Mapping[str, str] | None = None,
 ) -> Any:
-    """The run exactly as written, as an estimator configuration."""
+    """The run exactly as written, as an estimator configuration (``model_paths``: the
+    resolved compile inputs' roles, when the caller has them)."""
     from kura.backends.musubi.estimator.config import EstimateConfig
     from kura.backends.musubi.estimator.shapes import get_shape
     from kura.models.bundles import get_bundle
@@ -158,6 +171,10 @@ def estimate_config(
     bundle = get_bundle(spec.model.base)
     model = estimator_model(bundle)
     shape = get_shape(model)
+    if shape.one_expert is not None and single_expert(spec, model_paths):
+        # One expert trained alone is Wan 2.1-style training of one DiT (docs/wan.md).
+        model = shape.one_expert
+        shape = get_shape(model)
     micro = int(config.get("batch_size", 1))
     accumulation = int(config.get("gradient_accumulation_steps", 1))
     buckets, _ = _buckets(spec, datasets, media or {}, bundle.architecture)
@@ -193,6 +210,7 @@ def estimate_config(
         optimizer=spec.training.optimizer.lower(),
         attention=_ATTENTION[attention],
         split_attn=bool(config.get("split_attn", False)),
+        offload_inactive_dit=shape.experts > 1 and bool(config.get("offload_inactive_dit")),
         gpu_count=spec.execution.gpus,
         total_steps=steps,
         reference_images=_reference_images(spec, bundle, media or {}),
@@ -325,8 +343,31 @@ def step_setup(spec: RunSpec, bundle: Any) -> Any:
         te_fp8_key=te_key,
         vae_aids=vae_aids,
         sampling=bool(spec.training.sample_prompts),
+        samples=sample_prompts(spec, bundle),
+        sample_every_n_epochs=spec.training.sample_every_n_epochs,
+        sample_at_first=spec.training.sample_at_first,
+        epochs=spec.training.epochs,
         te_fp8=bool(te_key and config.get(te_key)),
         vae_chunked=bool(config.get("vae_chunk_size")),
         vae_tiled=bool(config.get("vae_tiling")),
         custom=custom,
+    )
+
+
+FLUX2_DISTILLED = ("dev", "klein-4b", "klein-9b")
+"""FLUX.2 versions Musubi samples without CFG: ``flux_2/flux2_utils.py`` FLUX2_MODEL_INFO
+``guidance_distilled=True`` (the ``klein-base-*`` versions are not distilled)."""
+
+
+def sample_prompts(spec: RunSpec, bundle: Any) -> tuple[Any, ...]:
+    """The run's sample prompt lines as Musubi's sampler reads them (size, steps, CFG)."""
+    from kura.backends.musubi.estimator.sampling import SAMPLERS, parse_prompt
+
+    if bundle.architecture not in SAMPLERS:
+        return ()
+    native = bundle.native_resolutions[0] if bundle.native_resolutions else None
+    distilled = str(bundle.trainer.get("model_version", "")) in FLUX2_DISTILLED
+    return tuple(
+        parse_prompt(line, bundle.architecture, native=native, distilled=distilled)
+        for line in spec.training.sample_prompts
     )

@@ -19,6 +19,7 @@ class that fits as is.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,8 +27,15 @@ from typing import Any
 from kura.backends.base import AidChoice, Evaluation, MemoryAid, StepCost
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.estimate import Estimate, estimate
+from kura.backends.musubi.estimator.memory import peak_memory
 from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
-from kura.backends.musubi.estimator.shapes import ModelShape, get_shape
+from kura.backends.musubi.estimator.sampling import (
+    SamplePrompt,
+    images_per_gpu,
+    parse_prompt,
+    sampling_points,
+)
+from kura.backends.musubi.estimator.shapes import GIB, ModelShape, get_shape
 from kura.backends.musubi.estimator.steps import (
     ENCODERS,
     STEP_BAND,
@@ -35,9 +43,12 @@ from kura.backends.musubi.estimator.steps import (
     latent_cache_gib,
     sample_gib,
     text_encoder_gib,
+    vae_decode_seconds,
 )
+from kura.backends.musubi.estimator.steptime import forward_seconds
+from kura.backends.musubi.estimator.tokens import bucket_tokens
 from kura.errors import Unsupported
-from kura.planning.gpus import GPU_CLASSES, GpuClass
+from kura.planning.gpus import GPU_CLASSES, GpuClass, get_gpu_class
 from kura.planning.ladder import (
     ASK_FIRST_SLOWDOWN,
     CHOICE_RULE,
@@ -79,6 +90,12 @@ class StepSetup:
     vae_tiled: bool = False
     custom: tuple[str, ...] = ()
     """Steps a person's argv replaced: Kura cannot size them."""
+    samples: tuple[SamplePrompt, ...] = ()
+    """Every sample prompt as Musubi's sampler will render it (:mod:`.estimator.sampling`)."""
+    sample_every_n_epochs: int | None = None
+    sample_at_first: bool = False
+    epochs: int | None = None
+    """The run's epochs when it is given in epochs (else derived from its steps)."""
 
     def step_settings(self, choice: AidChoice) -> dict[str, object]:
         """backend.config values of the step aids in ``choice``."""
@@ -395,7 +412,7 @@ def evaluation_of(
     if setup is not None:
         costs = [*_cache_costs(found, setup, te_fp8=te_fp8, vae=vae), train]
         if setup.sampling:
-            costs.append(_sample_cost(found))
+            costs.append(_sample_cost(found, setup))
         costs = [_custom(cost) if cost.step in setup.custom else cost for cost in costs]
     return Evaluation(
         costs=tuple(costs), step_seconds=found.step_seconds, detail={"estimate": found}
@@ -473,27 +490,102 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
     ]
 
 
-def _sample_cost(found: Estimate) -> StepCost:
+def _sample_cost(found: Estimate, setup: StepSetup) -> StepCost:
+    """Sampling: memory at the largest prompt's size, time for every prompt at every point."""
     encoder = ENCODERS.get(found.model)
     config = found.config
     resident = found.breakdown.get("weights", 0.0) + found.breakdown.get("lora_and_optimizer", 0.0)
     resident += found.breakdown.get("context", 0.0)
+    if config is None:
+        upper, fits = _fit(resident, found.usable_gib)
+        return StepCost("sample", "sample", resident, upper, None, None, fits, _SAMPLE_SOURCE)
+    shape = get_shape(config.model)
+    prompts = setup.samples or (parse_prompt("", shape.architecture),)
+    memory = peak_memory(config).breakdown
     peak = resident
-    if encoder is not None and config is not None:
-        largest = max(config.buckets, key=lambda b: b.width * b.height * b.frames)
-        peak = sample_gib(encoder, resident, largest.width, largest.height, largest.frames)
+    largest = max(prompts, key=lambda p: p.width * p.height * p.frames)
+    for prompt in prompts:
+        tokens = bucket_tokens(shape, config, Bucket(prompt.width, prompt.height, prompt.frames))
+        forward = max(g.act_bytes_per_token * tokens.seen_by(g) for g in shape.groups) / GIB
+        if encoder is not None:
+            prompt_peak = sample_gib(
+                encoder, resident, prompt.width, prompt.height, prompt.frames, forward
+            )
+        else:
+            prompt_peak = resident + forward
+        peak = max(peak, prompt_peak)
     upper, fits = _fit(peak, found.usable_gib)
+    points = sampling_points(
+        _epochs(found, setup), setup.sample_every_n_epochs, setup.sample_at_first
+    )
+    notes = [
+        f"{len(prompts)} prompt(s) x {points} sampling point(s); largest "
+        f"{largest.width}x{largest.height}x{largest.frames}"
+        + (
+            ""
+            if "width" in largest.asked
+            else " (the sampler's default: the prompt sets no --w/--h)"
+        ),
+    ]
+    seconds = None
+    if found.gpu is None:
+        notes.append("not timed: no GPU class")
+    elif any(p.steps is None for p in prompts):
+        notes.append("not timed: the trainer's sampler preset decides the steps (give --s)")
+    else:
+        gpu = get_gpu_class(found.gpu)
+        per_image = []
+        for prompt in prompts:
+            tokens = bucket_tokens(
+                shape, config, Bucket(prompt.width, prompt.height, prompt.frames)
+            )
+            forward_s = forward_seconds(shape, config, tokens, memory, gpu)
+            steps = prompt.steps or 0
+            decode = vae_decode_seconds(prompt.width, prompt.height, prompt.frames, gpu.bf16_tflops)
+            per_image.append(steps * prompt.forwards_per_step * forward_s + decode)
+        gpus = config.gpu_count
+        per_point = max(sum(per_image[i::gpus]) for i in range(min(gpus, len(per_image))))
+        seconds = points * per_point
+        cfg = sum(1 for p in prompts if p.cfg)
+        notes.append(
+            f"{seconds / 60:.1f} min: {per_point:.1f} s per sampling point "
+            f"({images_per_gpu(len(prompts), gpus)} image(s) per GPU"
+            + (f", {cfg} with CFG: two forwards per step" if cfg else "")
+            + ")"
+        )
     return StepCost(
         step="sample",
         kind="sample",
         peak_gib=peak,
         upper_gib=upper,
         host_ram_gib=None,
-        seconds=None,
+        seconds=seconds,
         fits=fits,
-        source="kura.backends.musubi.estimator.steps (resident DiT + VAE decode, [assumed])",
-        notes=("sampling during training (training.sample_prompts)",),
+        source=_SAMPLE_SOURCE,
+        notes=tuple(notes),
     )
+
+
+_SAMPLE_SOURCE = (
+    "kura.backends.musubi.estimator.steps + .sampling (resident DiT, forward at the prompt's "
+    "size x steps x CFG + VAE decode, [assumed] decode)"
+)
+
+
+def _epochs(found: Estimate, setup: StepSetup) -> int:
+    """Epochs the run trains: as given, else its steps over steps per epoch (Musubi's
+    ``num_train_epochs = ceil(max_train_steps / steps per epoch)``)."""
+    if setup.epochs:
+        return setup.epochs
+    config = found.config
+    if config is None or not config.total_steps:
+        return 1
+    from kura.backends.musubi.estimation import steps_per_epoch
+
+    per_epoch = steps_per_epoch(
+        config.buckets, config.micro_batch, config.grad_accum, config.gpu_count
+    )
+    return math.ceil(config.total_steps / per_epoch)
 
 
 def _cost_document(cost: StepCost) -> dict[str, Any]:
@@ -502,6 +594,7 @@ def _cost_document(cost: StepCost) -> dict[str, Any]:
         "kind": cost.kind,
         "peak_gib": None if cost.peak_gib is None else round(cost.peak_gib, 2),
         "upper_gib": None if cost.upper_gib is None else round(cost.upper_gib, 2),
+        "seconds": None if cost.seconds is None else round(cost.seconds, 1),
         "fits": cost.fits,
         "source": cost.source,
         "notes": list(cost.notes),

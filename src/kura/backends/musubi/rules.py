@@ -54,7 +54,7 @@ TIMESTEP_SAMPLINGS = (
 
 WEIGHTING_SCHEMES = ("none", "logit_normal", "mode", "cosmap", "sigma_sqrt")
 _NONE_WEIGHTING_ONLY = ("hidream_o1", "ideogram4")
-IMAGE_DOC = "docker/musubi/Dockerfile"
+IMAGE_DOC = "src/kura/backends/musubi/docker/Dockerfile"
 ATTENTION_LIBRARIES = {"xformers": "xformers", "flash_attn": "flash-attn", "flash3": "flash-attn 3"}
 """Attention backends whose library Musubi does not depend on (its pyproject lists neither)."""
 

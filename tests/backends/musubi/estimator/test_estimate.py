@@ -82,6 +82,31 @@ def test_dual_expert_keeps_the_inactive_expert_unless_offloaded() -> None:
     assert both.weights - offloaded.weights == pytest.approx(13.94)
 
 
+def test_dual_expert_with_block_swap_keeps_both_experts_unswapped_blocks() -> None:
+    """wan_train_network.py: with block swap the inactive expert's unswapped blocks are
+    moved to the GPU too and the state dicts are exchanged in place, so both stay."""
+    swapped = _breakdown(
+        EstimateConfig.at_resolution("wan2.2-a14b", 512, 512, 17, fp8="scaled", blocks_to_swap=10)
+    )
+    moved = 10 * 346 * 32 / 33 / 1024
+    assert swapped.weights == pytest.approx(2 * (13.94 - moved))
+    one = _breakdown(
+        EstimateConfig.at_resolution(
+            "wan2.2-a14b-single", 512, 512, 17, fp8="scaled", blocks_to_swap=10
+        )
+    )
+    assert one.weights == pytest.approx(13.94 - moved)
+    config = EstimateConfig.at_resolution(
+        "wan2.2-a14b", 512, 512, 17, fp8="scaled", blocks_to_swap=10
+    )
+    from kura.backends.musubi.estimator.memory import host_ram
+
+    ram = host_ram(get_shape("wan2.2-a14b"), config, swapped)
+    # both experts' swapped blocks live in host RAM (plus staging without pinned memory)
+    staging = 2 * 346 / 1024
+    assert ram.steady == pytest.approx(4.0 + 2 * moved + staging)
+
+
 # --- structural facts ------------------------------------------------------------------------
 
 _SWAP_MODELS = [shape.id for shape in MODEL_SHAPES.values()]

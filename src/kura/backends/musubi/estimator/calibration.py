@@ -42,6 +42,17 @@ __all__ = [
 Outcome = Literal["measured", "oom", "fits"]
 
 _QWEN_DOC = "musubi docs/qwen_image.md 'VRAM Usage Estimates' (vram.md §3.1 rows 1-4)"
+QWEN_TABLE_RANK_NOTE = (
+    "rank 16, AdamW8bit: the table states no rank; the doc example at the table's commit "
+    "(36f3a98, 2025-08-10) used --network_dim 32, changed to 16 on 2025-08-21 (82c5ce1); "
+    "rank 16 fits all four rows within 0.8 GiB, rank 32 sits 1.4-2.1 GiB above them"
+)
+QWEN_TABLE_FP8_NOTE = (
+    "fp8_scaled before PR #575 (2025-09-23): the table dates from 2025-08-10, when "
+    "qwen_image_model.py FP8_OPTIMIZATION_EXCLUDE_KEYS held '_mod' (img_mod/txt_mod stayed "
+    "bf16); Musubi 0.3.4 quantizes them, so today's run needs ~6 GiB less"
+)
+_WAN_DOC = "musubi docs/wan.md overview: 'training with 720x1280 images with 24GB VRAM'"
 _ISSUE_715 = "musubi issue #715 (vram.md §3.1 row 6; peers.md §3)"
 _PR_492 = "musubi PR #492 comment (vram.md §3.1 rows 10-11)"
 _PR_537 = "musubi PR #537 table (vram.md §3.1 rows 16-18)"
@@ -119,7 +130,7 @@ MEMORY_POINTS: tuple[CalibrationPoint, ...] = (
         "measured",
         _QWEN_DOC,
         measured_gib=42.0,
-        assumed=("rank 16, AdamW8bit (doc example)",),
+        assumed=(QWEN_TABLE_RANK_NOTE,),
     ),
     CalibrationPoint(
         "qwen-1024-fp8",
@@ -127,7 +138,7 @@ MEMORY_POINTS: tuple[CalibrationPoint, ...] = (
         "measured",
         _QWEN_DOC,
         measured_gib=30.0,
-        assumed=("rank 16, AdamW8bit (doc example)", "fp8_scaled before PR #575"),
+        assumed=(QWEN_TABLE_RANK_NOTE, QWEN_TABLE_FP8_NOTE),
     ),
     CalibrationPoint(
         "qwen-1024-fp8-swap16",
@@ -135,7 +146,7 @@ MEMORY_POINTS: tuple[CalibrationPoint, ...] = (
         "measured",
         _QWEN_DOC,
         measured_gib=24.0,
-        assumed=("rank 16, AdamW8bit (doc example)", "fp8_scaled before PR #575"),
+        assumed=(QWEN_TABLE_RANK_NOTE, QWEN_TABLE_FP8_NOTE),
     ),
     CalibrationPoint(
         "qwen-1024-fp8-swap45",
@@ -143,7 +154,7 @@ MEMORY_POINTS: tuple[CalibrationPoint, ...] = (
         "measured",
         _QWEN_DOC,
         measured_gib=12.0,
-        assumed=("rank 16, AdamW8bit (doc example)", "fp8_scaled before PR #575"),
+        assumed=(QWEN_TABLE_RANK_NOTE, QWEN_TABLE_FP8_NOTE),
     ),
     CalibrationPoint(
         "qwen-1328-r128-adafactor",
@@ -200,6 +211,17 @@ MEMORY_POINTS: tuple[CalibrationPoint, ...] = (
         _PR_492,
         measured_gib=16.5,
         assumed=("'minimum' read as the maximum swap, 59", "fp8_scaled before PR #575"),
+    ),
+    CalibrationPoint(
+        "wan21-720p-image-fp8-24gb",
+        EstimateConfig.at_resolution("wan2.1-t2v-14b", 1280, 720, fp8="scaled", blocks_to_swap=10),
+        "fits",
+        _WAN_DOC + " (vram.md §3.1 row 22)",
+        gpu="rtx-4090",
+        assumed=(
+            "'fp8 support and memory reduction by block swap': fp8 scaled, 10 blocks swapped",
+            "rank 32, AdamW8bit",
+        ),
     ),
     CalibrationPoint(
         "hv-720p-41f-fp8",

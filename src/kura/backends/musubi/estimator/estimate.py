@@ -107,8 +107,8 @@ def _assumptions(config: EstimateConfig, shape_notes: tuple[str, ...]) -> list[s
         "Latents and text-encoder outputs are cached: no VAE or text encoder is resident "
         "during training"
         + (" (fp8_text_encoder has no effect on it)." if config.fp8_text_encoder else "."),
-        "No sampling during training (--sample_prompts loads the text encoder and VAE and "
-        "can set a higher peak, especially VAE decoding of video).",
+        "Training only: sampling during training is sized and timed as its own step (the "
+        "plan's sample step, at each prompt's size; VAE decoding of video can set the peak).",
         f"Recompute/backward transient alpha = {ALPHA} over one block's saved tensors "
         "(vram.md §0).",
         "Reported GB are read as GiB (vram.md units); the band covers ±5 % of that ambiguity.",

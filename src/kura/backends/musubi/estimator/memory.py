@@ -172,9 +172,19 @@ def _weights(
         swapped += count * moved
         ring_gib += ring * moved
     resident = total - swapped + ring_gib
-    if shape.experts > 1 and not config.offload_inactive_dit and not config.blocks_to_swap:
-        resident += total
+    if shape.experts > 1 and not config.offload_inactive_dit:
+        resident += total - swapped
     return resident, swapped, ring_gib, split
+
+
+INACTIVE_EXPERT_SOURCE = (
+    "[code] wan_train_network.py load_transformer: the high-noise DiT loads to the training "
+    "device unless --offload_inactive_dit ('cpu'); with block swap it loads to the CPU and "
+    "move_to_device_except_swap_blocks + prepare_block_swap_before_forward put its unswapped "
+    "blocks on the GPU, and swap_high_low_weights exchanges the two state dicts in place "
+    "(load_state_dict(assign=True)): both experts' unswapped blocks stay resident"
+)
+"""Why two-expert Wan 2.2 keeps the inactive expert's unswapped weights on the GPU."""
 
 
 def _dequant_copies(shape: ModelShape, config: EstimateConfig) -> float:
@@ -250,15 +260,19 @@ def host_ram(shape: ModelShape, config: EstimateConfig, breakdown: MemoryBreakdo
     """Host RAM per training process x GPUs.
 
     Steady: baseline + swapped weights (+ staging buffers without pinned memory) + the
-    inactive Wan 2.2 expert when it lives on the CPU. Load: with block swap Musubi loads the
-    checkpoint to the CPU first, so the file's bf16 weights pass through RAM once.
+    inactive Wan 2.2 expert's share on the CPU: all of it with ``offload_inactive_dit``,
+    its swapped blocks with block swap (:data:`INACTIVE_EXPERT_SOURCE`). Load: with block
+    swap Musubi loads the checkpoint to the CPU first, so the file's bf16 weights pass
+    through RAM once.
     """
     steady = HOST_BASELINE_GIB + breakdown.swapped_gib
     if breakdown.swapped_gib and not config.pinned_swap and not config.swap_h2d_only:
         largest = max(shape.lin_mib(group, config.fp8) for group in shape.groups) / 1024
         steady += SWAP_STAGING_BUFFERS * largest
-    if shape.experts > 1 and (config.offload_inactive_dit or config.blocks_to_swap):
+    if shape.experts > 1 and config.offload_inactive_dit:
         steady += shape.weights_gib[config.fp8]
+    elif shape.experts > 1:
+        steady += breakdown.swapped_gib  # the inactive expert's swapped blocks
     load = HOST_BASELINE_GIB
     if config.blocks_to_swap:
         file_gib = shape.weights_gib.get("none", shape.weights_gib[config.fp8])

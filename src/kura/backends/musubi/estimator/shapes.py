@@ -101,6 +101,8 @@ class ModelShape:
     time_embedding_bytes_per_token_h: float = 0.0
     dense_sdpa_mask: bool = False
     experts: int = 1
+    one_expert: str | None = None
+    """The shape id of one expert trained alone (Wan 2.2 A14B's single-expert mode)."""
     notes: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -450,9 +452,11 @@ MODEL_SHAPES: Mapping[str, ModelShape] = _shapes(
         video=True,
         time_embedding_bytes_per_token_h=28.0,
         experts=2,
+        one_expert="wan2.2-a14b-single",
         notes=(
-            "The inactive expert stays on the GPU unless offload_inactive_dit (then CPU) or "
-            "block swap (then CPU RAM).",
+            "The inactive expert stays on the GPU unless offload_inactive_dit (then CPU); "
+            "with block swap both experts' unswapped blocks stay on the GPU "
+            "(wan_train_network.py load_transformer / swap_high_low_weights).",
         ),
         sources={
             "shape": _V11 + " (per expert)",

@@ -14,10 +14,13 @@ each with its own memory aids, so the plan's verdict is the worst step's (DESIGN
   VAE (HunyuanVideo, FramePack) takes ``--vae_chunk_size`` (bounds the temporal working set to
   :data:`VAE_CHUNK_FRAMES` frames) and ``--vae_tiling`` (spatial tiles of
   :data:`VAE_TILE_PIXELS`).
-- **Sampling** during training keeps the DiT resident and decodes with the VAE at the
-  largest bucket: the training step's resident weights plus the VAE decode of one sample
-  (temporal chunks of :data:`VAE_CHUNK_FRAMES`, [assumed]). The sample prompts' text
-  encoding happens once before training with the encoder alone, as in text-encoder caching.
+- **Sampling** during training keeps the DiT resident and renders each prompt at the size
+  the prompt line asks for, else the sampler's default (256x256 for most architectures,
+  :mod:`.sampling`): the training step's resident weights, one block's forward working set
+  at the sample's tokens, and the VAE decode of one sample (temporal chunks of
+  :data:`VAE_CHUNK_FRAMES`, [assumed]). The sample prompts' text encoding happens once
+  before training with the encoder alone, as in text-encoder caching. Its time: see
+  :func:`vae_decode_seconds` and :mod:`.sampling`.
 
 Every number here is an estimate with a stated band (:data:`STEP_BAND`), not a measurement.
 """
@@ -34,6 +37,7 @@ __all__ = [
     "latent_cache_gib",
     "sample_gib",
     "text_encoder_gib",
+    "vae_decode_seconds",
 ]
 
 GIB = 1024**3
@@ -125,9 +129,31 @@ def latent_cache_gib(
 
 
 def sample_gib(
-    encoder: Encoder, resident_gib: float, width: int, height: int, frames: int
+    encoder: Encoder,
+    resident_gib: float,
+    width: int,
+    height: int,
+    frames: int,
+    forward_gib: float = 0.0,
 ) -> float:
-    """Peak GiB of sampling during training: the resident DiT plus one VAE decode."""
+    """Peak GiB of sampling during training: the resident DiT, the larger of its forward
+    working set (``forward_gib``) and one VAE decode (the DiT's activations are freed before
+    the decode)."""
     depth = min(frames, VAE_CHUNK_FRAMES)
     decode = VAE_GIB_PER_MPIX["video" if frames > 1 else "image"] * width * height * depth / 1e6
-    return resident_gib + encoder.vae_params_b * 1e9 * 2 / GIB + decode
+    return resident_gib + max(forward_gib, encoder.vae_params_b * 1e9 * 2 / GIB + decode)
+
+
+VAE_DECODE_FLOPS_PER_PIXEL = {"image": 7e6, "video": 21e6}
+"""[mine] An 8x VAE decoder (FLUX/SD layout: 3x3 convs, 3 ResNet blocks of 2 convs per level
+at 128/256/512/512 channels from full to 1/8 resolution) costs ~3.5 M multiply-adds per
+output pixel, 7 MFLOP; causal 3D decoders use 3x3x3 kernels, ~3x per pixel-frame."""
+VAE_DECODE_UTILISATION = 0.3
+"""[assumed] Convolution throughput as a fraction of the card's dense bf16 peak."""
+
+
+def vae_decode_seconds(width: int, height: int, frames: int, bf16_tflops: float) -> float:
+    """Seconds of one VAE decode of ``width x height x frames`` (an estimate, [mine])."""
+    kind = "video" if frames > 1 else "image"
+    flops = VAE_DECODE_FLOPS_PER_PIXEL[kind] * width * height * frames
+    return flops / (bf16_tflops * 1e12 * VAE_DECODE_UTILISATION)

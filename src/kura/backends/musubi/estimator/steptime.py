@@ -29,7 +29,15 @@ from kura.backends.musubi.estimator.shapes import GIB, ModelShape
 from kura.backends.musubi.estimator.tokens import BucketTokens
 from kura.planning.gpus import GpuClass
 
-__all__ = ["MFU_HALF_TOKENS", "MFU_MAX", "StepTime", "mfu", "step_time"]
+__all__ = [
+    "MFU_HALF_TOKENS",
+    "MFU_MAX",
+    "StepTime",
+    "forward_flops",
+    "forward_seconds",
+    "mfu",
+    "step_time",
+]
 
 MFU_MAX = 0.5
 """Utilisation ceiling for large token counts on one GPU (vram.md §4.7: 0.3-0.5)."""
@@ -78,9 +86,25 @@ def mfu(tokens_per_micro_batch: float) -> float:
 def step_flops(shape: ModelShape, config: EstimateConfig, tokens: BucketTokens) -> float:
     """FLOPs of one micro-step on the bucket ``tokens``, block list by block list."""
     checkpointed = config.gradient_checkpointing != "off"
-    linear_mult = 6 if checkpointed else 4
-    attention_mult = 18 if checkpointed else 14
-    lora_mult = 8 if checkpointed else 6
+    if checkpointed:
+        return _flops(shape, config, tokens, (6, 18, 8), config.micro_batch)
+    return _flops(shape, config, tokens, (4, 14, 6), config.micro_batch)
+
+
+def forward_flops(shape: ModelShape, config: EstimateConfig, tokens: BucketTokens) -> float:
+    """FLOPs of one inference forward pass of one sample: Linear ``2 P T``, attention
+    ``4 T^2 h``, LoRA ``2 P_l T`` (the forward terms of :func:`step_flops`)."""
+    return _flops(shape, config, tokens, (2, 4, 2), 1)
+
+
+def _flops(
+    shape: ModelShape,
+    config: EstimateConfig,
+    tokens: BucketTokens,
+    multipliers: tuple[int, int, int],
+    micro_batch: int,
+) -> float:
+    linear_mult, attention_mult, lora_mult = multipliers
     all_linear = sum(group.count * group.lin_params for group in shape.groups)
     lora_per_linear = lora_params(shape, config.rank) / all_linear
     flops = 0.0
@@ -91,8 +115,29 @@ def step_flops(shape: ModelShape, config: EstimateConfig, tokens: BucketTokens) 
         block += attention_mult * seen * seen * shape.hidden
         if not shape.text_joint and group.sees != "text":
             block += attention_mult * seen * tokens.text_tokens * shape.hidden
-        flops += group.count * block * config.micro_batch
+        flops += group.count * block * micro_batch
     return flops
+
+
+def forward_seconds(
+    shape: ModelShape,
+    config: EstimateConfig,
+    tokens: BucketTokens,
+    memory: MemoryBreakdown,
+    gpu: GpuClass,
+) -> float:
+    """Seconds of one inference forward pass: compute at the utilisation of its tokens, one
+    fp8 dequantisation of every Linear weight, and the swapped blocks streamed in once
+    (``switch_block_swap_for_inference``: forward only), exposed beyond the compute."""
+    compute = forward_flops(shape, config, tokens) / (gpu.bf16_tflops * 1e12 * mfu(tokens.sequence))
+    dequant = 0.0
+    if config.fp8 != "none":
+        linear_params = sum(group.count * group.lin_params for group in shape.groups)
+        dequant = 3 * linear_params / (gpu.memory_bandwidth_gbs * 1e9)
+    link = gpu.pcie_gbs * 1e9
+    rate = link if (config.pinned_swap or config.swap_h2d_only) else link * UNPINNED_LINK_FACTOR
+    transfer = (memory.swapped_gib - memory.ring_gib) * GIB / rate if memory.swapped_gib else 0.0
+    return compute + dequant + max(0.0, transfer - compute)
 
 
 def step_time(

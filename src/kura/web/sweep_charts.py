@@ -1,0 +1,265 @@
+"""A sweep's charts as inline SVG drawn on the server: the objective per trial (with the
+best so far), parameter importance as bars, and parallel coordinates (params → objective).
+
+Like :mod:`kura.web.charts`: no script and no external asset, CSS classes for colour, a
+``<title>`` for screen readers, every text and attribute escaped (parameter values and
+names come from files a user or a trainer wrote). Log-distributed axes are drawn on a log
+scale, choice axes as evenly spaced categories.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from kura.sweep.report import Importance, TrialRow
+from kura.sweep.space import CheckedAxis
+
+__all__ = ["PcAxis", "importance_bars", "objective_chart", "parallel_coordinates", "pc_axes"]
+
+HEIGHT = 260
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 28, 44
+PC_WIDTH = 1100
+PC_RIGHT = 72
+MIN_AXIS_GAP = 140
+
+
+def _number(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) < 1e-3 or abs(value) >= 1e5:
+        return f"{value:.2e}"
+    return f"{value:.4g}"
+
+
+def _label(value: Any) -> str:
+    return _number(value) if isinstance(value, float) else str(value)
+
+
+def _open_svg(width: int, height: int, title: str, kind: str) -> list[str]:
+    return [
+        f'<svg class="chart {kind}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+    ]
+
+
+def objective_chart(rows: Sequence[TrialRow], *, width: int = 640) -> str:
+    """Each scored trial's objective against its number (dots), and the best so far (a
+    step line); lower is better."""
+    scored = sorted((r for r in rows if r.objective is not None), key=lambda r: r.number)
+    if not scored:
+        return '<p class="empty">No trial has an objective yet.</p>'
+    values = [float(r.objective or 0.0) for r in scored]
+    numbers = [r.number for r in scored]
+    x_low, x_high = min(numbers), max(numbers)
+    y_low, y_high = min(values), max(values)
+    if y_low == y_high:
+        pad = abs(y_low) * 0.1 or 1.0
+        y_low, y_high = y_low - pad, y_high + pad
+    plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(number: float) -> float:
+        span = x_high - x_low
+        return LEFT + (plot_w * (number - x_low) / span if span else plot_w / 2)
+
+    def y(value: float) -> float:
+        return TOP + plot_h * (1 - (value - y_low) / (y_high - y_low))
+
+    parts = _open_svg(width, HEIGHT, "Objective per trial (lower is better)", "objective")
+    parts.append(f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
+    for i in range(5):
+        tick = y_low + (y_high - y_low) * i / 4
+        ty = y(tick)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
+            f'<text class="tick" x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
+            f"{escape(_number(tick))}</text>"
+        )
+    for number in sorted(set(numbers)):
+        parts.append(
+            f'<text class="tick" x="{x(number):.1f}" y="{TOP + plot_h + 16}" '
+            f'text-anchor="middle">{number}</text>'
+        )
+    parts.append(
+        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" '
+        'text-anchor="middle">trial</text>'
+    )
+    best = math.inf
+    steps: list[str] = []
+    for row, value in zip(scored, values, strict=True):
+        if value < best:
+            if steps:
+                steps.append(f"{x(row.number):.1f},{y(best):.1f}")
+            best = value
+        steps.append(f"{x(row.number):.1f},{y(best):.1f}")
+    parts.append(f'<polyline class="series series-1 best-so-far" points="{" ".join(steps)}"/>')
+    for row, value in zip(scored, values, strict=True):
+        parts.append(
+            f'<circle class="series-dot series-0 trial-dot" data-trial="{row.number}" '
+            f'cx="{x(row.number):.1f}" cy="{y(value):.1f}" r="4">'
+            f"<title>trial {row.number}: {escape(_number(value))}</title></circle>"
+        )
+    for index, name in enumerate(("objective", "best so far")):
+        lx = LEFT + 8 + 130 * index
+        parts.append(
+            f'<rect class="swatch series-{index}" x="{lx}" y="{TOP - 18}" width="12" height="4"/>'
+            f'<text class="legend" x="{lx + 16}" y="{TOP - 12}">{name}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def importance_bars(importance: Importance, *, width: int = 640) -> str:
+    """One bar per parameter (share of the importance, largest first), or the report's
+    note as text when it was not computed."""
+    if not importance.computed:
+        return f'<p class="empty">{escape(importance.note)}</p>'
+    items = sorted(importance.values.items(), key=lambda kv: -kv[1])
+    label_w, bar_h, gap = 220, 18, 8
+    height = TOP + len(items) * (bar_h + gap) + 8
+    plot_w = width - label_w - RIGHT - 56
+    top = max(v for _, v in items) or 1.0
+    parts = _open_svg(width, height, f"Parameter importance ({importance.note})", "importance")
+    for index, (key, value) in enumerate(items):
+        by = TOP + index * (bar_h + gap)
+        bar = plot_w * value / top
+        parts.append(
+            f'<text class="legend" x="{label_w - 8}" y="{by + bar_h - 4}" text-anchor="end">'
+            f"{escape(key)}</text>"
+            f'<rect class="bar series-{index % 4}" data-param="{escape(key)}" '
+            f'data-value="{value:.6g}" x="{label_w}" y="{by}" width="{bar:.1f}" '
+            f'height="{bar_h}"/>'
+            f'<text class="tick" x="{label_w + bar + 6:.1f}" y="{by + bar_h - 4}">'
+            f"{value:.1%}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class PcAxis:
+    """One vertical axis of the parallel-coordinates plot: a parameter (or the objective)
+    with its scale and where each value lands (0 bottom … 1 top)."""
+
+    key: str
+    scale: str  # "linear", "log" or "categorical"
+    low: float = 0.0
+    high: float = 1.0
+    categories: tuple[Any, ...] = ()
+
+    def position(self, value: Any) -> float | None:
+        if self.scale == "categorical":
+            if value not in self.categories:
+                return None
+            return (self.categories.index(value) + 0.5) / len(self.categories)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if self.scale == "log":
+            if value <= 0:
+                return None
+            low, high, v = math.log10(self.low), math.log10(self.high), math.log10(value)
+        else:
+            low, high, v = self.low, self.high, float(value)
+        return 0.5 if high == low else (v - low) / (high - low)
+
+    def ticks(self) -> list[tuple[float, str]]:
+        if self.scale == "categorical":
+            return [(self.position(c) or 0.0, _label(c)) for c in self.categories]
+        if self.scale == "log":
+            first, last = math.ceil(math.log10(self.low)), math.floor(math.log10(self.high))
+            marks = [10.0**p for p in range(first, last + 1)]
+            if len(marks) < 2:
+                marks = [self.low, self.high]
+            return [(self.position(m) or 0.0, _number(m)) for m in marks]
+        if self.low == self.high:
+            return [(0.5, _number(self.low))]
+        return [
+            (i / 4, _number(self.low + (self.high - self.low) * i / 4)) for i in range(5)
+        ]
+
+
+def _numeric_axis(key: str, values: list[float], log: bool, low: float | None,
+                  high: float | None) -> PcAxis:
+    span = [v for v in (low, high, *values) if v is not None and (v > 0 or not log)]
+    lo, hi = (min(span), max(span)) if span else (0.0, 1.0)
+    return PcAxis(key, "log" if log else "linear", float(lo), float(hi))
+
+
+def pc_axes(axes: Sequence[CheckedAxis], rows: Sequence[TrialRow]) -> list[PcAxis]:
+    """An axis per space axis (its range widened to any value a trial took, e.g. a warm
+    start), then the objective."""
+    out = []
+    for axis in axes:
+        taken = [r.params[axis.key] for r in rows if axis.key in r.params]
+        if axis.kind == "choice":
+            extra = [v for v in taken if v not in axis.choices]
+            unique = list(dict.fromkeys(extra))
+            out.append(PcAxis(axis.key, "categorical", categories=(*axis.choices, *unique)))
+        else:
+            numbers = [float(v) for v in taken if isinstance(v, int | float)]
+            out.append(_numeric_axis(axis.key, numbers, axis.log, axis.low, axis.high))
+    objectives = [float(r.objective) for r in rows if r.objective is not None]
+    out.append(_numeric_axis("objective", objectives, False, None, None))
+    return out
+
+
+def parallel_coordinates(
+    axes: Sequence[CheckedAxis], rows: Sequence[TrialRow], *, best: int | None = None
+) -> str:
+    """One polyline per complete trial across the space's axes to its objective; the best
+    trial drawn on top in its own colour."""
+    complete = [r for r in rows if r.complete and r.objective is not None]
+    if not complete:
+        return '<p class="empty">No complete trial yet.</p>'
+    pcs = pc_axes(axes, complete)
+    gap = max(MIN_AXIS_GAP, (PC_WIDTH - LEFT - 20 - PC_RIGHT) // (len(pcs) - 1))
+    width = LEFT + 20 + gap * (len(pcs) - 1) + PC_RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+
+    def ax(index: int) -> float:
+        return LEFT + 20 + gap * index
+
+    def ay(fraction: float) -> float:
+        return TOP + plot_h * (1 - fraction)
+
+    parts = _open_svg(width, HEIGHT, "Parallel coordinates: parameters → objective", "parallel")
+    ordered = sorted(complete, key=lambda r: (r.number == best, -(r.objective or 0.0)))
+    for row in ordered:
+        points = []
+        for index, pc in enumerate(pcs):
+            value = row.objective if pc.key == "objective" and index == len(pcs) - 1 else (
+                row.params.get(pc.key)
+            )
+            fraction = pc.position(value)
+            if fraction is not None:
+                points.append(f"{ax(index):.1f},{ay(fraction):.1f}")
+        kind = "pc-trial pc-best" if row.number == best else "pc-trial"
+        parts.append(
+            f'<polyline class="{kind}" data-trial="{row.number}" points="{" ".join(points)}">'
+            f"<title>trial {row.number}: objective {escape(_number(row.objective or 0.0))}"
+            "</title></polyline>"
+        )
+    for index, pc in enumerate(pcs):
+        x = ax(index)
+        parts.append(f'<g class="pc-axis" data-axis="{escape(pc.key)}" data-scale="{pc.scale}">')
+        parts.append(f'<line class="axis-line" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" '
+                     f'y2="{TOP + plot_h}"/>')
+        for fraction, text in pc.ticks():
+            ty = ay(fraction)
+            parts.append(
+                f'<line class="axis-line" x1="{x - 3:.1f}" x2="{x + 3:.1f}" y1="{ty:.1f}" '
+                f'y2="{ty:.1f}"/><text class="tick" x="{x + 6:.1f}" y="{ty + 4:.1f}">'
+                f"{escape(text)}</text>"
+            )
+        name = pc.key.removeprefix("training.")
+        suffix = " (log)" if pc.scale == "log" else ""
+        parts.append(
+            f'<text class="axis" x="{x:.1f}" y="{HEIGHT - 18}" text-anchor="middle">'
+            f"{escape(name + suffix)}</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
