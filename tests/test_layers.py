@@ -1,10 +1,9 @@
 """The package layers, pinned by reading every module's imports (no import is executed).
 
 Above the seam nothing imports a trainer package; below it nothing imports the layers that
-use it. ``MUSUBI_DEBT`` names the modules still tied to one trainer on purpose (KohakuMoss's
-environment install); a new one fails this test. ``kura doctor``, ``kura image build`` and
-``kura estimate`` dispatch through the registry (the backends' ``doctor``, ``image`` and
-``estimate`` verbs) and are no longer on it.
+use it. ``kura doctor``, ``kura image build``, ``kura estimate`` and ``kura backend
+list|install`` dispatch through the registry (the backends' ``doctor``, ``image``,
+``estimate`` and ``setup`` verbs), so no module above the seam is exempt.
 """
 
 from __future__ import annotations
@@ -25,9 +24,6 @@ BELOW = {
     "planning": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
     "backends": ("kura.runs", "kura.execution.executors", "kura.cli", "kura.web"),
 }
-MUSUBI_DEBT = {"cli/backend.py"}
-"""Modules tied to one trainer on purpose: ``cli/backend.py`` makes KohakuMoss's venv
-(`kura backend install kohakumoss`)."""
 
 
 def imports(path: Path) -> set[str]:
@@ -49,7 +45,6 @@ def test_nothing_above_the_seam_imports_a_trainer(package: str) -> None:
     offenders = {
         str(path.relative_to(SRC)): sorted(i for i in imports(path) if i.startswith(TRAINERS))
         for path in modules(package)
-        if str(path.relative_to(SRC)) not in MUSUBI_DEBT
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
@@ -75,12 +70,6 @@ def test_trainer_packages_do_not_import_each_other() -> None:
             for path in modules(package)
         }
         assert {k: v for k, v in offenders.items() if v} == {}
-
-
-def test_the_debt_list_is_still_true() -> None:
-    """A module on the debt list that no longer imports Musubi must leave the list."""
-    for name in MUSUBI_DEBT:
-        assert any(i.startswith(TRAINERS) for i in imports(SRC / name)), name
 
 
 def test_command_modules_do_not_import_the_entry_point() -> None:

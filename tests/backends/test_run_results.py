@@ -89,7 +89,8 @@ def test_status_is_typed_and_the_cli_writes_its_document(ran) -> None:  # type: 
     assert status.state is not None and status.state.status == "succeeded"
     assert isinstance(status.progress, StepProgress)
     assert (status.progress.step, status.progress.total, status.progress.fraction) == (5, 5, 1.0)
-    assert status.scalars == {}  # the toy writes no TensorBoard events
+    # the loss series comes from the toy's loss_history (its own log lines)
+    assert status.scalars == {"loss": (5, status.progress.loss)}
     assert [step.command for step in status.next] == [
         f'kura run evaluate {run_id} --rating N --notes "…"',
         f"kura export {run_id}",
@@ -178,7 +179,7 @@ def test_list_logs_and_cancel_are_typed(ran) -> None:  # type: ignore[no-untyped
     stopped = cancel(ws, run_id)  # a finished run is returned unchanged
     assert isinstance(stopped, CancelResult) and stopped.state.status == "succeeded"
     cancelled = _cli(ws, "run", "cancel", run_id)
-    assert cancelled == _same_json(stopped) and list(cancelled) == ["kind", "run", "state"]
+    assert cancelled == _same_json(stopped) and list(cancelled) == ["kind", "run", "state", "next"]
     assert set(cancelled["state"]) == STATE_KEYS  # type: ignore[arg-type]
 
 
@@ -202,6 +203,7 @@ def test_export_through_the_seam_is_a_lora_export(ran) -> None:  # type: ignore[
         "modules",
         "unmapped",
         "metadata",
+        "next",
     ]
     assert document["kind"] == "lora-export" and document["copied"] is True
     assert Path(str(document["out"])).read_bytes() == Path(str(document["source"])).read_bytes()

@@ -75,8 +75,17 @@ def test_the_toy_trainer_walks_the_whole_path(toy_ws: Workspace) -> None:
     again = relaunch_run(toy_ws, run_id, detach=False).state
     assert again.status == "succeeded", again
     assert [s.status for s in again.steps] == ["skipped", "succeeded"]
-    progress = run_status(toy_ws, run_id).progress
+    status = run_status(toy_ws, run_id)
+    progress = status.progress
     assert progress is not None and (progress.step, progress.total) == (5, 5)
+    # the loss comes from the backend's loss_history: attempt 1 ran out of memory before
+    # its first step, so only attempt 2 has a line (from its own log, not Musubi's files)
+    assert status.scalars == {"loss": (5, progress.loss)}
+    from kura.execution.attempts import attempt_refs, run_attempts
+
+    run_dir = toy_ws.run_dir(run_id)
+    history = get_backend("toy-trainer").loss_history(run_dir, attempt_refs(run_attempts(run_dir)))
+    assert [(a.attempt, len(a.points)) for a in history.attempts] == [(2, 5)]
     assert (toy_ws.run_dir(run_id) / "output" / "toy-lora.safetensors").is_file()
     evaluate_run(toy_ws, run_id, rating=4, notes="toy likeness fine")
     assert "toy likeness fine" in (toy_ws.run_dir(run_id) / "notes.md").read_text()

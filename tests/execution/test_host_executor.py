@@ -16,12 +16,12 @@ from run_helpers import make_spec, pid_gone, wait_until
 from safetensors.numpy import load_file
 
 from kura.backends.musubi.progress import tail_progress
+from kura.backends.musubi.tensorboard import read_scalars
 from kura.errors import LockBusy, UsageError
 from kura.execution import (
     HostExecutor,
     cancel_run,
     launch,
-    read_scalars,
     read_state,
     refresh_state,
     step_log,
@@ -333,12 +333,20 @@ def test_run_summary_is_json_ready(tmp_path: Path) -> None:
 
     spec = make_spec(tmp_path)
     launch(spec, foreground=True)
+    from kura.backends.musubi.backend import BACKEND
+    from kura.execution.summary import ema
+
+    # Musubi's --logging_dir is the run's logs/ (the fake writes to tb/: move it there)
+    (spec.run_dir / "tb").rename(spec.run_dir / "logs" / "tb")
     summary = run_summary(
-        spec.run_dir, progress=tail_progress, logging_dir=spec.run_dir / "tb"
+        spec.run_dir, progress=tail_progress, loss_history=BACKEND.loss_history
     ).to_dict()
     json.dumps(summary)
     assert summary["state"]["status"] == "succeeded"
     assert summary["progress"]["step"] == 6
     assert summary["progress"]["fraction"] == 1.0
+    assert summary["scalars"]["loss/current"][0] == 6
     assert summary["scalars"]["loss/epoch"][0] == 2
-    assert summary["progress"]["loss_ema"] > 0
+    assert summary["scalars"]["lr/unet"][1] == pytest.approx(1e-4)
+    losses = read_scalars(spec.run_dir / "logs")["loss/current"]
+    assert summary["progress"]["loss_ema"] == pytest.approx(ema(v for _, v in losses))

@@ -19,6 +19,10 @@ def _json(*argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
     return code, json.loads(out.getvalue())
 
 
+def _commands(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    return [step["command"] for step in doc["next"]]
+
+
 def test_the_cli_does_not_import_optuna_at_start_up() -> None:
     probe = (
         "import sys; from kura.cli.main import main; main(['sweep', '--help']); "
@@ -39,14 +43,19 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     sweep_id = created["id"]
     code, error = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie")
     assert code == 1 and "not approved" in error["error"]["message"]
-    assert _json("-w", root, "sweep", "plan", sweep_id, "--gpu", "h100-pcie")[0] == 0
-    assert _json("-w", root, "sweep", "approve", sweep_id)[0] == 0
+    code, plan = _json("-w", root, "sweep", "plan", sweep_id, "--gpu", "h100-pcie")
+    assert code == 0 and _commands(plan) == [f"kura sweep approve {sweep_id}"]
+    code, approval = _json("-w", root, "sweep", "approve", sweep_id)
+    assert code == 0 and _commands(approval) == [f"kura sweep worker {sweep_id}"]
     code, worker = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie",
                          "--seed", "5")
     assert code == 0 and len(worker["trials"]) == 2, worker
+    assert _commands(worker) == [f"kura sweep status {sweep_id}", f"kura sweep report {sweep_id}"]
     code, status = _json("-w", root, "sweep", "status", sweep_id)
     assert code == 0 and len(status["rows"]) == 2
+    assert _commands(status) == [f"kura sweep report {sweep_id}"]  # both trials are done
     code, report = _json("-w", root, "sweep", "report", sweep_id)
     assert code == 0 and report["best"] is not None
+    assert _commands(report)[0] == f"kura sweep promote {sweep_id}"
     code, missing = _json("-w", root, "sweep", "status", "sw-nope")
     assert code == 6 and "kura sweep new" in missing["error"]["hint"]

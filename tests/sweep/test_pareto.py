@@ -116,6 +116,13 @@ def test_a_pareto_sweep_reports_its_front_and_promotes_the_chosen_trial(
     assert main(["-w", str(ws.root), "sweep", "report", sweep_id], stdout=out) == 0
     assert f"front: trial {min(front)} loss" in out.getvalue()
     out = io.StringIO()
+    assert main(["--json", "-w", str(ws.root), "sweep", "report", sweep_id], stdout=out) == 0
+    steps = [s["command"] for s in json.loads(out.getvalue())["next"]]
+    assert steps[:-1] == [
+        f"kura sweep promote {sweep_id} --trial {r['number']}" for r in report["pareto_front"]
+    ]
+    assert steps[-1].startswith(f"kura sweep collect {sweep_id}")
+    out = io.StringIO()
     assert main(["--json", "-w", str(ws.root), "sweep", "promote", sweep_id], stdout=out) == 2
     assert "--trial N" in json.loads(out.getvalue())["error"]["hint"]
     with pytest.raises(UsageError, match="trial 0 is not on the front"):
@@ -153,6 +160,11 @@ def test_a_trial_the_judge_did_not_score_is_told_failed_and_says_why(
     assert [t.state.name for t in study.get_trials()] == ["FAIL", "FAIL"]
     report = sweep_report(ws, sweep_id)
     assert report["unscored"] == [0, 1] and report["pareto_front"] == []
+    out = io.StringIO()
+    assert main(["--json", "-w", str(ws.root), "sweep", "report", sweep_id], stdout=out) == 0
+    assert [s["command"] for s in json.loads(out.getvalue())["next"]] == [
+        f"kura sweep worker {sweep_id}"
+    ]
     assert sweep_status(ws, sweep_id)["counts"] == {"unscored": 2}
     with pytest.raises(CheckFailed, match="no completed trial on its Pareto front"):
         promote_winner(ws, sweep_id, trial=0)

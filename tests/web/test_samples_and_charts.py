@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from kura.backends.base import StepProgress
+from kura.backends.base import AttemptLoss, LossHistory, LossPoint, StepProgress
 from kura.errors import UsageError
 from kura.execution.state import RunState
 from kura.runs.results import RunStatus
-from kura.web.charts import MAX_POINTS, line_chart, loss_series, lr_series
+from kura.web.charts import MAX_POINTS, attempt_loss_series, line_chart, lr_series
 from kura.web.samples import Point, parse_sample_name, parse_side, prompt_lines, prompt_text
 from kura.web.views import display_progress, json_safe
 
@@ -81,9 +81,19 @@ def test_chart_without_points_says_so_and_long_series_are_thinned() -> None:
 
 
 def test_series_selection() -> None:
-    scalars = {"loss/current": [(1, 1.0)], "loss/epoch": [(1, 1.0)], "lr/group0": [(1, 1e-4)]}
-    assert list(loss_series(scalars)) == ["loss/current"]
-    assert list(lr_series(scalars)) == ["lr/group0"]
+    logged = AttemptLoss(
+        2,
+        (LossPoint(1, 1.0), LossPoint(2, 0.5)),
+        learning_rates={"lr/group0": ((1, 1e-4),), "lr/empty": ()},
+        others={"loss/epoch": ((1, 1.0),)},
+    )
+    silent = AttemptLoss(1, (), learning_rates={"lr/group0": ((1, 1e-4),)})
+    smoothed, raw = attempt_loss_series(LossHistory("loss/current", "test", (silent, logged)))
+    assert list(smoothed) == list(raw) == ["attempt 2 (EMA)"]  # one line per attempt with a loss
+    assert raw["attempt 2 (EMA)"] == [(1, 1.0), (2, 0.5)]
+    assert smoothed["attempt 2 (EMA)"] == [(1, 1.0), (2, pytest.approx(0.95))]
+    assert list(lr_series(logged)) == ["lr/group0"]
+    assert lr_series(None) == {}
 
 
 def test_progress_display_and_json_without_nan() -> None:

@@ -16,7 +16,7 @@ variables it needs passed through, and the executor reads them at start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AidChoice",
+    "AttemptLoss",
+    "AttemptRef",
     "Backend",
     "ClipFact",
     "CompileInputs",
@@ -50,6 +52,8 @@ __all__ = [
     "ImportedRun",
     "Importer",
     "LoraExport",
+    "LossHistory",
+    "LossPoint",
     "MemoryAid",
     "Mount",
     "OutputLayout",
@@ -63,6 +67,8 @@ __all__ = [
     "StepKind",
     "StepProgress",
     "TrainerFacts",
+    "TrainerSetup",
+    "attempt_at",
 ]
 
 StepKind = Literal["prepare", "cache", "train", "sample"]
@@ -524,6 +530,85 @@ class OutputLayout:
 
 
 @dataclass(frozen=True)
+class AttemptRef:
+    """One attempt of a run, as a backend credits the trainer's loss files to it.
+
+    ``folder`` is where the attempt's own files are: the run folder for the current
+    attempt, ``attempts/<n>/`` for an archived one (its ``logs/``, and its ``output/`` when a
+    relaunch moved that). ``started`` is when it began (Unix seconds; None when unknown).
+    Files an earlier attempt left in the run folder (a resume keeps ``output/``, TensorBoard
+    folders stay in ``logs/``) are credited by their time with :func:`attempt_at`."""
+
+    number: int
+    started: float | None
+    current: bool
+    folder: Path
+
+
+def attempt_at(
+    attempts: Sequence[AttemptRef], when: float | None, default: AttemptRef | None = None
+) -> AttemptRef | None:
+    """The attempt that was running at ``when`` (Unix seconds): the last one that started
+    by then (a second's tolerance: the trainer's clock and the supervisor's), else the
+    first. ``default`` (else None) when ``when`` is unknown or there are no attempts."""
+    if when is None or not attempts:
+        return default
+    owner = attempts[0]
+    for attempt in attempts:
+        if attempt.started is not None and attempt.started <= when + 1:
+            owner = attempt
+    return owner
+
+
+@dataclass(frozen=True)
+class LossPoint:
+    """One logged training step: its raw loss (NaN or infinite when the trainer logged a
+    diverged step) and, when the trainer records it, its wall time (Unix seconds)."""
+
+    step: int
+    loss: float
+    wall_time: float | None = None
+
+
+Series = tuple[tuple[int, float], ...]
+"""(step, value) pairs, by step."""
+
+
+@dataclass(frozen=True)
+class AttemptLoss:
+    """The loss one attempt logged, read from the trainer's own files.
+
+    ``points`` are the raw per-step training loss by step; ``learning_rates`` every
+    learning-rate series the trainer logged (its names: ``lr/unet``, ``learning_rate``);
+    ``others`` the trainer's other scalars (``loss/average``, ``grad_norm``); ``sources``
+    the files read."""
+
+    attempt: int
+    points: tuple[LossPoint, ...]
+    learning_rates: Mapping[str, Series] = field(default_factory=dict)
+    others: Mapping[str, Series] = field(default_factory=dict)
+    sources: tuple[Path, ...] = ()
+
+    @property
+    def series(self) -> Series:
+        return tuple((point.step, point.loss) for point in self.points)
+
+
+@dataclass(frozen=True)
+class LossHistory:
+    """Every attempt's training loss (oldest first; an attempt that logged nothing is left
+    out). ``metric`` names the loss as the trainer's files do (``loss/current`` in
+    TensorBoard, ``loss/loss`` in ``loss_log.db``) and ``source`` where the backend reads it."""
+
+    metric: str
+    source: str
+    attempts: tuple[AttemptLoss, ...] = ()
+
+    def of(self, number: int) -> AttemptLoss | None:
+        return next((a for a in self.attempts if a.attempt == number), None)
+
+
+@dataclass(frozen=True)
 class ImportedRun:
     """A run made outside Kura (the trainer's own job and logs), read as evidence.
 
@@ -579,6 +664,25 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return not any(f.status == "fail" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class TrainerSetup:
+    """How the trainer gets onto this machine (``kura backend list|install``). ``how`` says
+    it in one sentence; ``path`` is where Kura installs or finds it (None when it lives in an
+    image or a checkout the person names); ``present`` whether it is there (None: Kura cannot
+    tell without starting it); ``install`` the argv lists ``kura backend install`` runs, in
+    order, with ``python`` the interpreter that makes it and ``size`` what it costs (empty:
+    Kura installs nothing for this trainer, and ``how`` says what to do instead)."""
+
+    backend: str
+    how: str
+    present: bool | None
+    path: Path | None = None
+    source: str | None = None
+    python: str | None = None
+    install: tuple[tuple[str, ...], ...] = ()
+    size: str | None = None
 
 
 @dataclass(frozen=True)
@@ -745,6 +849,12 @@ class Backend(Protocol):
         """Progress of a step from its log file."""
         ...
 
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """Each attempt's training loss (and learning rates) from the trainer's own files
+        under ``run_dir`` (the run page's chart, ``kura run status``'s loss EMA); empty
+        series, never an error, before the trainer logged anything."""
+        ...
+
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         """Whether a step that exited with ``exit_code`` was stopped (an interrupt the
         trainer caught and exited 0 on) rather than finished: recorded as a cancel."""
@@ -762,6 +872,11 @@ class Backend(Protocol):
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
         """``kura doctor NAME``: this machine's setup for the trainer (its image, its
         environment, the GPU it sees), each finding with its fix. Only looks."""
+        ...
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """How the trainer is installed here and, where Kura installs it, the commands that
+        do (``python`` makes the environment; None: Kura's own). Only looks."""
         ...
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:

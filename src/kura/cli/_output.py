@@ -25,6 +25,7 @@ __all__ = [
     "Document",
     "Output",
     "ProgressFn",
+    "and_next",
     "escape_markup",
     "escape_value",
     "finite_json",
@@ -145,6 +146,18 @@ class Output:
                 bar.update(task, completed=done, total=total)
 
             yield update
+
+
+def and_next(render: Renderer) -> Renderer:
+    """``render``, then the document's ``next`` as people read it: one ``next:`` line per
+    step (the command to run, and why), the same steps ``--json`` carries."""
+
+    def both(console: Console, document: dict[str, Any]) -> None:
+        render(console, document)
+        for step in document.get("next") or []:
+            console.print(f"next: `{step['command']}` — {step['why']}", soft_wrap=True)
+
+    return both
 
 
 def finite_json(value: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -101,7 +101,9 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
         report = inspect_target(
             state.workspace, target, resolution=parse_resolution(resolution), progress=progress
         )
-    state.out.result(report, render_inspection)
+    from kura.cli.nexts import after_inspection, with_next
+
+    state.out.result(with_next(report, after_inspection(report)), and_next(render_inspection))
 
 
 @dataset_group.command("set")
@@ -110,10 +112,11 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
 @click.pass_obj
 def set_command(state: AppState, name: str, assignments: tuple[str, ...]) -> None:
     """Record intent, e.g. `kura dataset set myaku intent.task=character intent.trigger=myaku`."""
+    from kura.cli.nexts import after_dataset_set, with_next
     from kura.dataset.registry import set_dataset_values
 
     doc = set_dataset_values(state.workspace(), name, list(assignments))
-    state.out.result(doc, _render_set)
+    state.out.result(with_next(doc, after_dataset_set(doc)), and_next(_render_set))
 
 
 def _render_set(console: Console, doc: dict[str, Any]) -> None:
@@ -154,9 +157,11 @@ def _render_validation(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def list_command(state: AppState) -> None:
     """List the datasets registered in this workspace."""
+    from kura.cli.nexts import after_dataset_list, with_next
     from kura.dataset.registry import list_datasets
 
-    state.out.result(list_datasets(state.workspace()), _render_list)
+    doc = list_datasets(state.workspace())
+    state.out.result(with_next(doc, after_dataset_list(doc)), and_next(_render_list))
 
 
 def _render_list(console: Console, doc: dict[str, Any]) -> None:

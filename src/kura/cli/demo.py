@@ -7,6 +7,7 @@ from typing import TextIO, cast
 
 import click
 
+from kura.cli._output import and_next
 from kura.cli.state import AppState
 
 __all__ = ["demo_command"]
@@ -41,11 +42,15 @@ def demo_command(state: AppState, directory: Path | None) -> None:
         "workspace": str(log.root / "workspace"),
         "steps": [s.to_dict() for s in log.steps],
     }
+    from kura.cli.nexts import after_demo, with_next
+
     out.result(
-        doc,
-        lambda console, d: console.print(
-            f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
-            f"`kura --workspace {d['workspace']} dataset list`"
+        with_next(doc, after_demo(doc)),
+        and_next(
+            lambda console, d: console.print(
+                f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
+                f"`kura --workspace {d['workspace']} dataset list`"
+            ),
         ),
     )
 

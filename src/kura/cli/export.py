@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kura.cli._output import and_next
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -72,10 +73,17 @@ def export_command(
 
     workspace = state.workspace()
     spec, _ = load_run(workspace, run_id)
+    from kura.cli._output import escape_value
+    from kura.cli.nexts import after_export, with_next
+
     exported = get_backend(spec.backend.name).export(
         workspace, run_id, epoch=epoch, fmt=fmt, out=out
     )
-    state.out.result(exported, _render_export)
+    document = exported.to_dict()
+    state.out.result(
+        with_next(document, after_export(document)),
+        and_next(lambda console, _doc: _render_export(console, escape_value(exported))),
+    )
 
 
 @export_group.command("merge-ema")
@@ -85,9 +93,11 @@ def export_command(
 @click.pass_obj
 def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
     """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
+    from kura.cli.nexts import after_ema, with_next
     from kura.export.ema import merge_ema
 
-    state.out.result(merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2), _render_ema)
+    doc = merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2)
+    state.out.result(with_next(doc, after_ema(doc)), and_next(_render_ema))
 
 
 def _render_export(console: Console, exported: LoraExport) -> None:

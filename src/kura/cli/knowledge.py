@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -88,8 +88,13 @@ def promote_command(
     doc = promote_run(
         state.workspace(), run_id, architecture=architecture, task=task, epoch=epoch, step=step
     )
+    from kura.cli.nexts import after_knowledge_promote, with_next
+
     state.out.result(
-        doc, lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values")
+        with_next(doc, after_knowledge_promote(doc)),
+        and_next(
+            lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values"),
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -65,8 +65,10 @@ def check_command(
             f"{architecture!r}; choose one of {', '.join(ARCHITECTURES)}", param_hint="--arch"
         )
     state: AppState = ctx.obj
+    from kura.cli.nexts import after_model_check, with_next
+
     doc = check_files(list(files), architecture=architecture, role=role)
-    state.out.result(doc, _render_check)
+    state.out.result(with_next(doc, after_model_check(doc)), and_next(_render_check))
     if any("error" in entry for entry in doc["files"]):
         ctx.exit(InvalidInput.exit_code)  # a file is malformed or not safetensors at all
     if not doc["ok"]:
@@ -202,8 +204,10 @@ def fetch_command(ctx: click.Context, bundle_id: str, slots: tuple[str, ...], de
 
     state: AppState = ctx.obj
     models_dir = state.workspace().models_dir if dest == "models" else _models_dir(state)
+    from kura.cli.nexts import after_model_fetch, with_next
+
     doc = fetch_bundle(bundle_id, slots=slots, dest=dest, models_dir=models_dir)
-    state.out.result(doc, _render_fetch)
+    state.out.result(with_next(doc, after_model_fetch(doc)), and_next(_render_fetch))
     if not doc["ok"]:
         ctx.exit(1)
 
@@ -227,8 +231,10 @@ def verify_command(ctx: click.Context, target: str) -> None:
     from kura.models.verify import verify_target
 
     state: AppState = ctx.obj
+    from kura.cli.nexts import after_model_verify, with_next
+
     doc = verify_target(target, models_dir=_models_dir(state))
-    state.out.result(doc, _render_verify)
+    state.out.result(with_next(doc, after_model_verify(doc)), and_next(_render_verify))
     if not doc["ok"]:
         ctx.exit(1)
 
@@ -262,7 +268,10 @@ def lock_command(state: AppState, bundle_id: str, paths: tuple[str, ...]) -> Non
     target = workspace.models_dir / f"{bundle.id}.lock.json"
     with workspace.lock():
         written = write_lock(target, document)
-    state.out.result({**document, "lock_path": str(target), "written": written}, _render_lock)
+    from kura.cli.nexts import after_model_lock, with_next
+
+    doc = {**document, "lock_path": str(target), "written": written}
+    state.out.result(with_next(doc, after_model_lock(doc)), and_next(_render_lock))
 
 
 def _render_lock(console: Console, doc: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -70,10 +70,11 @@ def _render_new(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def compile_command(state: AppState, run_id: str) -> None:
     """Write runs/<id>/compiled/: dataset TOML, exact trainer commands, container, lock."""
+    from kura.cli.nexts import after_compile, with_next
     from kura.runs.compile import compile_in_workspace
 
-    report = compile_in_workspace(state.workspace(), run_id)
-    state.out.result(report.to_dict(), render_compile)
+    doc = compile_in_workspace(state.workspace(), run_id).to_dict()
+    state.out.result(with_next(doc, after_compile(doc)), and_next(render_compile))
 
 
 def render_compile(console: Console, doc: dict[str, Any]) -> None:
@@ -95,11 +96,12 @@ def render_compile(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def estimate_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
     """Peak memory, step time and fit for the run exactly as written."""
+    from kura.cli.nexts import after_run_estimate, with_next
     from kura.cli.planning import render_estimate
     from kura.runs.estimate import estimate_run
 
     doc = estimate_run(state.workspace(), run_id, gpu=gpu_id)
-    state.out.result(doc, render_estimate)
+    state.out.result(with_next(doc, after_run_estimate(doc)), and_next(render_estimate))
 
 
 @run_group.command("plan")
@@ -190,6 +192,11 @@ def _render_state(console: Console, result: LaunchResult | CancelResult) -> None
         f"Run [bold]{result.run}[/]: {run_state.status} (attempt {run_state.attempt}, "
         f"{run_state.executor}) — follow with `kura run watch {result.run}`"
     )
+    from kura.runs.results import CancelResult
+
+    if isinstance(result, CancelResult):
+        for step in result.next:
+            console.print(f"next: `{step.command}` — {step.why}", soft_wrap=True)
 
 
 @run_group.command("status")
@@ -383,10 +390,11 @@ def evaluate_command(
 @click.pass_obj
 def import_aitk_command(state: AppState, path: Path, gpu_id: str | None) -> None:
     """Read an AI-Toolkit job (its YAML and loss_log.db) into a Kura run record."""
+    from kura.cli.nexts import after_import, with_next
     from kura.runs.imported import import_run
 
     document = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
-    state.out.result(document, _render_import)
+    state.out.result(with_next(document, after_import(document)), and_next(_render_import))
 
 
 def _render_import(console: Console, doc: dict[str, Any]) -> None:
@@ -397,4 +405,3 @@ def _render_import(console: Console, doc: dict[str, Any]) -> None:
     )
     for note in doc.get("notes", []):
         console.print(f"- {note}")
-

@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kura.cli._output import new_table
+from kura.cli._output import and_next, new_table
+from kura.cli.nexts import (
+    after_sweep_approve,
+    after_sweep_collect,
+    after_sweep_plan,
+    after_sweep_promote,
+    after_sweep_report,
+    after_sweep_status,
+    after_sweep_worker,
+    with_next,
+)
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -75,7 +85,7 @@ def plan_command(
 
     doc = plan_sweep(state.workspace(), sweep_id, gpu=gpu_id, trials=trials,
                      budget_hours=budget_hours, budget_usd=budget_usd)
-    state.out.result(doc, _render_plan)
+    state.out.result(with_next(doc, after_sweep_plan(doc)), and_next(_render_plan))
 
 
 def _render_plan(console: Console, doc: dict[str, Any]) -> None:
@@ -96,7 +106,10 @@ def approve_command(state: AppState, sweep_id: str) -> None:
     from kura.sweep.envelope import approve_sweep
 
     doc = approve_sweep(state.workspace(), sweep_id)
-    state.out.result(doc, lambda c, d: c.print(f"Sweep [bold]{d['sweep']}[/] approved"))
+    state.out.result(
+        with_next(doc, after_sweep_approve(doc)),
+        and_next(lambda c, d: c.print(f"Sweep [bold]{d['sweep']}[/] approved")),
+    )
 
 
 @sweep_group.command("worker")
@@ -116,7 +129,7 @@ def worker_command(
 
     doc = run_worker(state.workspace(), sweep_id, gpu=gpu_id, storage_url=storage, seed=seed,
                      max_trials=max_trials, lease_seconds=lease_seconds)
-    state.out.result(doc, _render_worker)
+    state.out.result(with_next(doc, after_sweep_worker(doc)), and_next(_render_worker))
 
 
 def _render_worker(console: Console, doc: dict[str, Any]) -> None:
@@ -157,7 +170,7 @@ def status_command(state: AppState, sweep_id: str, storage: str | None) -> None:
         console.print(f"Sweep [bold]{d['sweep']}[/]: {d['counts']}")
         console.print(_table(d["rows"]))
 
-    state.out.result(doc, render)
+    state.out.result(with_next(doc, after_sweep_status(doc)), and_next(render))
 
 
 @sweep_group.command("report")
@@ -183,7 +196,7 @@ def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
                           f"({d['best_interval_note']})")
         console.print(f"importance: {d['importance'] or d['importance_note']}")
 
-    state.out.result(doc, render)
+    state.out.result(with_next(doc, after_sweep_report(doc)), and_next(render))
 
 
 @sweep_group.command("promote")
@@ -197,7 +210,10 @@ def promote_command(state: AppState, sweep_id: str, task: str | None, trial: int
     from kura.sweep.report import promote_winner
 
     doc = promote_winner(state.workspace(), sweep_id, section=task, trial=trial)
-    state.out.result(doc, lambda c, d: c.print(f"{d['card']} ## {d['section']}: {d['added']}"))
+    state.out.result(
+        with_next(doc, after_sweep_promote(doc)),
+        and_next(lambda c, d: c.print(f"{d['card']} ## {d['section']}: {d['added']}")),
+    )
 
 
 @sweep_group.command("collect")
@@ -213,4 +229,7 @@ def collect_command(
     from kura.sweep.collect import collect_sweep
 
     doc = collect_sweep(state.workspace(), sweep_id, sources=list(sources), storage_url=storage)
-    state.out.result(doc, lambda c, d: c.print(f"Sweep {d['sweep']}: {d['counts']}"))
+    state.out.result(
+        with_next(doc, after_sweep_collect(doc)),
+        and_next(lambda c, d: c.print(f"Sweep {d['sweep']}: {d['counts']}")),
+    )

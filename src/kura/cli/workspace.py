@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kura.cli._output import and_next
 from kura.cli.state import AppState
 
 if TYPE_CHECKING:
@@ -25,8 +26,10 @@ def init_command(state: AppState, directory: Path) -> None:
     from kura.initialize import init_workspace
 
     workspace, created = init_workspace(directory)
+    from kura.cli.nexts import after_init, with_next
+
     doc = {"kind": "workspace-init", "root": str(workspace.root), "created": created}
-    state.out.result(doc, _render_init)
+    state.out.result(with_next(doc, after_init(doc)), and_next(_render_init))
 
 
 def _render_init(console: Console, doc: dict[str, Any]) -> None:

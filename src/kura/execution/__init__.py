@@ -3,7 +3,7 @@
 The CLI's entry points::
 
     launch(spec, foreground=..., backend_config=..., executor=...)  # run launch/relaunch/resume
-    refresh_state(run_dir), run_summary(run_dir, logging_dir=...)   # run status
+    refresh_state(run_dir), run_summary(run_dir, progress=..., loss_history=...)  # status
     wait_for_run(run_dir, timeout=...)                              # run watch
     step_log(run_dir, step=None), read_log_tail / read_log_since    # run logs [-f]
     cancel_run(run_dir, grace=...)                                  # run cancel
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from kura.execution.runs import cancel_run, refresh_state, wait_for_run
     from kura.execution.state import ACTIVE, TERMINAL, RunState, StepState, read_state
     from kura.execution.summary import ema, run_summary
-    from kura.execution.tensorboard import read_scalars
 
 # Names are imported on first use, so the supervisor process (which imports this package
 # on its way to kura.execution.supervisor) starts without loading every executor.
@@ -56,7 +55,6 @@ _LAZY = {
     "RunState": "state",
     "StepState": "state",
     "read_state": "state",
-    "read_scalars": "tensorboard",
     "run_summary": "summary",
 }
 
@@ -91,7 +89,6 @@ __all__ = [
     "launch",
     "read_log_since",
     "read_log_tail",
-    "read_scalars",
     "read_state",
     "refresh_state",
     "run_summary",

@@ -165,7 +165,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         run_dir=paths.run_dir(workspace.run_dir(spec.id)),
         trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
-        container_image=workspace.config().executor.musubi_image,
+        container_image=_image_tag(workspace, backend) if paths.in_container else None,
         validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
         bundle=bundle.id,
         model_root=paths.model("root", root) if root is not None else None,
@@ -311,3 +311,14 @@ def _run_subfolder(target: str, paths: PathMap) -> str | None:
 
 def _canonical(document: Any) -> str:
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _image_tag(workspace: Workspace, backend: Backend) -> str | None:
+    """The image the backend's container executor runs (its ``image`` verb, which reads
+    kura.toml where the backend lets the person name it); None for a backend without one."""
+    from kura.errors import Unsupported
+
+    try:
+        return backend.image(workspace).tag
+    except Unsupported:
+        return None

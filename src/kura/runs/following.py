@@ -36,8 +36,8 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
             f"kura run launch {run_id}", "it was never launched (plan and approve it first)"
         )
         return RunStatus(run_id, state=None, progress=None, scalars=None, next=(never,))
-    progress = get_backend(spec.backend.name).progress
-    summary = run_summary(run_dir, progress=progress, logging_dir=run_dir / "logs")
+    backend = get_backend(spec.backend.name)
+    summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
     return RunStatus(
         run_id,
         state=summary.state,
@@ -110,7 +110,11 @@ def cancel(workspace: Workspace, run_id: str) -> CancelResult:
 
     load_run(workspace, run_id)
     state = cancel_run(workspace.run_dir(run_id))
-    return CancelResult(run_id, state=state)
+    steps = (
+        NextStep(f"kura run resume {run_id}", "continue from its last saved state"),
+        NextStep(f"kura run status {run_id}", "what it reached before it stopped"),
+    )
+    return CancelResult(run_id, state=state, next=steps)
 
 
 def list_runs(workspace: Workspace) -> RunList:

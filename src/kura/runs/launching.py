@@ -160,7 +160,7 @@ def _check_image(context: RunContext, image: str) -> None:
         raise CheckFailed(
             f"image {image} {state}; this run was compiled for {backend.title} "
             f"{backend.release}",
-            hint="run `kura image build musubi --run`, then launch again",
+            hint=f"run `kura image build {backend.name} --run`, then launch again",
         )
 
 

@@ -79,15 +79,22 @@ class LaunchResult:
 
 @dataclass(frozen=True)
 class CancelResult:
-    """The run's state after ``kura run cancel`` (a finished run's, unchanged)."""
+    """The run's state after ``kura run cancel`` (a finished run's, unchanged), and what to
+    run next."""
 
     run: str
     state: RunState
+    next: tuple[NextStep, ...] = ()
 
     kind: ClassVar[str] = "run-cancel"
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "run": self.run, "state": asdict(self.state)}
+        return {
+            "kind": self.kind,
+            "run": self.run,
+            "state": asdict(self.state),
+            "next": next_list(*self.next),
+        }
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Line charts as inline SVG, drawn on the server from TensorBoard scalar series.
+"""Line charts as inline SVG, drawn on the server from the series a backend's
+``loss_history`` reads (the trainer's own loss and learning-rate files).
 
 No script and no external asset: the markup is plain SVG with CSS classes (the site's
 stylesheet colours them), a ``<title>`` for screen readers, and every text escaped.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from kura.backends.base import AttemptLoss, LossHistory
 from kura.execution.summary import EMA_ALPHA
 
 __all__ = [
@@ -19,7 +21,6 @@ __all__ = [
     "ema_series",
     "gpu_memory_series",
     "line_chart",
-    "loss_series",
     "lr_series",
 ]
 
@@ -28,11 +29,6 @@ WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 32, 40
 
 Series = list[tuple[int, float]]
-
-
-def loss_series(scalars: dict[str, Series]) -> dict[str, Series]:
-    """Musubi's raw step loss and its running average, when present."""
-    return {tag: scalars[tag] for tag in ("loss/current", "loss/average") if scalars.get(tag)}
 
 
 def ema_series(points: Series, alpha: float = EMA_ALPHA) -> Series:
@@ -48,11 +44,12 @@ def ema_series(points: Series, alpha: float = EMA_ALPHA) -> Series:
     return out
 
 
-def attempt_loss_series(losses: dict[int, Series]) -> tuple[dict[str, Series], dict[str, Series]]:
-    """One smoothed (EMA) series per attempt, and the raw loss behind each under the same
-    name (drawn faintly)."""
-    smoothed = {f"attempt {number} (EMA)": ema_series(points) for number, points in losses.items()}
-    raw = {f"attempt {number} (EMA)": points for number, points in losses.items()}
+def attempt_loss_series(history: LossHistory) -> tuple[dict[str, Series], dict[str, Series]]:
+    """One smoothed (EMA) series per attempt that logged a loss, and the raw loss behind
+    each under the same name (drawn faintly)."""
+    logged = [attempt for attempt in history.attempts if attempt.points]
+    smoothed = {f"attempt {a.attempt} (EMA)": ema_series(list(a.series)) for a in logged}
+    raw = {f"attempt {a.attempt} (EMA)": list(a.series) for a in logged}
     return smoothed, raw
 
 
@@ -85,9 +82,12 @@ def gpu_memory_series(samples: list[dict[str, object]]) -> dict[str, Series]:
     return series
 
 
-def lr_series(scalars: dict[str, Series]) -> dict[str, Series]:
-    """Every learning-rate tag Musubi logged (``lr/unet``, ``lr/group0`` …)."""
-    return {tag: points for tag, points in sorted(scalars.items()) if tag.startswith("lr/")}
+def lr_series(attempt: AttemptLoss | None) -> dict[str, Series]:
+    """Every learning-rate series the trainer logged in ``attempt`` (its own names:
+    Musubi's ``lr/unet``, AI-Toolkit's ``learning_rate``, KohakuMoss's ``lr``)."""
+    if attempt is None:
+        return {}
+    return {name: list(points) for name, points in attempt.learning_rates.items() if points}
 
 
 def _thin(points: Series) -> Series:

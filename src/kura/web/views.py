@@ -22,7 +22,6 @@ from urllib.parse import quote
 from kura.backends.base import Diagnosis, StepProgress
 from kura.errors import KuraError, NotFound
 from kura.execution.state import ACTIVE, TERMINAL, read_state
-from kura.execution.tensorboard import read_scalars
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
@@ -207,13 +206,17 @@ def live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
 
 
 def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
+    from kura.backends.registry import get_backend
+
     status = run_status(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    scalars = read_scalars(run_dir / "logs")
+    spec, _ = load_run(workspace, run_id)
     attempts = run_attempts(run_dir) if status.state is not None else []
     logs = attempt_logs(attempts, lines=LOG_LINES)
-    smoothed, raw = attempt_loss_series(attempt_losses(run_dir, attempts))
+    history = attempt_losses(get_backend(spec.backend.name), run_dir, attempts)
+    smoothed, raw = attempt_loss_series(history)
     current = next((attempt for attempt in attempts if attempt.current), None)
+    rates = history.attempts[-1] if history.attempts else None
     return {
         **status.to_dict(),
         "display": display_progress(status),
@@ -222,13 +225,18 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
         "charts": {
             "loss": line_chart(
                 smoothed,
-                title="Training loss by step, smoothed (EMA), one line per attempt",
+                title=f"Training loss ({history.metric}) by step, smoothed (EMA), "
+                "one line per attempt",
                 empty="No loss logged yet.",
                 backdrop=raw,
             ),
             "lr": line_chart(
-                lr_series(scalars),
-                title="Learning rate by step",
+                lr_series(rates),
+                title=(
+                    f"Learning rate by step (attempt {rates.attempt})"
+                    if rates is not None
+                    else "Learning rate by step"
+                ),
                 empty="No learning rate logged yet.",
             ),
             "gpu": line_chart(

@@ -20,9 +20,13 @@ from typing import Any
 import pytest
 from tests.backends.kohakumoss.tinyrun import CPU
 from tests.backends.kohakumoss.tinyrun import images as _images
+from tests.web.helpers import client
 
+from kura.backends.registry import get_backend
 from kura.cli.main import main
+from kura.execution.attempts import attempt_refs, run_attempts
 from kura.models.header import read_header
+from kura.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 
@@ -161,3 +165,15 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     assert "resuming from" in log and "step_00000006" in log.split("resuming from")[-1][:300]
     _, status = kura("run", "status", run)
     assert (status["progress"]["step"], status["progress"]["total"]) == (9, 9)
+    # The loss history credits KohakuMoss's rows to the attempts by their times: the first
+    # attempt logged 1-6, the resume 7-9 (appended to the same metrics.jsonl).
+    rows = _rows(out / "metrics.jsonl")
+    assert status["scalars"]["loss"] == [9, rows[-1]["loss"]]
+    history = get_backend("kohakumoss").loss_history(run_dir, attempt_refs(run_attempts(run_dir)))
+    assert {a.attempt: [p.step for p in a.points] for a in history.attempts} == {
+        1: [1, 2, 3, 4, 5, 6],
+        2: [7, 8, 9],
+    }
+    assert [p.loss for p in history.attempts[1].points] == [r["loss"] for r in rows[-3:]]
+    page = client(Workspace(workspace)).get(f"/runs/{run}").text
+    assert page.count('<polyline class="series ') >= 2 and "attempt 2 (EMA)" in page

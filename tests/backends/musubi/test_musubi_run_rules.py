@@ -14,6 +14,7 @@ from musubi_cases import image_dataset, make_inputs, make_spec, video_dataset
 
 from kura.backends.base import ClipFact
 from kura.backends.musubi import compile_run
+from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.errors import KuraError, SpecError, Unsupported
 
 
@@ -63,6 +64,15 @@ _HV_VIDEO = [{"name": "clips", "resolution": [960, 544], "frames": [1, 25]}]
 def test_an_attention_library_kuras_image_lacks_is_refused(attention: str) -> None:
     err = refused("krea2", None, config(attention=attention, split_attn=True), error=Unsupported)
     assert attention.split("_")[0] in err.message and "sdpa" in err.hint
+
+
+def test_kuras_own_image_named_by_the_workspace_is_refused_too() -> None:
+    """kura.toml's default musubi_image is Kura's image: naming it is not a custom image."""
+    err = refused(
+        "krea2", None, config(attention="xformers", split_attn=True),
+        container_image=f"kura/musubi-tuner:{MUSUBI_RELEASE}", error=Unsupported,
+    )
+    assert "xformers" in err.message
 
 
 def test_a_custom_image_or_the_host_gets_a_warning_instead() -> None:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kura.backends.base import (
     AidChoice,
+    AttemptLoss,
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -29,6 +31,8 @@ from kura.backends.base import (
     Finding,
     ImageRecipe,
     LoraExport,
+    LossHistory,
+    LossPoint,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -39,6 +43,7 @@ from kura.backends.base import (
     StepCost,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
@@ -188,6 +193,11 @@ class ToyBackend:
         )
         return DoctorReport(self.name, (finding,), {"trainer": str(TRAINER)})
 
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        return TrainerSetup(
+            self.name, "a script in the tests: nothing to install", TRAINER.is_file(), TRAINER
+        )
+
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         raise Unsupported("the toy trainer has no image", hint="it runs on the host executor")
 
@@ -326,6 +336,19 @@ class ToyBackend:
         return StepProgress(
             step=int(step), total=int(total), loss=float(loss), validation_loss=validation
         )
+
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """The ``toy: step i/N loss=x`` lines of each attempt's own train log (the toy
+        writes no metrics file and no times: an attempt's log is where its archive put it)."""
+        found = []
+        for attempt in attempts:
+            log = attempt.folder / "logs" / "train.log"
+            text = log.read_text(errors="replace") if log.is_file() else ""
+            hits = _STEP.findall(text)
+            points = tuple(LossPoint(int(step), float(loss)) for step, _, loss in hits)
+            if points:
+                found.append(AttemptLoss(attempt.number, points, sources=(log,)))
+        return LossHistory("loss", "logs/train.log (the toy's step lines)", tuple(found))
 
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         return False

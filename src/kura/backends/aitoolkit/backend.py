@@ -6,11 +6,12 @@ follower into the protocol's verbs; every AI-Toolkit name lives in this package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.base import (
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -21,12 +22,14 @@ from kura.backends.base import (
     ImageRecipe,
     ImportedRun,
     LoraExport,
+    LossHistory,
     OutputLayout,
     PlanFit,
     PlanInputs,
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -175,6 +178,12 @@ class AitkBackend:
 
         return diagnose_text(log_text, step=step, exit_code=exit_code, config=config)
 
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss/loss`` and ``learning_rate`` of AI-Toolkit's ``output/loss_log.db``."""
+        from kura.backends.aitoolkit.losses import loss_history
+
+        return loss_history(run_dir, attempts)
+
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         from kura.backends.aitoolkit.diagnose import stopped
 
@@ -201,6 +210,20 @@ class AitkBackend:
         from kura.backends.aitoolkit.doctor import aitk_doctor
 
         return aitk_doctor(workspace)
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        checkout = workspace.config().executor.aitk_checkout if workspace else None
+        path = Path(checkout).expanduser() if checkout else None
+        return TrainerSetup(
+            backend=self.name,
+            how="a Docker image: `kura image build ai-toolkit --run` (or a checkout at the "
+            f"pinned commit {self.release} for the host executor: kura.toml "
+            "executor.aitk_checkout)",
+            present=None if path is None else (path / "run.py").is_file(),
+            path=path,
+            source="kura.toml" if path else None,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, at the pinned commit."""

@@ -17,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY, connect_read_only
 from kura.backends.base import OutputLayout, StepProgress
 from kura.execution.logs import read_log_tail
 
@@ -29,8 +30,6 @@ __all__ = [
     "tail_progress",
 ]
 
-LOSS_KEY = "loss/loss"
-LOSS_DB = "loss_log.db"
 _BAR = re.compile(
     r"(?P<step>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<(?P<eta>[\d:?]+),\s*"
     r"(?P<rate>[\d.]+)(?P<unit>s/it|it/s)(?:,\s*(?P<post>[^\]]*))?\]"
@@ -103,7 +102,7 @@ def read_loss_log(path: Path, *, limit: int | None = None) -> list[LossRow]:
     if not path.is_file():
         return []
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        con = connect_read_only(path)
     except sqlite3.Error:
         return []
     try:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kura.backends.base import (
     AidChoice,
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -41,6 +42,7 @@ from kura.backends.base import (
     Evaluation,
     ImageRecipe,
     LoraExport,
+    LossHistory,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -51,6 +53,7 @@ from kura.backends.base import (
     StepKind,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported, UsageError
 
@@ -555,6 +558,12 @@ class KohakuMossBackend:
             last_checkpoint=found.last_checkpoint,
         )
 
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss`` and ``lr`` of KohakuMoss's ``metrics.jsonl`` (``output/<run id>/``)."""
+        from kura.backends.kohakumoss.follow import loss_history
+
+        return loss_history(run_dir, attempts)
+
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         """KohakuMoss never exits 0 on a signal: SIGTERM becomes exit 143 (its
         ``training/shutdown.py``), so an exit 0 is always a finished step."""
@@ -579,6 +588,23 @@ class KohakuMossBackend:
         from kura.backends.kohakumoss.doctor import moss_doctor, workspace_env
 
         return moss_doctor(workspace_env(workspace))
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """A virtual environment of its own with pinned versions, which Kura installs."""
+        from kura.backends.kohakumoss.doctor import workspace_env
+        from kura.backends.kohakumoss.env import INSTALL_SIZE, install_commands
+
+        env = workspace_env(workspace)
+        return TrainerSetup(
+            backend=self.name,
+            how="a virtual environment of its own: `kura backend install kohakumoss`",
+            present=env.present,
+            path=env.path,
+            source=env.source,
+            python=str(env.python),
+            install=install_commands(env, python),
+            size=INSTALL_SIZE,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""

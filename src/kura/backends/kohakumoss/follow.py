@@ -6,6 +6,12 @@ tokens_per_s …``. ``log.txt`` carries ``training from step A to B``, ``resumin
 <dir>`` and ``exported <path>`` lines. The ETA exists only in KohakuMoss's tqdm bar (shown
 on a TTY, which Kura never gives it), so Kura computes it: the median ``step_time`` of the
 recent rows × the steps left.
+
+The loss history (``loss_history``) credits every row to the attempt that was running at its
+``time``: a resumed run keeps the rows up to its checkpoint and appends (``logging/sinks.py
+ConsoleLogger.resume_at``), and the rows an earlier attempt logged past that checkpoint move
+to ``metrics.<n>.jsonl`` beside it, still that attempt's; a relaunch moves ``output/`` to
+``attempts/<n>/output/``.
 """
 
 from __future__ import annotations
@@ -14,13 +20,17 @@ import json
 import math
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from kura.backends.base import AttemptLoss, AttemptRef, LossHistory, LossPoint, attempt_at
 
 __all__ = [
     "MetricsRow",
     "MossProgress",
     "last_checkpoint",
+    "loss_history",
     "read_metrics",
     "read_progress",
 ]
@@ -29,6 +39,8 @@ _RANGE = re.compile(r"training from step (\d+) to (\d+)")
 _RESUMED = re.compile(r"resuming from (\S+)")
 _EXPORTED = re.compile(r"\] exported (\S+)")
 _CHECKPOINT = re.compile(r"^step_(\d{8})$")
+_SIDE_FILE = re.compile(r"^metrics\.\d+\.jsonl$")
+METRICS = "metrics.jsonl"
 
 
 @dataclass(frozen=True)
@@ -142,4 +154,53 @@ def read_progress(
         last_checkpoint=str(checkpoint) if checkpoint else None,
         exported=exported,
         rows=len(rows),
+    )
+
+
+def _metrics_files(output_dir: Path) -> list[Path]:
+    """``metrics.jsonl`` and the side files a resume moved an attempt's later rows to."""
+    if not output_dir.is_dir():
+        return []
+    side = sorted(p for p in output_dir.iterdir() if _SIDE_FILE.match(p.name))
+    return [p for p in (output_dir / METRICS, *side) if p.is_file()]
+
+
+def loss_history(run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+    """Each attempt's ``loss`` (raw, per logged step), ``lr`` and ``grad_norm``."""
+    run_dir = Path(run_dir)
+    folders: list[tuple[Path, AttemptRef | None]] = [(run_dir / "output" / run_dir.name, None)]
+    folders += [(a.folder / "output" / run_dir.name, a) for a in attempts if not a.current]
+    points: dict[int, list[LossPoint]] = {}
+    rates: dict[int, list[tuple[int, float]]] = {}
+    norms: dict[int, list[tuple[int, float]]] = {}
+    sources: dict[int, list[Path]] = {}
+    for folder, folder_owner in folders:
+        for path in _metrics_files(folder):
+            for row in read_metrics(path):
+                when = row.time or None
+                owner = attempt_at(attempts, when, folder_owner)
+                if owner is None:
+                    continue
+                number = owner.number
+                if path not in sources.setdefault(number, []):
+                    sources[number].append(path)
+                points.setdefault(number, []).append(LossPoint(row.step, row.loss, when))
+                rates.setdefault(number, []).append((row.step, row.lr))
+                if row.grad_norm is not None:
+                    norms.setdefault(number, []).append((row.step, row.grad_norm))
+    found = []
+    for number in sorted(points):
+        found.append(
+            AttemptLoss(
+                attempt=number,
+                points=tuple(sorted(points[number], key=lambda p: p.step)),
+                learning_rates={"lr": tuple(sorted(rates[number]))},
+                others={"grad_norm": tuple(sorted(norms[number]))} if norms.get(number) else {},
+                sources=tuple(sources[number]),
+            )
+        )
+    return LossHistory(
+        metric="loss",
+        source=f"output/<run id>/{METRICS} (KohakuMoss's ConsoleLogger)",
+        attempts=tuple(found),
     )

@@ -6,11 +6,12 @@ table, the compiler, the estimator and the remedies into the protocol's verbs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.base import (
+    AttemptRef,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -20,12 +21,14 @@ from kura.backends.base import (
     Evaluation,
     ImageRecipe,
     LoraExport,
+    LossHistory,
     OutputLayout,
     PlanFit,
     PlanInputs,
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError
 
@@ -241,6 +244,12 @@ class MusubiBackend:
 
         return tail_progress(log_path)
 
+    def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
+        """``loss/current`` and the ``lr/…`` scalars of Musubi's TensorBoard files."""
+        from kura.backends.musubi.losses import loss_history
+
+        return loss_history(run_dir, attempts)
+
     def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
         """Musubi does not catch interrupts: a stopped step never exits 0."""
         return False
@@ -261,6 +270,19 @@ class MusubiBackend:
         from kura.backends.musubi.doctor import musubi_doctor
 
         return musubi_doctor(workspace)
+
+    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+        """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        checkout = workspace.config().executor.musubi_checkout if workspace else None
+        path = Path(checkout).expanduser() if checkout else None
+        return TrainerSetup(
+            backend=self.name,
+            how="a Docker image: `kura image build musubi-tuner --run` (or a Musubi Tuner "
+            f"{self.release} checkout for the host executor: kura.toml executor.musubi_checkout)",
+            present=None if path is None else (path / "src" / "musubi_tuner").is_dir(),
+            path=path,
+            source="kura.toml" if path else None,
+        )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""

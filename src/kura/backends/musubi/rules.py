@@ -294,7 +294,7 @@ def check_attention_library(spec: RunSpec, inputs: CompileInputs, cfg: ExecConfi
             f"attention {cfg.attention} needs the {library} package in the Musubi checkout's "
             "environment (Musubi does not install it); `kura doctor musubi` checks the image only"
         ]
-    if inputs.container_image is None:
+    if inputs.container_image in (None, f"kura/musubi-tuner:{MUSUBI_RELEASE}"):
         raise Unsupported(
             f"attention {cfg.attention} needs the {library} package, which Kura's Musubi "
             f"image ({IMAGE_DOC}) does not install (Musubi does not depend on it): the first "

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
-from tfevents_writer import EventWriter, crc32c_bitwise, record
+from tests.execution.tfevents_writer import EventWriter, crc32c_bitwise, record
 
+from kura.backends.musubi.tensorboard import (
+    crc32c,
+    masked_crc32c,
+    read_scalars,
+    scalar_events,
+    scalars_in_file,
+)
 from kura.errors import InvalidInput
-from kura.execution.tensorboard import crc32c, masked_crc32c, read_scalars, scalars_in_file
 
 
 def test_crc32c_known_vector() -> None:
@@ -29,6 +36,15 @@ def test_reads_tensor_scalars(tmp_path: Path) -> None:
     writer = EventWriter(tmp_path)
     writer.add(7, {"loss/epoch": 0.125}, as_tensor=True)
     assert scalars_in_file(writer.path) == {"loss/epoch": [(7, 0.125)]}
+
+
+def test_reads_each_events_wall_time(tmp_path: Path) -> None:
+    before = time.time()
+    writer = EventWriter(tmp_path)
+    writer.add(3, {"loss/current": 0.5})
+    ((step, value, wall),) = scalar_events(writer.path)["loss/current"]
+    assert (step, value) == (3, 0.5)
+    assert wall is not None and before - 1 <= wall <= time.time() + 1
 
 
 def test_merges_files_sorted_by_step(tmp_path: Path) -> None:
@@ -62,6 +78,6 @@ def test_missing_dir_is_empty(tmp_path: Path) -> None:
 
 
 def test_masked_crc_matches_the_writer(tmp_path: Path) -> None:
-    from tfevents_writer import masked
+    from tests.execution.tfevents_writer import masked
 
     assert masked_crc32c(b"abc") == masked(b"abc")

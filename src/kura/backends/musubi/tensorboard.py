@@ -24,7 +24,14 @@ from pathlib import Path
 
 from kura.errors import InvalidInput
 
-__all__ = ["crc32c", "iter_records", "masked_crc32c", "read_scalars", "scalars_in_file"]
+__all__ = [
+    "crc32c",
+    "iter_records",
+    "masked_crc32c",
+    "read_scalars",
+    "scalar_events",
+    "scalars_in_file",
+]
 
 _DT_FLOAT, _DT_DOUBLE = 1, 2
 
@@ -159,16 +166,20 @@ def _value_scalar(buf: bytes) -> tuple[str, float] | None:
     return tag, scalar
 
 
-def scalars_in_file(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """{tag: [(step, value), …]} for one event file, in file order."""
-    series: dict[str, list[tuple[int, float]]] = {}
+def scalar_events(path: Path) -> dict[str, list[tuple[int, float, float | None]]]:
+    """{tag: [(step, value, wall time), …]} for one event file, in file order (the wall
+    time is the event's, Unix seconds; None when the event has none)."""
+    series: dict[str, list[tuple[int, float, float | None]]] = {}
     for record in iter_records(path):
         try:
             fields = _fields(record)
             step = 0
+            wall: float | None = None
             summaries: list[bytes] = []
             for number, wire, value in fields:
-                if number == 2 and wire == 0 and isinstance(value, int):
+                if number == 1 and wire == 1 and isinstance(value, bytes) and len(value) == 8:
+                    wall = struct.unpack("<d", value)[0]
+                elif number == 2 and wire == 0 and isinstance(value, int):
                     step = _signed64(value)
                 elif number == 5 and isinstance(value, bytes):
                     summaries.append(value)
@@ -177,7 +188,7 @@ def scalars_in_file(path: Path) -> dict[str, list[tuple[int, float]]]:
                     if number == 1 and isinstance(value, bytes):
                         found = _value_scalar(value)
                         if found is not None:
-                            series.setdefault(found[0], []).append((step, found[1]))
+                            series.setdefault(found[0], []).append((step, found[1], wall))
         except (ValueError, struct.error) as exc:
             raise InvalidInput(
                 f"{path} holds an event Kura cannot decode ({exc})",
@@ -185,6 +196,14 @@ def scalars_in_file(path: Path) -> dict[str, list[tuple[int, float]]]:
                 path=path,
             ) from None
     return series
+
+
+def scalars_in_file(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """{tag: [(step, value), …]} for one event file, in file order."""
+    return {
+        tag: [(step, value) for step, value, _ in points]
+        for tag, points in scalar_events(path).items()
+    }
 
 
 def read_scalars(logging_dir: Path) -> dict[str, list[tuple[int, float]]]:

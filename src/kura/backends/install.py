@@ -1,0 +1,79 @@
+"""`kura backend list|install`: how each registered trainer gets onto this machine.
+
+Each backend says so through its ``setup`` verb; here the list is gathered and, for a
+backend Kura installs itself (KohakuMoss's virtual environment), its commands are run in
+order, as argv lists (never a shell string), stopping at the first that fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kura.backends.base import TrainerSetup
+from kura.backends.registry import backend_names, command_backend, get_backend
+from kura.errors import CheckFailed, KuraError
+from kura.workspace import Workspace
+
+__all__ = ["InstallResult", "install_trainer", "trainer_setups"]
+
+
+def trainer_setups(workspace: Workspace | None) -> tuple[TrainerSetup, ...]:
+    """Every registered backend's setup, in registry order."""
+    return tuple(get_backend(name).setup(workspace) for name in backend_names())
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """What ``kura backend install`` did (the ``backend-install`` document)."""
+
+    setup: TrainerSetup
+    installed: bool
+    commands: tuple[tuple[str, ...], ...]
+
+    kind = "backend-install"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "backend": self.setup.backend,
+            "path": str(self.setup.path),
+            "source": self.setup.source,
+            "python": self.setup.python,
+            "installed": self.installed,
+            "commands": [list(argv) for argv in self.commands],
+        }
+
+
+def install_trainer(
+    workspace: Workspace | None,
+    name: str,
+    *,
+    python: str | None,
+    force: bool,
+    announce: Callable[[str], None],
+) -> InstallResult:
+    """Make ``name``'s environment (nothing when it is there, unless ``force``); a backend
+    Kura does not install is a KuraError saying how that trainer is installed instead."""
+    backend = command_backend(name)
+    setup = backend.setup(workspace, python=python)
+    if not setup.install or setup.path is None:
+        raise KuraError(
+            f"Kura installs no environment for {backend.title}; it comes as {setup.how}",
+            hint=setup.how,
+        )
+    if setup.present and not force:
+        return InstallResult(setup, installed=False, commands=())
+    announce(f"installing {backend.title} into {setup.path} ({setup.size or 'size unknown'})")
+    setup.path.parent.mkdir(parents=True, exist_ok=True)
+    for argv in setup.install:
+        announce("$ " + " ".join(argv))
+        done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, check=False)
+        if done.returncode != 0:
+            raise CheckFailed(
+                f"`{' '.join(argv)}` exited {done.returncode}",
+                hint="see the pip output above; rerun with --force",
+                path=setup.path,
+            )
+    return InstallResult(setup, installed=True, commands=setup.install)
