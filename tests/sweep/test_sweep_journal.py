@@ -92,6 +92,14 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     assert prepared.count("succeeded") == 1 and prepared.count("skipped") == len(launched) - 1
 
     report = sweep_report(ws, sweep_id)
+    # a weighted sweep's report is what it was before objective modes (the web page reads it)
+    assert set(report) == {
+        "kind", "sweep", "base_run", "objective", "rows", "best", "best_interval",
+        "best_interval_note", "importance", "importance_note", "step_times_by_gpu_class",
+        "parallel_coordinates",
+    }
+    assert set(report["objective"]) == {"metric", "validation_fraction", "judge", "judge_weight"}
+    assert "values" not in report["rows"][0] and "mode" not in records[0].objective
     best = report["best"]
     assert best["objective"] == min(r.objective["value"] for r in launched)
     assert "no interval" in report["best_interval_note"]

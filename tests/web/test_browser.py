@@ -18,7 +18,7 @@ import pytest
 from kura.runs.following import cancel
 from kura.runs.new import create_run
 from tests.web.server import running_server
-from tests.web.sweep_builder import SweepWorkspace
+from tests.web.sweep_builder import ParetoWorkspace, SweepWorkspace
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, launch_slow_run
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -216,6 +216,45 @@ def test_sweep_page_draws_its_charts_and_links_its_trials(
     )
     shoot(page, "sweep.png", height=1450)
     page.locator("table.trials").get_by_role("link").first.click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(re.compile(r"^Run sw-"))
+
+
+@pytest.fixture(scope="module")
+def pareto_url(pareto_swept: ParetoWorkspace) -> Iterator[str]:
+    with running_server(pareto_swept.workspace) as url:
+        yield url
+
+
+def test_pareto_sweep_page_draws_its_front(
+    page: Any, pareto_url: str, pareto_swept: ParetoWorkspace
+) -> None:
+    from kura.sweep.report import analyse_sweep
+
+    front = [r.number for r in analyse_sweep(pareto_swept.workspace, pareto_swept.sweep,
+                                             read_only=True).pareto_front]
+    page.goto(pareto_url + "/sweeps")
+    sync_api.expect(page.locator(f'tr[data-sweep="{pareto_swept.sweep}"]')).to_contain_text(
+        f"Pareto front: {len(front)} trials"
+    )
+    page.get_by_role("link", name=pareto_swept.sweep, exact=True).click()
+    sync_api.expect(page.locator('[data-field="mode"]')).to_have_text("pareto")
+    scatter = page.locator('[data-chart="objective"] svg')
+    sync_api.expect(scatter).to_be_visible()
+    box = scatter.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 100, box
+    sync_api.expect(scatter.locator("circle.front-dot")).to_have_count(len(front))
+    sync_api.expect(scatter.locator("polyline.pareto-front")).to_be_visible()
+    sync_api.expect(page.locator("table.front tbody tr")).to_have_count(len(front))
+    sync_api.expect(page.locator('[data-chart="importance-loss"] svg rect.bar').first
+                    ).to_be_visible()
+    sync_api.expect(page.locator('[data-chart="parallel"] svg polyline.pc-best').first
+                    ).to_be_visible()
+    sync_api.expect(page.locator(f'[data-field="promote-{front[0]}"]')).to_have_text(
+        f"kura sweep promote {pareto_swept.sweep} --trial {front[0]}"
+    )
+    sync_api.expect(page.locator("table.trials")).to_contain_text("has no score for this trial")
+    shoot(page, "sweep-pareto.png", height=1500)
+    page.locator("table.front").get_by_role("link").first.click()
     sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(re.compile(r"^Run sw-"))
 
 

@@ -343,14 +343,31 @@ def after_sweep_status(doc: dict[str, Any]) -> Steps:
 
 def after_sweep_report(doc: dict[str, Any]) -> Steps:
     sweep = doc["sweep"]
+    collect = NextStep(
+        f"kura sweep collect {sweep} --from OTHER_WORKSPACE", "gather trials other machines ran"
+    )
+    if doc.get("mode") == "pareto":
+        front = doc.get("pareto_front") or []
+        if not front:
+            return next_list(
+                NextStep(f"kura sweep worker {sweep}", "no trial has a loss and a judge score yet")
+            )
+        return next_list(
+            *(
+                NextStep(
+                    f"kura sweep promote {sweep} --trial {row['number']}",
+                    f"choose one trial of the Pareto front (this one: loss {row['values'][0]:.4g}"
+                    f", judge {row['values'][1]:.3g}); look at its samples first",
+                )
+                for row in front
+            ),
+            collect,
+        )
     if doc.get("best") is None:
         return next_list(NextStep(f"kura sweep worker {sweep}", "no trial has finished yet"))
     return next_list(
         NextStep(f"kura sweep promote {sweep}", "write the winner into the knowledge card"),
-        NextStep(
-            f"kura sweep collect {sweep} --from OTHER_WORKSPACE",
-            "gather trials other machines ran",
-        ),
+        collect,
     )
 
 

@@ -143,9 +143,13 @@ def _render_worker(console: Console, doc: dict[str, Any]) -> None:
 def _table(rows: list[dict[str, Any]]) -> Table:
     table = new_table("#", "status", "objective", "params", "gpu", "source", box=None)
     for row in rows:
-        value = row["objective"]
+        value, values = row["objective"], row.get("values")
+        shown = (
+            f"{value:.4f}" if value is not None
+            else f"loss {values[0]:.4f}, judge {values[1]:.3f}" if values else ""
+        )
         table.add_row(
-            str(row["number"]), row["status"], "" if value is None else f"{value:.4f}",
+            str(row["number"]), row["status"], shown,
             ", ".join(f"{k.removeprefix('training.')}={v}" for k, v in row["params"].items()),
             row["gpu_class"] or "", row["source"],
         )
@@ -181,6 +185,11 @@ def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
 
     def render(console: Console, d: dict[str, Any]) -> None:
         console.print(_table(d["rows"]))
+        for row in d.get("pareto_front", []):
+            loss, judge = row["values"]
+            console.print(f"front: trial {row['number']} loss {loss:.4f} judge {judge:.3f}")
+        if d.get("mode") == "pareto":
+            console.print(d["pareto_front_note"] + "; " + d["best_interval_note"])
         best = d["best"]
         if best:
             console.print(f"best: trial {best['number']} objective {best['objective']:.4f} "
@@ -193,12 +202,14 @@ def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
 @sweep_group.command("promote")
 @click.argument("sweep_id")
 @click.option("--task", default=None, help="Card section (default: the base run's task).")
+@click.option("--trial", type=int, default=None,
+              help="A pareto sweep: the trial of its front to promote (the report lists them).")
 @click.pass_obj
-def promote_command(state: AppState, sweep_id: str, task: str | None) -> None:
+def promote_command(state: AppState, sweep_id: str, task: str | None, trial: int | None) -> None:
     """Write the winner into the architecture's card (`source: sweep <id>`)."""
     from kura.sweep.report import promote_winner
 
-    doc = promote_winner(state.workspace(), sweep_id, section=task)
+    doc = promote_winner(state.workspace(), sweep_id, section=task, trial=trial)
     state.out.result(
         with_next(doc, after_sweep_promote(doc)),
         and_next(lambda c, d: c.print(f"{d['card']} ## {d['section']}: {d['added']}")),

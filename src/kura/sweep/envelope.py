@@ -85,7 +85,7 @@ def plan_sweep(
     backend = context.backend
     space = checked_space(workspace, sweep, backend)
     study = load_study(workspace, sweep)
-    check_resumable(study, sweep, backend.release)
+    check_resumable(study, sweep, backend.release, space.spec.objective.mode)
     gpu_class, chosen_by = choose_gpu(gpu, context.spec.execution.gpu_class)
     _, base_doc = load_run(workspace, sweep.base_run)
     base_doc = plain(base_doc)
@@ -209,7 +209,12 @@ def _render(plan: dict[str, Any]) -> str:
         "",
         f"- trials: {plan['trials']}; GPU: {plan['gpu']['id']} ({plan['gpu']['chosen_by']})",
         f"- objective: {plan['objective']['metric']}"
-        + (f" + judge {plan['objective']['judge']}" if plan["objective"]["judge"] else ""),
+        + (f" + judge {plan['objective']['judge']}" if plan["objective"]["judge"] else "")
+        + (
+            " (pareto: two objectives, loss down and judge up; no early stop)"
+            if plan["objective"].get("mode") == "pareto"
+            else ""
+        ),
         f"- per trial: {est['per_trial_seconds'][0]}–{est['per_trial_seconds'][1]} s; "
         f"caching once: {est['cache_seconds_once']} s",
         f"- total: {est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours"

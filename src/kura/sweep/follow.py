@@ -38,7 +38,10 @@ def follow_trial(
     lease_lost: Callable[[], bool],
     on_state: Callable[[Any], None],
     poll: float = 0.2,
+    report: bool = True,
 ) -> Followed:
+    """Follow until the run ends; ``report`` False (a multi-objective study, which takes no
+    intermediate values) follows without telling the study anything, and never prunes."""
     from kura.execution.runs import cancel_run, refresh_state
 
     started = time.monotonic()
@@ -52,7 +55,12 @@ def follow_trial(
         if log.exists():
             latest = progress(log)
             value = latest.loss_ema if latest.loss_ema is not None else latest.loss
-            if latest.step is not None and latest.step > last_step and value is not None:
+            if (
+                report
+                and latest.step is not None
+                and latest.step > last_step
+                and value is not None
+            ):
                 last_step = latest.step
                 trial.report(float(value), latest.step)
                 if prune and stopped is None and not state.is_terminal and trial.should_prune():

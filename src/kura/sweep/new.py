@@ -46,7 +46,7 @@ def new_sweep(
 
     from kura.runs.context import load_context
     from kura.sweep.carve import carve_split
-    from kura.sweep.study import quiet_optuna
+    from kura.sweep.study import quiet_optuna, study_directions
     from kura.sweep.warmstart import warm_start
 
     if trials < 1:
@@ -80,10 +80,11 @@ def new_sweep(
         study = optuna.create_study(
             study_name=sweep_id,
             storage=open_storage(storage, folder),
-            direction="minimize",
+            directions=list(study_directions(spec.objective.mode)),
         )
         attrs = {
             "kura.space_digest": digest,
+            "kura.objective_mode": spec.objective.mode,
             "kura.release": context.backend.release,
             "kura.backend": context.backend.name,
             "kura.base_run": base.id,
@@ -129,6 +130,12 @@ def new_sweep(
         "backend": f"{context.backend.title} {context.backend.release}",
         "axes": [axis.to_dict() for axis in checked.axes],
         "objective": spec.objective.model_dump(mode="json"),
+        "early_stop": spec.early_stop.model_dump(mode="json"),
+        **(
+            {"early_stop_note": "off: a multi-objective (pareto) study cannot prune"}
+            if spec.objective.mode == "pareto"
+            else {}
+        ),
         "warm_start": [c.to_dict() for c in configs],
         "warm_start_notes": notes,
         "split": record.split.model_dump(mode="json"),

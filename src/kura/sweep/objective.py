@@ -6,8 +6,12 @@ scores the trial's samples from 0 to 1 (higher is better; the same prompts and s
 trial, since the sample settings are never axes): ``ratings`` reads the human ratings
 ``kura run evaluate`` (or the web page) wrote into the trial's notes.md (1–5 → 0–1);
 ``module:function`` is a scorer of the user's own, called as ``function(run_dir, samples)``
-returning a score or one score per sample. Nothing is downloaded. With a judge score the
-value is ``(1 − w)·loss + w·(1 − score)``; without one it is the loss, and the record says so.
+returning a score or one score per sample. Nothing is downloaded.
+
+``mode: weighted``: with a judge score the value is ``(1 − w)·loss + w·(1 − score)``; without
+one it is the loss, and the record says so. ``mode: pareto``: the study is told two values,
+``(loss, judge score)`` (``Score.values``; ``value`` is the loss, for the records); without a
+judge score there is nothing to tell (``values`` None) and the worker says so.
 """
 
 from __future__ import annotations
@@ -37,9 +41,13 @@ class Score:
     judge_score: float | None
     judge_scores: tuple[float, ...]
     note: str
+    mode: str = "weighted"
+    values: tuple[float, ...] | None = None
+    """What the study is told: ``(value,)`` weighted, ``(loss, judge score)`` pareto, None
+    when a pareto trial has no judge score."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "value": self.value,
             "metric": self.metric,
             "loss": self.loss,
@@ -48,6 +56,10 @@ class Score:
             "judge_scores": list(self.judge_scores),
             "note": self.note,
         }
+        if self.mode == "pareto":
+            document["mode"] = self.mode
+            document["values"] = None if self.values is None else list(self.values)
+        return document
 
 
 def ratings(run_dir: Path) -> tuple[float, ...]:
@@ -103,17 +115,33 @@ def score(
             hint="read the trial's logs (`kura run logs RUN`)",
         )
     if objective.judge is None:
-        return Score(loss, objective.metric, loss, None, None, (), "loss only: no judge set")
+        return Score(
+            loss, objective.metric, loss, None, None, (), "loss only: no judge set",
+            values=(loss,),
+        )
     values = judge_scores(objective.judge, run_dir, samples)
+    if objective.mode == "pareto":
+        if not values:
+            return Score(
+                loss, objective.metric, loss, objective.judge, None, (),
+                f"judge {objective.judge} has no score for this trial", mode="pareto",
+            )
+        mean = sum(values) / len(values)
+        return Score(
+            loss, objective.metric, loss, objective.judge, mean, values,
+            f"pareto: {objective.metric} (minimized) and judge (maximized)", mode="pareto",
+            values=(loss, mean),
+        )
     if not values:
         return Score(
             loss, objective.metric, loss, objective.judge, None, (),
             f"loss only: judge {objective.judge} has no score for this trial yet",
+            values=(loss,),
         )
     mean = sum(values) / len(values)
     weight = objective.judge_weight
     value = (1 - weight) * loss + weight * (1 - mean)
     return Score(
         value, objective.metric, loss, objective.judge, mean, values,
-        f"(1 − {weight})·{objective.metric} + {weight}·(1 − judge)",
+        f"(1 − {weight})·{objective.metric} + {weight}·(1 − judge)", values=(value,),
     )

@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 SWEEP_NAME = "sweep.json"
-TrialStatus = Literal["running", "complete", "pruned", "infeasible", "failed", "lost"]
+TrialStatus = Literal[
+    "running", "complete", "pruned", "infeasible", "failed", "lost", "unscored"
+]
 
 
 class Split(StrictModel):
@@ -43,6 +45,9 @@ class Split(StrictModel):
     train: dict[str, str] = {}
     validation: dict[str, str] = {}
     held_out: dict[str, list[str]] = {}
+    held_out_controls: dict[str, list[str]] = Field(
+        {}, description="paired data: the control images held out with their targets"
+    )
     fraction: float | None = None
 
 

@@ -9,6 +9,13 @@ params, i.e. seeds; else its objective as each judged sample alone would make it
 interval is on the objective's scale); with one measurement the report says so.
 :func:`analyse_sweep` computes it all as typed values and writes nothing (the web page
 uses it); :func:`sweep_report` adds ``winner.json`` and returns the JSON document.
+
+A ``pareto`` sweep has no single best: its report carries the same keys (``best`` and its
+interval empty, ``objective`` None per row) and adds ``mode``, ``directions``, each row's
+``values`` (loss, judge score) and ``judge_score``, ``pareto_front`` (Optuna's
+``study.best_trials``, feasible trials only, by loss), the ``unscored`` trials, and parameter
+importance per objective. ``promote`` then takes the trial a person chose from the front
+(no ``winner.json`` before that).
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMPORTANCE_METHOD",
+    "PARETO_DIRECTIONS",
     "Importance",
     "SweepAnalysis",
     "TrialRow",
@@ -41,6 +51,9 @@ __all__ = [
 
 IMPORTANCE_METHOD = "PED-ANOVA (Optuna), normalised"
 MIN_COMPLETE_FOR_IMPORTANCE = 3
+PARETO = "pareto"
+PARETO_DIRECTIONS = {"loss": "minimize", "judge_score": "maximize"}
+"""A pareto study's two objectives, in the order Optuna is told them."""
 
 
 def bootstrap_ci(
@@ -61,7 +74,9 @@ def bootstrap_ci(
 @dataclass(frozen=True)
 class TrialRow:
     """One trial as the report shows it: the objective recomputed from its recorded parts
-    (``objective``) beside the value the sampler was told (``told``)."""
+    (``objective``) beside the value the sampler was told (``told``). A pareto sweep's row
+    (``pareto``) has neither (there is no single objective) but the two values the study
+    was told, ``values`` = (loss, judge score) when complete, and the ``judge_score``."""
 
     number: int
     state: str
@@ -81,13 +96,16 @@ class TrialRow:
     reason: str | None
     requeued_from: int | None
     gpu_hours: float | None
+    pareto: bool = False
+    values: tuple[float, float] | None = None
+    judge_score: float | None = None
 
     @property
     def complete(self) -> bool:
         return self.state == "COMPLETE"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "number": self.number,
             "state": self.state,
             "status": self.status,
@@ -107,17 +125,23 @@ class TrialRow:
             "requeued_from": self.requeued_from,
             "gpu_hours": self.gpu_hours,
         }
+        if self.pareto:
+            document["values"] = None if self.values is None else list(self.values)
+            document["judge_score"] = self.judge_score
+        return document
 
 
 def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
     from kura.sweep.objective import judge_scores
 
+    pareto = objective.mode == PARETO
     rows = []
     for trial in study.get_trials(deepcopy=False):
         attrs = trial.user_attrs
-        told = trial.value if trial.state.name == "COMPLETE" else None
+        complete = trial.state.name == "COMPLETE"
+        told = None if pareto or not complete else trial.value
         recorded = attrs.get("kura.objective") or {}
-        value = recorded.get("value")
+        value = None if pareto else recorded.get("value")
         run_id = attrs.get("kura.run_id")
         if objective.judge == "ratings" and run_id and recorded:
             scores = judge_scores("ratings", workspace.run_dir(run_id), ())
@@ -147,6 +171,10 @@ def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
                 reason=attrs.get("kura.reason") or attrs.get("kura.lost"),
                 requeued_from=attrs.get("kura.requeued_from"),
                 gpu_hours=attrs.get("kura.gpu_hours"),
+                pareto=pareto,
+                values=(float(trial.values[0]), float(trial.values[1]))
+                if pareto and complete else None,
+                judge_score=recorded.get("judge_score") if pareto else None,
             )
         )
     return rows
@@ -168,7 +196,7 @@ def _open(
     from kura.sweep.envelope import checked_space
     from kura.sweep.records import load_sweep, sweep_dir
     from kura.sweep.storage import JOURNAL, JOURNAL_NAME
-    from kura.sweep.study import load_study
+    from kura.sweep.study import check_mode, load_study
 
     sweep = load_sweep(workspace, sweep_id)
     space = checked_space(workspace, sweep, get_backend(sweep.backend))
@@ -180,7 +208,9 @@ def _open(
             "(`kura sweep collect` copies artifacts, not the study)",
             path=journal,
         )
-    return sweep, space, load_study(workspace, sweep, storage_url=storage_url)
+    study = load_study(workspace, sweep, storage_url=storage_url)
+    check_mode(study, sweep, space.spec.objective.mode)
+    return sweep, space, study
 
 
 def sweep_status(
@@ -238,7 +268,8 @@ class Importance:
 @dataclass(frozen=True)
 class SweepAnalysis:
     """Everything `kura sweep report` and the sweep page show, computed once and writing
-    nothing (:func:`sweep_report` adds ``winner.json``)."""
+    nothing (:func:`sweep_report` adds ``winner.json``). A pareto sweep has no ``best``
+    but its ``pareto_front`` (by loss) and ``importance_by_objective``."""
 
     sweep: SweepRecord
     space: CheckedSpace
@@ -248,6 +279,16 @@ class SweepAnalysis:
     repeats: int
     importance: Importance
     step_times_by_gpu_class: dict[str, dict[str, Any]]
+    pareto_front: tuple[TrialRow, ...] = ()
+    importance_by_objective: dict[str, Importance] | None = None
+
+    @property
+    def mode(self) -> str:
+        return str(self.space.spec.objective.mode)
+
+    @property
+    def pareto(self) -> bool:
+        return self.mode == PARETO
 
     @property
     def counts(self) -> dict[str, int]:
@@ -255,10 +296,32 @@ class SweepAnalysis:
 
     @property
     def scored(self) -> list[TrialRow]:
+        """Trials with a value to compare: the objective, or a pareto trial's two values."""
+        if self.pareto:
+            return [r for r in self.rows if r.values is not None]
         return [r for r in self.rows if r.objective is not None]
 
     @property
+    def unscored(self) -> list[TrialRow]:
+        """Pareto trials the judge did not score (told failed; their loss is kept)."""
+        return [r for r in self.rows if r.status == "unscored"]
+
+    @property
+    def pareto_front_note(self) -> str:
+        if not self.pareto_front:
+            return "no completed trial yet"
+        return (
+            f"{len(self.pareto_front)} trial(s) no other completed, feasible trial beats on "
+            "both loss and judge score (Optuna's study.best_trials), by loss"
+        )
+
+    @property
     def best_interval_note(self) -> str:
+        if self.pareto:
+            return (
+                "objective.mode pareto: no single best trial; choose one of pareto_front and "
+                f"promote it (`kura sweep promote {self.sweep.id} --trial N`)"
+            )
         if self.best_interval is not None:
             return f"95 % bootstrap interval over {self.repeats} measurements"
         return (
@@ -268,7 +331,7 @@ class SweepAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         """The `kura sweep report --json` document."""
-        return {
+        document: dict[str, Any] = {
             "kind": "sweep-report",
             "sweep": self.sweep.id,
             "base_run": self.sweep.base_run,
@@ -278,12 +341,29 @@ class SweepAnalysis:
             "best_interval": None if self.best_interval is None else list(self.best_interval),
             "best_interval_note": self.best_interval_note,
             "importance": dict(self.importance.values),
-            "importance_note": self.importance.note,
+            "importance_note": self.importance.note
+            + (" (to reach the Pareto front)" if self.pareto and self.importance.computed
+               else ""),
             "step_times_by_gpu_class": self.step_times_by_gpu_class,
-            "parallel_coordinates": [
-                {**r.params, "objective": r.objective} for r in self.scored
-            ],
+            "parallel_coordinates": [self._coordinates(r) for r in self.scored],
         }
+        if self.pareto:
+            document.update(
+                mode=PARETO,
+                directions=dict(PARETO_DIRECTIONS),
+                pareto_front=[r.to_dict() for r in self.pareto_front],
+                pareto_front_note=self.pareto_front_note,
+                unscored=[r.number for r in self.unscored],
+                importance_by_objective={
+                    name: dict(i.values) for name, i in (self.importance_by_objective or {}).items()
+                },
+            )
+        return document
+
+    def _coordinates(self, row: TrialRow) -> dict[str, Any]:
+        if row.values is not None:
+            return {**row.params, "loss": row.values[0], "judge_score": row.values[1]}
+        return {**row.params, "objective": row.objective}
 
 
 def analyse_sweep(
@@ -293,6 +373,8 @@ def analyse_sweep(
     """The trials, the best one with its bootstrap interval, and parameter importance."""
     sweep, space, study = _open(workspace, sweep_id, storage_url, read_only=read_only)
     rows = _rows(workspace, study, space.spec.objective)
+    if space.spec.objective.mode == PARETO:
+        return _analyse_pareto(workspace, sweep, space, study, rows)
     scored = [r for r in rows if r.objective is not None]
     best = min(scored, key=lambda r: float(r.objective or 0.0)) if scored else None
     interval = None
@@ -316,6 +398,35 @@ def analyse_sweep(
     )
 
 
+def _analyse_pareto(
+    workspace: Workspace, sweep: SweepRecord, space: CheckedSpace, study: Any,
+    rows: list[TrialRow],
+) -> SweepAnalysis:
+    """A two-objective sweep: the front instead of one best (no interval, no winner.json:
+    a person chooses, and ``promote --trial N`` writes it)."""
+    by_number = {r.number: r for r in rows}
+    front = sorted((by_number[t.number] for t in study.best_trials), key=lambda r: r.values or ())
+    complete = len([r for r in rows if r.values is not None])
+    targets: tuple[tuple[str, Callable[[Any], float]], ...] = (
+        ("loss", lambda t: float(t.values[0])),
+        ("judge_score", lambda t: -float(t.values[1])),  # PED-ANOVA ranks lower as better
+    )
+    return SweepAnalysis(
+        sweep=sweep,
+        space=space,
+        rows=rows,
+        best=None,
+        best_interval=None,
+        repeats=0,
+        importance=_importance(study, complete),
+        step_times_by_gpu_class=_step_times(workspace, sweep.id),
+        pareto_front=tuple(front),
+        importance_by_objective={
+            name: _importance(study, complete, target=target) for name, target in targets
+        },
+    )
+
+
 def _per_sample_objectives(row: TrialRow, weight: float) -> list[float]:
     """The objective as each judged sample alone would make it, ``(1 − w)·loss + w·(1 − s)``:
     their mean is the trial's objective, so their bootstrap is an interval of the objective
@@ -328,24 +439,38 @@ def sweep_report(
     workspace: Workspace, sweep_id: str, *, storage_url: str | None = None
 ) -> dict[str, Any]:
     analysis = analyse_sweep(workspace, sweep_id, storage_url=storage_url)
-    best = analysis.best
-    if best is not None:
-        winner = {
-            "sweep": sweep_id,
-            "number": best.number,
-            "params": best.params,
-            "objective": best.objective,
-            "architecture": analysis.sweep.architecture,
-            "task": analysis.sweep.task,
-        }
-        atomic_write_text(
-            workspace.root / "sweeps" / sweep_id / "winner.json",
-            json.dumps(winner, indent=2) + "\n",
-        )
+    _write_best(workspace, analysis)
     return analysis.to_dict()
 
 
-def _importance(study: Any, complete: int) -> Importance:
+def _write_best(workspace: Workspace, analysis: SweepAnalysis) -> None:
+    """A weighted sweep's best trial into ``winner.json`` (a pareto sweep has none)."""
+    best = analysis.best
+    if best is not None:
+        _write_winner(workspace, analysis.sweep, best, {"objective": best.objective})
+
+
+def _write_winner(
+    workspace: Workspace, sweep: SweepRecord, row: TrialRow, scored: dict[str, Any]
+) -> None:
+    """``winner.json``: what later sweeps on this architecture × task start from."""
+    winner = {
+        "sweep": sweep.id,
+        "number": row.number,
+        "params": row.params,
+        **scored,
+        "architecture": sweep.architecture,
+        "task": sweep.task,
+    }
+    atomic_write_text(
+        workspace.root / "sweeps" / sweep.id / "winner.json",
+        json.dumps(winner, indent=2) + "\n",
+    )
+
+
+def _importance(
+    study: Any, complete: int, *, target: Callable[[Any], float] | None = None
+) -> Importance:
     if complete < MIN_COMPLETE_FOR_IMPORTANCE:
         return Importance(
             {},
@@ -355,49 +480,95 @@ def _importance(study: Any, complete: int) -> Importance:
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     try:
-        values = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator())
+        with warnings.catch_warnings():
+            # with a target Optuna reminds that lower is better: the judge's is negated
+            warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes")
+            values = get_param_importances(
+                study, evaluator=PedAnovaImportanceEvaluator(), target=target
+            )
     except (ValueError, RuntimeError) as exc:
         return Importance({}, f"not computed: {exc}")
     return Importance({k: float(v) for k, v in values.items()}, IMPORTANCE_METHOD)
 
 
+def _chosen(analysis: SweepAnalysis, trial: int | None) -> tuple[TrialRow, str]:
+    """The trial to promote and how the card's source line describes it."""
+    sweep_id = analysis.sweep.id
+    if not analysis.pareto:
+        best = analysis.best
+        if best is None:
+            raise CheckFailed(
+                f"sweep {sweep_id} has no scored trial to promote",
+                hint=f"run `kura sweep worker {sweep_id}` first",
+            )
+        if trial is not None and trial != best.number:
+            raise UsageError(
+                f"sweep {sweep_id} is weighted: it promotes its best trial "
+                f"({best.number}), not trial {trial}",
+                hint=f"`kura sweep promote {sweep_id}` without --trial",
+            )
+        return best, (
+            f"sweep {sweep_id} (trial {best.number}, objective {float(best.objective or 0.0):.4g})"
+        )
+    front = analysis.pareto_front
+    if not front:
+        raise CheckFailed(
+            f"sweep {sweep_id} has no completed trial on its Pareto front yet",
+            hint=f"run `kura sweep worker {sweep_id}` first",
+        )
+    listed = "; ".join(
+        f"{r.number} (loss {r.values[0]:.4g}, judge {r.values[1]:.3g})"
+        for r in front if r.values is not None
+    )
+    chosen = next((r for r in front if r.number == trial), None)
+    if chosen is None or chosen.values is None:
+        said = "no --trial given" if trial is None else f"trial {trial} is not on the front"
+        raise UsageError(
+            f"sweep {sweep_id} is a Pareto sweep ({said}): choose one trial of its front: "
+            f"{listed}",
+            hint=f"`kura sweep promote {sweep_id} --trial N` (`kura sweep report {sweep_id}` "
+            "shows each trial's samples and values)",
+        )
+    loss, judge = chosen.values
+    return chosen, (
+        f"sweep {sweep_id} (trial {chosen.number} of the Pareto front, chosen: loss "
+        f"{loss:.4g}, judge {judge:.3g})"
+    )
+
+
 def promote_winner(
     workspace: Workspace, sweep_id: str, *, section: str | None = None,
-    storage_url: str | None = None,
+    storage_url: str | None = None, trial: int | None = None,
 ) -> dict[str, Any]:
-    """Write the best trial's values into the architecture's card as ``source: sweep <id>``
-    lines, plus one ``sweep.curated.<id>`` line so later sweeps start from it."""
+    """Write the best trial's values (a pareto sweep: the trial of its front a person chose,
+    ``trial``) into the architecture's card as ``source: sweep <id>`` lines, plus one
+    ``sweep.curated.<id>`` line so later sweeps start from it; ``winner.json`` too."""
     from kura.knowledge.baselines import card_path
     from kura.knowledge.cards import SECTIONS, entry_line, insert_entry, parse_card, read_card
     from kura.sweep.warmstart import CURATED_PREFIX
 
-    report = sweep_report(workspace, sweep_id, storage_url=storage_url)
-    best = report["best"]
-    if best is None:
-        raise CheckFailed(
-            f"sweep {sweep_id} has no scored trial to promote",
-            hint=f"run `kura sweep worker {sweep_id}` first",
-        )
-    from kura.sweep.records import load_sweep
-
-    sweep = load_sweep(workspace, sweep_id)
+    analysis = analyse_sweep(workspace, sweep_id, storage_url=storage_url)
+    _write_best(workspace, analysis)
+    best, source = _chosen(analysis, trial)
+    sweep = analysis.sweep
     target = section or sweep.task or "all"
     if target not in SECTIONS:
         raise UsageError(f"--task {target!r} is not a card section", hint=", ".join(SECTIONS))
-    source = f"sweep {sweep_id} (trial {best['number']}, objective {best['objective']:.4g})"
+    if analysis.pareto and best.values is not None:
+        _write_winner(workspace, sweep, best, {"values": list(best.values)})
     added = {}
     with workspace.lock():
         path = card_path(workspace, sweep.architecture)
         text = read_card(path) or f"# {sweep.architecture} — knowledge card\n"
         entries, _ = parse_card(text)
-        for key, value in best["params"].items():
+        for key, value in best.params.items():
             if any(e.key == key and e.section == target and e.value == value for e in entries):
                 continue
             text = insert_entry(text, target, entry_line(key, value, source))
             added[key] = value
         curated_key = CURATED_PREFIX + sweep_id.replace("-", "_")
         if not any(e.key == curated_key for e in entries):
-            line = entry_line(curated_key, dict(best["params"]), source)
+            line = entry_line(curated_key, dict(best.params), source)
             text = insert_entry(text, target, line)
         atomic_write_text(path, text)
     return {

@@ -11,6 +11,20 @@
 
 Every axis must be a key the backend exposes (``Backend.search_keys``) with a range inside
 the trainer's limits; memory aids are never axes (the fit ladder sets them per trial).
+
+``objective.mode`` is ``weighted`` (the default: a judge's score is folded into one value,
+``(1 − judge_weight)·loss + judge_weight·(1 − judge)``) or ``pareto``: an Optuna
+multi-objective study (minimize the loss, maximize the judge's score) whose report is the
+Pareto front, one trial of which a person promotes. A pareto space needs a ``module:function``
+judge (human ratings arrive after a trial was told to the study, which a multi-objective study
+cannot take later) and runs without early stopping: Optuna's pruners work on one reported value
+(``Trial.report`` and ``should_prune`` raise ``NotImplementedError`` in a multi-objective
+study), so ``early_stop`` is off unless given, and refused when given enabled.
+
+A space's digest is taken over its canonical values; ``mode`` is left out of it (and of every
+document) while it is ``weighted``, so the digest of a space written before ``mode`` existed is
+unchanged, and a study started in one mode refuses a space file in the other ("the space
+changed").
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from kura.errors import SpecError
 from kura.spec.base import StrictModel, validate_spec
@@ -61,7 +75,16 @@ class Axis(StrictModel):
         return self
 
 
+ObjectiveMode = Literal["weighted", "pareto"]
+
+
 class Objective(StrictModel):
+    mode: ObjectiveMode = Field(
+        "weighted",
+        description="`weighted`: one value, the loss with the judge's score folded in by "
+        "judge_weight; `pareto`: two objectives (loss down, judge score up), the report shows "
+        "the Pareto front and promote takes a trial of it",
+    )
     metric: Literal["heldout_loss", "train_loss"] = Field(
         "heldout_loss",
         description="held-out loss on a validation split Kura carves, or the final train loss",
@@ -72,7 +95,38 @@ class Objective(StrictModel):
         description="`ratings` (human ratings from `kura run evaluate`) or `module:function`, "
         "a scorer of a trial's samples returning 0–1 (higher is better)",
     )
-    judge_weight: float = Field(0.5, ge=0, le=1)
+    judge_weight: float = Field(0.5, ge=0, le=1, description="weighted mode only")
+
+    @model_validator(mode="after")
+    def _pareto(self) -> Objective:
+        if self.mode != "pareto":
+            return self
+        if self.judge is None:
+            raise ValueError(
+                "mode pareto needs a judge (objective.judge: module:function): with the loss "
+                "alone there is one objective and no front; or use mode weighted"
+            )
+        if self.judge == "ratings":
+            raise ValueError(
+                "mode pareto cannot use judge `ratings`: people rate a trial after it "
+                "finished, and a multi-objective study cannot be told a trial's values later; "
+                "use mode weighted (ratings given later count in its report) or a "
+                "module:function judge"
+            )
+        if "judge_weight" in self.model_fields_set:
+            raise ValueError(
+                "judge_weight folds the judge into the loss, which mode pareto does not do; "
+                "remove judge_weight, or use mode weighted"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _canonical(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Weighted: no ``mode`` key (documents and digests as before modes); pareto: no
+        ``judge_weight`` (it is not used)."""
+        data: dict[str, Any] = handler(self)
+        data.pop("mode" if self.mode == "weighted" else "judge_weight", None)
+        return data
 
 
 class EarlyStop(StrictModel):
@@ -84,7 +138,23 @@ class EarlyStop(StrictModel):
 class SpaceFile(StrictModel):
     axes: dict[str, Axis] = Field(min_length=1)
     objective: Objective = Objective()
-    early_stop: EarlyStop = EarlyStop()
+    early_stop: EarlyStop = Field(
+        EarlyStop(), description="on by default; off (and refused on) with objective.mode pareto"
+    )
+
+    @model_validator(mode="after")
+    def _no_pruning_in_pareto(self) -> SpaceFile:
+        if self.objective.mode != "pareto" or not self.early_stop.enabled:
+            return self
+        if "early_stop" in self.model_fields_set:
+            raise ValueError(
+                "early_stop with objective.mode pareto: Optuna's pruners stop a trial on one "
+                "reported value, and a multi-objective study takes none (Trial.report raises "
+                "NotImplementedError); set early_stop: {enabled: false}, or use mode weighted"
+            )
+        # not given: off, and said so in `kura sweep new` and the plan
+        object.__setattr__(self, "early_stop", EarlyStop(enabled=False))
+        return self
 
 
 @dataclass(frozen=True)

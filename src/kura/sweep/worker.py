@@ -7,6 +7,11 @@ the sweep's approval, the study's space and trainer release, the trial count and
 and reaps trials whose workers stopped renewing their lease (re-queued once). GPU class,
 host and seed are recorded on every trial; step times are only ever compared within one GPU
 class (see the report).
+
+With ``objective.mode: pareto`` the study has two objectives (loss, judge score): the follower
+reports nothing to the study (a multi-objective trial takes no intermediate values), nothing
+is pruned, and a finished trial whose judge gave no score is told failed, with status
+``unscored`` and the reason, since Optuna cannot be told a missing objective value.
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ class _Worker:
         self.storage_url = storage_url or sweep.storage
         self.lease_seconds = lease_seconds
         self.poll = poll
+        self.pareto = self.space.spec.objective.mode == "pareto"
         early = self.space.spec.early_stop
         pruner = (
             optuna.pruners.SuccessiveHalvingPruner(
@@ -118,7 +124,7 @@ class _Worker:
         self.study = load_study(
             workspace, sweep, storage_url=self.storage_url, sampler=sampler, pruner=pruner
         )
-        check_resumable(self.study, sweep, self.backend.release)
+        check_resumable(self.study, sweep, self.backend.release, self.space.spec.objective.mode)
         _, base = load_run(workspace, sweep.base_run)
         self.base_doc = plain(base)
         offer = self.gpu_class.cheapest_offer()
@@ -391,7 +397,7 @@ class _Worker:
         return follow_trial(
             run_dir, trial, progress=self.backend.progress,
             prune=self.space.spec.early_stop.enabled, lease_lost=lease.lost.is_set,
-            on_state=on_state, poll=self.poll,
+            on_state=on_state, poll=self.poll, report=not self.pareto,
         )
 
     def _finish(self, trial: Any, record: TrialRecord, run_id: str, followed: Any) -> TrialRecord:
@@ -457,9 +463,18 @@ class _Worker:
             self._set(trial, {**attrs, "kura.reason": exc.message, "kura.counted": True})
             self.study.tell(trial, state=TrialState.FAIL)
             return record.model_copy(update=update)
+        if result.values is None:
+            # pareto, and the judge gave no score: a multi-objective study cannot be told a
+            # missing value, so the trial is told failed (it used its slot) and says why
+            reason = f"unscored: {result.note}; a pareto study needs both values"
+            update.update(status="unscored", reason=reason, objective=result.to_dict())
+            self._set(trial, {**attrs, "kura.status": "unscored", "kura.reason": reason,
+                              "kura.objective": result.to_dict(), "kura.counted": True})
+            self.study.tell(trial, state=TrialState.FAIL)
+            return record.model_copy(update=update)
         update.update(status="complete", objective=result.to_dict())
         self._set(trial, {**attrs, "kura.status": "complete", "kura.objective": result.to_dict()})
-        self.study.tell(trial, result.value)
+        self.study.tell(trial, list(result.values))
         return record.model_copy(update=update)
 
     @staticmethod

@@ -1,5 +1,7 @@
 """A sweep's charts as inline SVG drawn on the server: the objective per trial (with the
 best so far), parameter importance as bars, and parallel coordinates (params → objective).
+A pareto sweep's objective chart is loss against judge score with its Pareto front drawn,
+and its parallel coordinates end in both objectives.
 
 Like :mod:`kura.web.charts`: no script and no external asset, CSS classes for colour, a
 ``<title>`` for screen readers, every text and attribute escaped (parameter values and
@@ -18,13 +20,22 @@ from typing import Any
 from kura.sweep.report import Importance, TrialRow
 from kura.sweep.space import CheckedAxis
 
-__all__ = ["PcAxis", "importance_bars", "objective_chart", "parallel_coordinates", "pc_axes"]
+__all__ = [
+    "PcAxis",
+    "importance_bars",
+    "objective_chart",
+    "parallel_coordinates",
+    "pareto_chart",
+    "pc_axes",
+]
 
 HEIGHT = 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 28, 44
 PC_WIDTH = 1100
 PC_RIGHT = 72
 MIN_AXIS_GAP = 140
+PARETO_AXES = ("loss", "judge_score")
+"""A pareto row's two values, in the study's order (loss down, judge score up)."""
 
 
 def _number(value: float) -> str:
@@ -113,9 +124,82 @@ def objective_chart(rows: Sequence[TrialRow], *, width: int = 640) -> str:
     return "".join(parts)
 
 
-def importance_bars(importance: Importance, *, width: int = 640) -> str:
+def pareto_chart(rows: Sequence[TrialRow], front: Sequence[int], *, width: int = 640) -> str:
+    """A pareto sweep's trials as points, loss (x, lower is better) against judge score (y,
+    higher is better), the trials of the Pareto front highlighted and joined in loss order.
+    Only trials the study was told both values of are drawn."""
+    scored = sorted((r for r in rows if r.values is not None), key=lambda r: r.number)
+    if not scored:
+        return '<p class="empty">No trial has both a loss and a judge score yet.</p>'
+    points = {r.number: r.values for r in scored if r.values is not None}
+    on_front = set(front)
+    x_low, x_high = _span([v[0] for v in points.values()])
+    y_low, y_high = _span([v[1] for v in points.values()])
+    plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(value: float) -> float:
+        return LEFT + plot_w * (value - x_low) / (x_high - x_low)
+
+    def y(value: float) -> float:
+        return TOP + plot_h * (1 - (value - y_low) / (y_high - y_low))
+
+    title = "Loss against judge score per trial (the Pareto front highlighted)"
+    parts = _open_svg(width, HEIGHT, title, "pareto")
+    parts.append(f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
+    for i in range(5):
+        fraction = i / 4
+        tick_y, tick_x = y_low + (y_high - y_low) * fraction, x_low + (x_high - x_low) * fraction
+        ty, tx = y(tick_y), x(tick_x)
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
+            f'<text class="tick" x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end">'
+            f"{escape(_number(tick_y))}</text>"
+            f'<text class="tick" x="{tx:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
+            f"{escape(_number(tick_x))}</text>"
+        )
+    parts.append(
+        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" '
+        'text-anchor="middle">loss (lower is better)</text>'
+        f'<text class="axis" x="14" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {TOP + plot_h / 2:.1f})">judge score (higher is better)'
+        "</text>"
+    )
+    line = sorted((points[n] for n in on_front if n in points), key=lambda v: v)
+    if line:
+        coords = " ".join(f"{x(v[0]):.1f},{y(v[1]):.1f}" for v in line)
+        parts.append(f'<polyline class="series series-1 pareto-front" points="{coords}"/>')
+    for number, (loss, judge) in sorted(points.items(), key=lambda kv: kv[0] in on_front):
+        kind = "front-dot series-1" if number in on_front else "trial-dot series-0"
+        parts.append(
+            f'<circle class="series-dot {kind}" data-trial="{number}" cx="{x(loss):.1f}" '
+            f'cy="{y(judge):.1f}" r="{5 if number in on_front else 4}">'
+            f"<title>trial {number}: loss {escape(_number(loss))}, judge score "
+            f"{escape(_number(judge))}{' (on the front)' if number in on_front else ''}"
+            "</title></circle>"
+        )
+    for index, name in enumerate(("trial", "Pareto front")):
+        lx = LEFT + 8 + 130 * index
+        parts.append(
+            f'<rect class="swatch series-{index}" x="{lx}" y="{TOP - 18}" width="12" height="4"/>'
+            f'<text class="legend" x="{lx + 16}" y="{TOP - 12}">{name}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _span(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    if low == high:
+        pad = abs(low) * 0.1 or 1.0
+        return low - pad, high + pad
+    pad = (high - low) * 0.05
+    return low - pad, high + pad
+
+
+def importance_bars(importance: Importance, *, width: int = 640, title: str = "") -> str:
     """One bar per parameter (share of the importance, largest first), or the report's
-    note as text when it was not computed."""
+    note as text when it was not computed. ``title`` names what the importance is of
+    (a pareto sweep's per-objective charts)."""
     if not importance.computed:
         return f'<p class="empty">{escape(importance.note)}</p>'
     items = sorted(importance.values.items(), key=lambda kv: -kv[1])
@@ -123,7 +207,8 @@ def importance_bars(importance: Importance, *, width: int = 640) -> str:
     height = TOP + len(items) * (bar_h + gap) + 8
     plot_w = width - label_w - RIGHT - 56
     top = max(v for _, v in items) or 1.0
-    parts = _open_svg(width, height, f"Parameter importance ({importance.note})", "importance")
+    heading = f"Parameter importance{' for ' + title if title else ''} ({importance.note})"
+    parts = _open_svg(width, height, heading, "importance")
     for index, (key, value) in enumerate(items):
         by = TOP + index * (bar_h + gap)
         bar = plot_w * value / top
@@ -189,9 +274,16 @@ def _numeric_axis(key: str, values: list[float], log: bool, low: float | None,
     return PcAxis(key, "log" if log else "linear", float(lo), float(hi))
 
 
+def _objectives(row: TrialRow) -> dict[str, float] | None:
+    """What a trial was scored: its objective, or a pareto trial's loss and judge score."""
+    if row.pareto:
+        return None if row.values is None else dict(zip(PARETO_AXES, row.values, strict=True))
+    return None if row.objective is None else {"objective": float(row.objective)}
+
+
 def pc_axes(axes: Sequence[CheckedAxis], rows: Sequence[TrialRow]) -> list[PcAxis]:
     """An axis per space axis (its range widened to any value a trial took, e.g. a warm
-    start), then the objective."""
+    start), then the objective (a pareto sweep: the loss, then the judge score)."""
     out = []
     for axis in axes:
         taken = [r.params[axis.key] for r in rows if axis.key in r.params]
@@ -202,20 +294,26 @@ def pc_axes(axes: Sequence[CheckedAxis], rows: Sequence[TrialRow]) -> list[PcAxi
         else:
             numbers = [float(v) for v in taken if isinstance(v, int | float)]
             out.append(_numeric_axis(axis.key, numbers, axis.log, axis.low, axis.high))
-    objectives = [float(r.objective) for r in rows if r.objective is not None]
-    out.append(_numeric_axis("objective", objectives, False, None, None))
+    names = PARETO_AXES if any(r.pareto for r in rows) else ("objective",)
+    scored = [values for r in rows if (values := _objectives(r)) is not None]
+    for name in names:
+        out.append(_numeric_axis(name, [v[name] for v in scored], False, None, None))
     return out
 
 
 def parallel_coordinates(
-    axes: Sequence[CheckedAxis], rows: Sequence[TrialRow], *, best: int | None = None
+    axes: Sequence[CheckedAxis], rows: Sequence[TrialRow], *, best: int | None = None,
+    front: Sequence[int] = (),
 ) -> str:
-    """One polyline per complete trial across the space's axes to its objective; the best
-    trial drawn on top in its own colour."""
-    complete = [r for r in rows if r.complete and r.objective is not None]
+    """One polyline per complete trial across the space's axes to its objective (a pareto
+    sweep: to its loss and judge score); the best trial (the front's) drawn on top in its
+    own colour."""
+    complete = [r for r in rows if r.complete and _objectives(r) is not None]
     if not complete:
         return '<p class="empty">No complete trial yet.</p>'
     pcs = pc_axes(axes, complete)
+    highlighted = {best, *front} - {None}
+    pareto = any(r.pareto for r in complete)
     gap = max(MIN_AXIS_GAP, (PC_WIDTH - LEFT - 20 - PC_RIGHT) // (len(pcs) - 1))
     width = LEFT + 20 + gap * (len(pcs) - 1) + PC_RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
@@ -226,22 +324,29 @@ def parallel_coordinates(
     def ay(fraction: float) -> float:
         return TOP + plot_h * (1 - fraction)
 
-    parts = _open_svg(width, HEIGHT, "Parallel coordinates: parameters → objective", "parallel")
-    ordered = sorted(complete, key=lambda r: (r.number == best, -(r.objective or 0.0)))
-    for row in ordered:
+    target = "loss, judge score" if pareto else "objective"
+    parts = _open_svg(width, HEIGHT, f"Parallel coordinates: parameters → {target}", "parallel")
+    first_objective = len(axes)
+
+    def order(row: TrialRow) -> tuple[bool, float]:
+        values = _objectives(row) or {}
+        return row.number in highlighted, -next(iter(values.values()), 0.0)
+
+    for row in sorted(complete, key=order):
+        scored = _objectives(row) or {}
         points = []
         for index, pc in enumerate(pcs):
-            value = row.objective if pc.key == "objective" and index == len(pcs) - 1 else (
-                row.params.get(pc.key)
-            )
+            value = scored.get(pc.key) if index >= first_objective else row.params.get(pc.key)
             fraction = pc.position(value)
             if fraction is not None:
                 points.append(f"{ax(index):.1f},{ay(fraction):.1f}")
-        kind = "pc-trial pc-best" if row.number == best else "pc-trial"
+        kind = "pc-trial pc-best" if row.number in highlighted else "pc-trial"
+        said = ", ".join(
+            f"{name.replace('_', ' ')} {_number(value)}" for name, value in scored.items()
+        )
         parts.append(
             f'<polyline class="{kind}" data-trial="{row.number}" points="{" ".join(points)}">'
-            f"<title>trial {row.number}: objective {escape(_number(row.objective or 0.0))}"
-            "</title></polyline>"
+            f"<title>trial {row.number}: {escape(said)}</title></polyline>"
         )
     for index, pc in enumerate(pcs):
         x = ax(index)
@@ -256,6 +361,8 @@ def parallel_coordinates(
                 f"{escape(text)}</text>"
             )
         name = pc.key.removeprefix("training.")
+        if index >= first_objective:
+            name = name.replace("_", " ")
         suffix = " (log)" if pc.scale == "log" else ""
         parts.append(
             f'<text class="axis" x="{x:.1f}" y="{HEIGHT - 18}" text-anchor="middle">'

@@ -247,6 +247,8 @@ class ToyBackend:
             "rank": spec.training.network.rank,
             "optimizer": spec.training.optimizer,
             "validation": [d.media_dir for d in inputs.validation],
+            "controls": [d.control_dir for d in inputs.datasets if d.control_dir],
+            "validation_controls": [d.control_dir for d in inputs.validation if d.control_dir],
             "cache_dir": f"{inputs.run_dir}/cache",
             "output_dir": f"{inputs.run_dir}/output",
         }
