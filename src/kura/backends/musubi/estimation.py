@@ -22,6 +22,7 @@ __all__ = [
     "LADDER_KEYS",
     "config_changes",
     "diagnosis_config",
+    "epoch_buckets",
     "estimate_config",
     "estimator_model",
     "rung_change",
@@ -42,6 +43,9 @@ LADDER_KEYS = (
     "split_attn",
 )
 """The backend.config keys the fit ladder may set (all speed or memory, never the recipe)."""
+
+INSPECTION_BUCKET_STEP = 16
+"""The bucket step ``kura dataset inspect`` uses (``inspect_dataset``'s default)."""
 
 _ATTENTION: dict[str, Attention] = {
     "sdpa": "sdpa",
@@ -89,10 +93,54 @@ def _buckets(
                 buckets.append(Bucket(width, height, 1, images * use.repeats))
             continue
         if facts and list(facts.resolution) == [width, height] and facts.buckets:
-            buckets += [Bucket(b.width, b.height, 1, b.count * use.repeats) for b in facts.buckets]
+            found_images, note = _image_buckets(
+                use.name, facts.buckets, (width, height), architecture
+            )
+            buckets += [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
+            notes += [note] if note else []
         else:
             buckets.append(Bucket(width, height, 1, max(1, images) * use.repeats))
     return tuple(buckets), notes
+
+
+def epoch_buckets(
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia],
+    architecture: str,
+) -> tuple[tuple[Any, ...], list[str]]:
+    """The plan's items per epoch (estimator buckets: width, height, frames, count with
+    repeats), dataset by dataset in run.yaml order, and what had to be assumed."""
+    return _buckets(spec, datasets, media, architecture)
+
+
+def _image_buckets(
+    name: str, inspected: Any, resolution: tuple[int, int], architecture: str
+) -> tuple[dict[tuple[int, int], int], str | None]:
+    """Images per bucket at the architecture's bucket step. Inspection buckets at
+    ``INSPECTION_BUCKET_STEP``; Musubi's ``BucketSelector`` uses 32 for HiDream-O1, so each
+    inspected bucket is placed again at that step (by its own aspect, the image's being
+    unknown here), said in the note."""
+    from collections import Counter
+
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.dataset.buckets import BucketRule
+
+    adapter = adapter_for(architecture)
+    step = adapter.resolution_multiple if adapter else INSPECTION_BUCKET_STEP
+    counts: Counter[tuple[int, int]] = Counter()
+    if step == INSPECTION_BUCKET_STEP:
+        for b in inspected:
+            counts[(b.width, b.height)] += b.count
+        return dict(counts), None
+    rule = BucketRule(resolution, step)
+    for b in inspected:
+        counts[rule.select((b.width, b.height))] += b.count
+    return dict(sorted(counts.items())), (
+        f"dataset {name}: buckets placed at {architecture}'s {step}-pixel step from the "
+        f"inspection's {INSPECTION_BUCKET_STEP}-pixel buckets (an image near a bucket edge may "
+        "land in the neighbouring one)"
+    )
 
 
 def _video_buckets(
