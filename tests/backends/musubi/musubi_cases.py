@@ -161,6 +161,17 @@ CASES: tuple[Case, ...] = (
         datasets=[video_dataset(fps=24.0), image_dataset()],
     ),
     Case(
+        "hunyuan_video-video-and-images-batch2",
+        "hunyuan_video",
+        None,
+        spec={
+            "training": {"effective_batch": 2},
+            "backend": {"config": {"batch_size": 2}},
+        },
+        spec_datasets=_VIDEO_AND_IMAGE,
+        datasets=[video_dataset(fps=24.0), image_dataset()],
+    ),
+    Case(
         "hunyuan_video-fp8-swap",
         "hunyuan_video",
         None,

@@ -261,6 +261,9 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
             entry["buckets"] = sorted([f"{b.width}x{b.height}", b.count] for b in mine)
         elif adapter.framepack_window is None:
             entry["frames"] = _video_frames(adapter, use, source)
+            entry["buckets"] = sorted([f"{b.width}x{b.height}x{b.frames}", b.count] for b in mine)
+        else:
+            entry["buckets"] = _merged_sizes([((b.width, b.height), b.count) for b in mine])
         entries.append(entry)
     batches = sum(e["batches"] for e in entries)
     return {
@@ -309,6 +312,13 @@ def musubi_semantics(report: dict[str, Any], train_argv: list[str]) -> dict[str,
             entry["frames"] = {
                 str(f): n for f, n in sorted(Counter(i["frames"] for i in items).items())
             }
+            entry["buckets"] = sorted(
+                ["x".join(key[:3]), count] for key, count in dataset["buckets"]
+            )
+        else:
+            entry["buckets"] = _merged_sizes(
+                [((int(key[0]), int(key[1])), count) for key, count in dataset["buckets"]]
+            )
         if dataset["cache_errors"]:
             entry["cache_errors"] = dataset["cache_errors"]
         entries.append(entry)
@@ -326,6 +336,13 @@ def _merged(buckets: list[list[Any]]) -> list[tuple[tuple[str, str], int]]:
     for key, count in buckets:
         counts[(key[0], key[1])] += count
     return sorted(counts.items())
+
+
+def _merged_sizes(buckets: list[tuple[tuple[int, int], int]]) -> list[list[Any]]:
+    counts: Counter[tuple[int, int]] = Counter()
+    for size, count in buckets:
+        counts[size] += count
+    return sorted([f"{w}x{h}", n] for (w, h), n in counts.items())
 
 
 def load_json(path: Path) -> Any:

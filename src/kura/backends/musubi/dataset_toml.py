@@ -398,8 +398,11 @@ def _dataset_entry(item: PlannedDataset) -> dict[str, Any]:
     entry["cache_directory"] = item.cache_directory
     entry["resolution"] = _resolution(use.resolution)
     entry["num_repeats"] = use.repeats
-    if source.kind == "image":
-        entry["enable_bucket"] = True
+    # Videos too: Musubi buckets a video by its aspect at latent caching whatever this says,
+    # but at training ``VideoDataset.prepare_for_training`` buckets by it, and without it
+    # puts every aspect in the one resolution bucket, so a batch of two would stack latents
+    # of two shapes (found by tests/backends/musubi/test_musubi_semantics.py).
+    entry["enable_bucket"] = True
     if source.control_dir is not None:
         entry["control_directory"] = source.control_dir
         if use.no_resize_control is not None:

@@ -86,8 +86,10 @@ def _buckets(
         videos = facts.counts.get("videos", 0) if facts else 0
         images = facts.counts.get("images", 0) if facts else 0
         if videos:
-            found, note = _video_buckets(use, media.get(use.name), videos, architecture)
-            buckets += [Bucket(width, height, f, n * use.repeats) for f, n in found.items()]
+            found, note = _video_buckets(
+                use, media.get(use.name), videos, architecture, (width, height)
+            )
+            buckets += [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
             notes += [note] if note else []
             if images:
                 buckets.append(Bucket(width, height, 1, images * use.repeats))
@@ -144,10 +146,16 @@ def _image_buckets(
 
 
 def _video_buckets(
-    use: Any, media: DatasetMedia | None, videos: int, architecture: str
-) -> tuple[dict[int, int], str | None]:
-    """Items per frame count of one video dataset: exact from the clips' frames, else one
-    item per target frame count per video (an assumption, said so)."""
+    use: Any,
+    media: DatasetMedia | None,
+    videos: int,
+    architecture: str,
+    resolution: tuple[int, int],
+) -> tuple[dict[tuple[int, int, int], int], str | None]:
+    """Items per (bucket width, height, frame count) of one video dataset: exact from the
+    clips' frames and buckets (Musubi batches never mix buckets or frame counts), else one
+    item per target frame count per video at the dataset resolution (an assumption, said
+    so)."""
     from kura.backends.musubi.adapters import adapter_for
     from kura.backends.musubi.items import FRAMEPACK_WINDOW, VAE_FRAME_STRIDE, video_items
 
@@ -156,29 +164,38 @@ def _video_buckets(
     default = adapter.defaults.get("frame_extraction") if adapter else None
     extraction = use.frame_extraction or (str(default.value) if default else "head")
     clips = media.clips if media else ()
+    width, height = resolution
     if clips and all(c.frames is not None for c in clips):
         rates = {c.fps for c in clips}
         fps = next(iter(rates)) if len(rates) == 1 else None
-        items = video_items(
-            [(c.name, c.frames or 0) for c in clips],
-            extraction,
-            use.frames,
-            stride=use.frame_stride or 1,
-            sample=use.frame_sample or 1,
-            max_frames=use.max_frames,
-            source_fps=fps,
-            target_fps=None if adapter is None or adapter.model_fps is None else adapter.model_fps,
-            framepack_window=window,
-        )
-        return dict(items.per_frames) or {1: 0}, None
+        by_bucket: dict[tuple[int, int], list[Any]] = {}
+        for clip in clips:
+            by_bucket.setdefault(clip.bucket or resolution, []).append(clip)
+        found: dict[tuple[int, int, int], int] = {}
+        for (w, h), group in sorted(by_bucket.items()):
+            items = video_items(
+                [(c.name, c.frames or 0) for c in group],
+                extraction,
+                use.frames,
+                stride=use.frame_stride or 1,
+                sample=use.frame_sample or 1,
+                max_frames=use.max_frames,
+                source_fps=fps,
+                target_fps=None
+                if adapter is None or adapter.model_fps is None
+                else adapter.model_fps,
+                framepack_window=window,
+            )
+            found.update({(w, h, f): n for f, n in items.per_frames.items()})
+        return found or {(width, height, 1): 0}, None
     if window is not None:
         frames = (window - 1) * VAE_FRAME_STRIDE + 1
-        return {frames: videos}, (
+        return {(width, height, frames): videos}, (
             f"dataset {use.name}: video frame counts unknown; one FramePack section "
             f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed"
         )
     targets = list(use.frames or [use.max_frames or 1])
-    return dict.fromkeys(targets, videos), (
+    return {(width, height, f): videos for f in targets}, (
         f"dataset {use.name}: video frame counts unknown; one item per target frame count per "
         "video assumed (Musubi makes more under chunk/slide/uniform)"
     )
