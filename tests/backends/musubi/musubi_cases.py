@@ -172,6 +172,54 @@ CASES: tuple[Case, ...] = (
         datasets=[video_dataset(fps=24.0), image_dataset()],
     ),
     Case(
+        "hunyuan_video-video-chunk",
+        "hunyuan_video",
+        None,
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [25, 45],
+                "frame_extraction": "chunk",
+            }
+        ],
+        datasets=[video_dataset(fps=24.0)],
+    ),
+    Case(
+        "wan-t2v-14B-video-slide",
+        "wan",
+        "t2v-14B",
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [1, 25],
+                "frame_extraction": "slide",
+                "frame_stride": 10,
+            }
+        ],
+        datasets=[video_dataset(fps=30.0)],
+        drop_roles=("image_encoder", "dit_high_noise"),
+        weight_dtypes={"dit": "bf16"},
+    ),
+    Case(
+        "hunyuan_video_1_5-t2v-video-uniform",
+        "hunyuan_video_1_5",
+        "t2v",
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [1, 25],
+                "frame_extraction": "uniform",
+                "frame_sample": 3,
+            }
+        ],
+        datasets=[video_dataset(fps=30.0)],
+        drop_roles=("image_encoder",),
+        weight_dtypes={"dit": "bf16"},
+    ),
+    Case(
         "hunyuan_video-fp8-swap",
         "hunyuan_video",
         None,
