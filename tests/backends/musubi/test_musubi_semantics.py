@@ -16,7 +16,7 @@ config_utils, its image/video datasets, FramePack's own section writer and its
 training-time bucketing on it. Items and batches per epoch, frames per item (frame
 extraction after the ``source_fps`` conversion), control images per item and image buckets
 must be what Kura's inspection, compile and plan say. ``KURA_RECORD_SEMANTICS=1`` also
-writes Musubi's numbers to ``semantics/<case>.json``; without Musubi,
+writes Musubi's numbers to ``semantics/datasets/<case>.json``; without Musubi,
 ``test_plan_matches_recorded_musubi_semantics`` pins Kura's plan to those records.
 """
 
@@ -35,7 +35,7 @@ from musubi_semantics import GOLDEN_TOML_ROOTS, kura_semantics, materialise, mus
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
-RECORDS = HERE / "semantics"
+RECORDS = HERE / "semantics" / "datasets"
 SOURCE = os.environ.get("KURA_MUSUBI_SRC")
 RECORD = os.environ.get("KURA_RECORD_SEMANTICS") == "1"
 
@@ -124,7 +124,7 @@ def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
         toml, compiled = _golden(case)
         theirs = musubi_semantics(report, _argv(compiled, "train"))
         if RECORD:
-            RECORDS.mkdir(exist_ok=True)
+            RECORDS.mkdir(parents=True, exist_ok=True)
             record = {"case": case.name, "musubi_release": compiled["release"], **theirs}
             (RECORDS / f"{case.name}.json").write_text(
                 json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8"
