@@ -10,7 +10,7 @@ from musubi_cases import make_spec
 
 from kura.backends.base import ClipFact, DatasetMedia, PlanInputs
 from kura.backends.musubi.backend import BACKEND
-from kura.backends.musubi.estimation import estimate_config
+from kura.backends.musubi.estimation import epoch_buckets, estimate_config
 from kura.backends.musubi.items import (
     extracted_frames,
     fps_frame_count,
@@ -146,3 +146,68 @@ def test_ideogram4_plans_and_estimates_without_fp8_keys() -> None:
     fit = BACKEND.fit(spec, inputs, GPU_CLASSES["h100-sxm"], host_ram_gib=None)
     assert fit.fits
     assert not {"fp8_base", "fp8_scaled"} & set(fit.settings)
+
+
+def test_video_items_are_counted_per_clip_bucket() -> None:
+    # Musubi's training buckets (enable_bucket) never batch a tall clip with a wide one.
+    spec = make_spec(
+        {"model": {"base": "wan2.1-t2v-14b"}},
+        datasets=[{"name": "clips", "resolution": [640, 640], "frames": [1, 25]}],
+    )
+    media = DatasetMedia(
+        clips=(
+            ClipFact("wide.mp4", 30, 16.0, (848, 480)),
+            ClipFact("tall.mp4", 30, 16.0, (480, 848)),
+        )
+    )
+    inputs = _inputs("wan2.1-t2v-14b", "clips", media, videos=2)
+    buckets, notes = epoch_buckets(spec, inputs.datasets, inputs.media, "wan")
+    assert sorted((b.width, b.height, b.frames, b.count) for b in buckets) == [
+        (480, 848, 1, 1),
+        (480, 848, 25, 1),
+        (848, 480, 1, 1),
+        (848, 480, 25, 1),
+    ]
+    assert notes == []
+
+
+def test_clip_buckets_from_another_resolution_are_placed_again_and_said() -> None:
+    spec = make_spec(
+        {"model": {"base": "wan2.1-t2v-14b"}},
+        datasets=[{"name": "clips", "resolution": [960, 544], "frames": [1]}],
+    )
+    media = DatasetMedia(clips=(ClipFact("wide.mp4", 30, 16.0, (848, 480)),))
+    inputs = _inputs("wan2.1-t2v-14b", "clips", media, videos=1)  # inspected at 640x640
+    buckets, notes = epoch_buckets(spec, inputs.datasets, inputs.media, "wan")
+    assert [(b.width, b.height) for b in buckets] == [(960, 544)]
+    assert "another resolution" in notes[0]
+
+
+def test_hidream_images_are_bucketed_at_its_32_pixel_step() -> None:
+    # Inspection buckets at 16 pixels; Musubi's BucketSelector uses 32 for HiDream-O1.
+    dataset = DatasetSpec.model_validate(
+        {
+            "name": "photos",
+            "media": "/data/photos",
+            "facts": {
+                "digest": "sha256:0",
+                "inspected_at": "2026-01-01",
+                "resolution": [1024, 1024],
+                "counts": {"images": 3},
+                "buckets": [
+                    {"width": 1184, "height": 880, "count": 1},
+                    {"width": 1024, "height": 1024, "count": 2},
+                ],
+            },
+        }
+    )
+    spec = make_spec(datasets=[{"name": "photos", "resolution": [1024, 1024]}])
+    buckets, notes = epoch_buckets(spec, {"photos": dataset}, {}, "hidream_o1")
+    assert sorted((b.width, b.height, b.count) for b in buckets) == [
+        (1024, 1024, 2),
+        (1184, 864, 1),
+    ]
+    assert "32-pixel step" in notes[0]
+    same, none = epoch_buckets(spec, {"photos": dataset}, {}, "zimage")
+    assert sorted((b.width, b.height) for b in same) == [(1024, 1024), (1184, 880)]
+    assert none == []

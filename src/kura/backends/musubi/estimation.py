@@ -86,8 +86,9 @@ def _buckets(
         videos = facts.counts.get("videos", 0) if facts else 0
         images = facts.counts.get("images", 0) if facts else 0
         if videos:
+            inspected_at = tuple(facts.resolution) if facts else None
             found, note = _video_buckets(
-                use, media.get(use.name), videos, architecture, (width, height)
+                use, media.get(use.name), videos, architecture, (width, height), inspected_at
             )
             buckets += [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
             notes += [note] if note else []
@@ -151,13 +152,16 @@ def _video_buckets(
     videos: int,
     architecture: str,
     resolution: tuple[int, int],
+    inspected_at: tuple[int, ...] | None = None,
 ) -> tuple[dict[tuple[int, int, int], int], str | None]:
     """Items per (bucket width, height, frame count) of one video dataset: exact from the
     clips' frames and buckets (Musubi batches never mix buckets or frame counts), else one
     item per target frame count per video at the dataset resolution (an assumption, said
-    so)."""
+    so). Clip buckets inspected at another resolution are placed again at this one by
+    their aspect (said so)."""
     from kura.backends.musubi.adapters import adapter_for
     from kura.backends.musubi.items import FRAMEPACK_WINDOW, VAE_FRAME_STRIDE, video_items
+    from kura.dataset.buckets import BucketRule
 
     adapter = adapter_for(architecture)
     window = adapter.framepack_window if adapter else None
@@ -168,9 +172,15 @@ def _video_buckets(
     if clips and all(c.frames is not None for c in clips):
         rates = {c.fps for c in clips}
         fps = next(iter(rates)) if len(rates) == 1 else None
+        same = inspected_at == resolution
+        rule = BucketRule(resolution, INSPECTION_BUCKET_STEP)
         by_bucket: dict[tuple[int, int], list[Any]] = {}
+        placed = False
         for clip in clips:
-            by_bucket.setdefault(clip.bucket or resolution, []).append(clip)
+            bucket = clip.bucket or resolution
+            if clip.bucket is not None and not same:
+                bucket, placed = rule.select(clip.bucket), True
+            by_bucket.setdefault(bucket, []).append(clip)
         found: dict[tuple[int, int, int], int] = {}
         for (w, h), group in sorted(by_bucket.items()):
             items = video_items(
@@ -187,7 +197,13 @@ def _video_buckets(
                 framepack_window=window,
             )
             found.update({(w, h, f): n for f, n in items.per_frames.items()})
-        return found or {(width, height, 1): 0}, None
+        note = (
+            f"dataset {use.name}: video buckets placed at {width}x{height} from an inspection "
+            "at another resolution (re-inspect at the run's resolution for Musubi's own)"
+            if placed
+            else None
+        )
+        return found or {(width, height, 1): 0}, note
     if window is not None:
         frames = (window - 1) * VAE_FRAME_STRIDE + 1
         return {(width, height, frames): videos}, (
