@@ -36,6 +36,7 @@ from kura.spec.dataset import DatasetSpec
 __all__ = [
     "GOLDEN_TOML_ROOTS",
     "MEDIA",
+    "TOO_SHORT_FOR_FRAMEPACK",
     "kura_semantics",
     "materialise",
     "musubi_semantics",
@@ -121,6 +122,9 @@ def media_for(case: Case, source: DatasetInput) -> Media:
 
 MEDIA = media_for
 
+TOO_SHORT_FOR_FRAMEPACK = Media(clips=(*_FRAMEPACK_CLIPS.clips, Clip("c09", 30, (960, 544))))
+"""FramePack media with one clip shorter than a section (37 frames at window 9)."""
+
 
 def _sources(case: Case) -> tuple[DatasetInput, ...]:
     _, inputs = case.build()
@@ -153,10 +157,13 @@ def _write_clip(path: Path, clip: Clip, fps: float) -> None:
         container.mux(stream.encode())
 
 
-def materialise(case: Case, root: Path) -> None:
-    """Write every dataset folder of ``case`` under ``root`` (at the golden paths)."""
-    for number, source in enumerate(_sources(case)):
-        media = media_for(case, source)
+def materialise(case: Case, root: Path, override: Media | None = None) -> None:
+    """Write every dataset folder of ``case`` under ``root`` (at the golden paths);
+    ``override`` replaces the files of a single-dataset case."""
+    sources = _sources(case)
+    assert override is None or len(sources) == 1
+    for number, source in enumerate(sources):
+        media = override or media_for(case, source)
         folder = _local(source.media_dir, root)
         folder.mkdir(parents=True, exist_ok=True)
         control = _local(source.control_dir, root) if source.control_dir else None

@@ -31,7 +31,15 @@ from typing import Any
 
 import pytest
 from musubi_cases import CASES, Case
-from musubi_semantics import GOLDEN_TOML_ROOTS, kura_semantics, materialise, musubi_semantics
+from musubi_semantics import (
+    GOLDEN_TOML_ROOTS,
+    TOO_SHORT_FOR_FRAMEPACK,
+    kura_semantics,
+    materialise,
+    musubi_semantics,
+)
+
+from kura.errors import SpecError
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -92,15 +100,15 @@ def media_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
-def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
+def _run_musubi(root: Path, cases: list[Case]) -> dict[str, Any]:
+    """The harness's reports of ``cases`` whose media lies under ``root/<case>``."""
     manifest: dict[str, Any] = {}
-    for case in CASES:
+    for case in cases:
         toml, compiled = _golden(case)
-        local = media_root / case.name / "dataset.toml"
-        local.write_text(_local_toml(toml, media_root / case.name), encoding="utf-8")
+        local = root / case.name / "dataset.toml"
+        local.write_text(_local_toml(toml, root / case.name), encoding="utf-8")
         manifest[case.name] = {"toml": str(local), "argv": _argv(compiled, "cache")}
-    manifest_path = media_root / "manifest.json"
+    manifest_path = root / "manifest.json"
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
     completed = subprocess.run(
         [
@@ -114,7 +122,12 @@ def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
         timeout=1800,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
-    reports = json.loads(completed.stdout)
+    return dict(json.loads(completed.stdout))
+
+
+@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
+def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
+    reports = _run_musubi(media_root, list(CASES))
     failures: dict[str, Any] = {}
     for case in CASES:
         report = reports[case.name]
@@ -134,6 +147,19 @@ def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
         if found:
             failures[case.name] = found
     assert not failures, json.dumps(failures, indent=1)
+
+
+@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
+def test_a_clip_kura_refuses_for_framepack_fails_musubi_caching(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "framepack-video-plain")
+    materialise(case, tmp_path / case.name, TOO_SHORT_FOR_FRAMEPACK)
+    toml, _ = _golden(case)
+    with pytest.raises(SpecError, match="c09"):
+        kura_semantics(case, tmp_path / case.name, toml)
+    report = _run_musubi(tmp_path, [case])[case.name]
+    assert "error" not in report, report
+    errors = report["datasets"][0]["cache_errors"]
+    assert len(errors) == 1 and "Not enough frames for FramePack" in errors[0], errors
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
