@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kura.backends.musubi import ADAPTERS, CompileInputs, DatasetInput
@@ -199,6 +199,16 @@ CASES: tuple[Case, ...] = (
             }
         ],
         datasets=[video_dataset(fps=30.0)],
+        drop_roles=("image_encoder", "dit_high_noise"),
+        weight_dtypes={"dit": "bf16"},
+    ),
+    Case(
+        "wan-t2v-14B-video-with-images",
+        "wan",
+        "t2v-14B",
+        spec={"training": {"effective_batch": 2}, "backend": {"config": {"batch_size": 2}}},
+        spec_datasets=[{"name": "clips", "resolution": [960, 544], "frames": [1, 25]}],
+        datasets=[replace(video_dataset(fps=30.0), images=7)],
         drop_roles=("image_encoder", "dit_high_noise"),
         weight_dtypes={"dit": "bf16"},
     ),

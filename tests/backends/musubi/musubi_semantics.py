@@ -27,7 +27,7 @@ from musubi_cases import Case
 from kura.backends.base import ClipFact, DatasetInput, DatasetMedia
 from kura.backends.musubi import compile_run
 from kura.backends.musubi.adapters import adapter_for
-from kura.backends.musubi.estimation import epoch_buckets, steps_per_epoch
+from kura.backends.musubi.estimation import dataset_items, epoch_buckets, steps_per_epoch
 from kura.backends.musubi.items import video_items
 from kura.dataset.inspect import inspect_dataset
 from kura.dataset.registry import facts_from_report
@@ -113,6 +113,8 @@ _FRAMEPACK_CLIPS = Media(
 
 def media_for(case: Case, source: DatasetInput) -> Media:
     """The files of one dataset of a case."""
+    if source.kind == "video" and source.images:
+        return Media(pictures=_PHOTOS.pictures, clips=_CLIPS.clips)
     if source.kind == "video":
         return _FRAMEPACK_CLIPS if case.architecture == "framepack" else _CLIPS
     if source.control_dir is None:
@@ -255,23 +257,29 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     for use, source in zip(spec.datasets, resolved, strict=True):
         found = media[use.name]
-        one = spec.model_copy(update={"datasets": [use]})
-        mine = [b for b in epoch_buckets(one, datasets, media, case.architecture)[0] if b.count]
-        entry: dict[str, Any] = {
-            "kind": source.kind,
-            "items": sum(b.count for b in mine) // use.repeats,
-            "train_items": sum(b.count for b in mine),
-            "batches": sum(math.ceil(b.count / micro) for b in mine),
-            "controls": [found.control_count or 0],
-        }
-        if source.kind == "image":
-            entry["buckets"] = sorted([f"{b.width}x{b.height}", b.count] for b in mine)
-        elif adapter.framepack_window is None:
-            entry["frames"] = _video_frames(adapter, use, source)
-            entry["buckets"] = sorted([f"{b.width}x{b.height}x{b.frames}", b.count] for b in mine)
-        else:
-            entry["buckets"] = _merged_sizes([((b.width, b.height), b.count) for b in mine])
-        entries.append(entry)
+        items = dataset_items(use, datasets[use.name].facts, found, case.architecture)
+        groups = [("image", items.images)]
+        if source.kind == "video":
+            groups = [("video", items.videos)] + ([("image", items.images)] if found.images else [])
+        for kind, buckets_of in groups:
+            mine = [b for b in buckets_of if b.count]
+            entry: dict[str, Any] = {
+                "kind": kind,
+                "items": sum(b.count for b in mine) // use.repeats,
+                "train_items": sum(b.count for b in mine),
+                "batches": sum(math.ceil(b.count / micro) for b in mine),
+                "controls": [found.control_count or 0],
+            }
+            if kind == "image":
+                entry["buckets"] = sorted([f"{b.width}x{b.height}", b.count] for b in mine)
+            elif adapter.framepack_window is None:
+                entry["frames"] = _video_frames(adapter, use, source)
+                entry["buckets"] = sorted(
+                    [f"{b.width}x{b.height}x{b.frames}", b.count] for b in mine
+                )
+            else:
+                entry["buckets"] = _merged_sizes([((b.width, b.height), b.count) for b in mine])
+            entries.append(entry)
     batches = sum(e["batches"] for e in entries)
     return {
         "toml_is_golden": toml_text == golden_toml,

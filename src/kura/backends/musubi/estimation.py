@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kura.backends.base import DatasetMedia
@@ -20,7 +21,9 @@ from kura.spec.run import RunSpec
 
 __all__ = [
     "LADDER_KEYS",
+    "DatasetItems",
     "config_changes",
+    "dataset_items",
     "diagnosis_config",
     "epoch_buckets",
     "estimate_config",
@@ -68,41 +71,64 @@ def estimator_model(bundle: Any) -> str:
     return str(model)
 
 
+@dataclass(frozen=True)
+class DatasetItems:
+    """One run dataset's items per epoch (repeats included) as the estimator's buckets, by
+    the dataset entry Musubi reads them from: a folder with videos and images is two
+    entries (``videos`` and ``images``)."""
+
+    name: str
+    videos: tuple[Any, ...]
+    images: tuple[Any, ...]
+    notes: tuple[str, ...]
+
+
+def dataset_items(
+    use: Any, facts: Any, media: DatasetMedia | None, architecture: str
+) -> DatasetItems:
+    """Items per epoch of one run dataset, as Musubi's dataset code makes them
+    (:mod:`kura.backends.musubi.items`), and what had to be assumed."""
+    from kura.backends.musubi.estimator.config import Bucket
+
+    width, height = (use.resolution * 2)[:2]
+    videos = facts.counts.get("videos", 0) if facts else 0
+    images = facts.counts.get("images", 0) if facts else 0
+    notes: list[str] = []
+    video_buckets: list[Any] = []
+    if videos:
+        inspected_at = tuple(facts.resolution) if facts else None
+        found, note = _video_buckets(
+            use, media, videos, architecture, (width, height), inspected_at
+        )
+        video_buckets = [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
+        notes += [note] if note else []
+        if not images:
+            return DatasetItems(use.name, tuple(video_buckets), (), tuple(notes))
+    image_buckets: list[Any] = []
+    if facts and list(facts.resolution) == [width, height] and facts.buckets:
+        # Inspection buckets the images of a folder (beside its videos too) by aspect.
+        found_images, note = _image_buckets(use.name, facts.buckets, (width, height), architecture)
+        image_buckets = [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
+        notes += [note] if note else []
+    else:
+        image_buckets = [Bucket(width, height, 1, max(1, images) * use.repeats)]
+    return DatasetItems(use.name, tuple(video_buckets), tuple(image_buckets), tuple(notes))
+
+
 def _buckets(
     spec: RunSpec,
     datasets: Mapping[str, DatasetSpec],
     media: Mapping[str, DatasetMedia],
     architecture: str,
 ) -> tuple[tuple[Any, ...], list[str]]:
-    """Every dataset's items per epoch by size, as Musubi's dataset code makes them
-    (:mod:`kura.backends.musubi.items`), and what had to be assumed."""
-    from kura.backends.musubi.estimator.config import Bucket
-
+    """Every dataset's items per epoch by size (:func:`dataset_items`), and what had to be
+    assumed."""
     buckets: list[Any] = []
     notes: list[str] = []
     for use in spec.datasets:
-        facts = datasets[use.name].facts
-        width, height = (use.resolution * 2)[:2]
-        videos = facts.counts.get("videos", 0) if facts else 0
-        images = facts.counts.get("images", 0) if facts else 0
-        if videos:
-            inspected_at = tuple(facts.resolution) if facts else None
-            found, note = _video_buckets(
-                use, media.get(use.name), videos, architecture, (width, height), inspected_at
-            )
-            buckets += [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
-            notes += [note] if note else []
-            if images:
-                buckets.append(Bucket(width, height, 1, images * use.repeats))
-            continue
-        if facts and list(facts.resolution) == [width, height] and facts.buckets:
-            found_images, note = _image_buckets(
-                use.name, facts.buckets, (width, height), architecture
-            )
-            buckets += [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
-            notes += [note] if note else []
-        else:
-            buckets.append(Bucket(width, height, 1, max(1, images) * use.repeats))
+        items = dataset_items(use, datasets[use.name].facts, media.get(use.name), architecture)
+        buckets += [*items.videos, *items.images]
+        notes += items.notes
     return tuple(buckets), notes
 
 
