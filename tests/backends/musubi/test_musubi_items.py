@@ -211,3 +211,28 @@ def test_hidream_images_are_bucketed_at_its_32_pixel_step() -> None:
     same, none = epoch_buckets(spec, {"photos": dataset}, {}, "zimage")
     assert sorted((b.width, b.height) for b in same) == [(1024, 1024), (1184, 880)]
     assert none == []
+
+
+@pytest.mark.parametrize(
+    ("bundle", "dataset", "expected"),
+    [
+        # control_resolution 2048 on a 1024 target: each control is four target buckets.
+        ("flux2-dev", {"no_resize_control": True, "control_resolution": [2048, 2048]}, 4),
+        ("flux2-dev", {"control_resolution": [1448, 1448]}, 2),
+        # Qwen-Image-Edit-2509's default control resolution (1024) on a 512 target.
+        ("qwen-image-edit-2509", {"resolution": [512, 512]}, 4),
+        ("qwen-image-edit-2509", {"resolution": [512, 512], "no_resize_control": True}, 1),
+    ],
+)
+def test_controls_are_costed_at_their_resolution(
+    bundle: str, dataset: dict[str, Any], expected: int
+) -> None:
+    # Musubi resizes a control to a bucket of control_resolution's area (the harness run of
+    # the flux2 golden case shows a 2048x2048 control kept at 2032x2016).
+    spec = make_spec(
+        {"model": {"base": bundle}},
+        datasets=[{"name": "pairs", "resolution": [1024, 1024], **dataset}],
+    )
+    media = DatasetMedia(images=4, control_count=1)
+    inputs = _inputs(bundle, "pairs", media, images=4)
+    assert estimate_config(spec, inputs.datasets, inputs.media).reference_images == expected

@@ -328,13 +328,29 @@ def _reference_images(spec: RunSpec, bundle: Any, media: Mapping[str, DatasetMed
         return 0
     least = max(1, variant.controls[0])
     counts = [
-        media[use.name].control_count or least
+        (media[use.name].control_count or least) * _control_area_factor(use, variant)
         for use in spec.datasets
         if use.name in media and media[use.name].control_count is not None
     ]
     if not counts and variant.controls[0] > 0:
-        counts = [least]
+        counts = [least * max(_control_area_factor(use, variant) for use in spec.datasets)]
     return max(counts, default=0)
+
+
+def _control_area_factor(use: Any, variant: Any) -> int:
+    """How many bucket-sized images one control costs. Musubi resizes a control to a bucket
+    of ``control_resolution``'s area when the dataset entry has one (the variant's default is
+    written unless ``no_resize_control``), and with ``no_resize_control`` shrinks only a
+    control larger than it; the estimator costs a reference image at the target bucket's
+    size, so a larger control resolution counts as that many images (rounded up)."""
+    width, height = (use.resolution * 2)[:2]
+    control = use.control_resolution
+    if control is None and not use.no_resize_control and variant.control_resolution is not None:
+        control = [int(variant.control_resolution.value)]
+    if control is None:
+        return 1
+    c_width, c_height = (list(control) * 2)[:2]
+    return max(1, math.ceil(c_width * c_height / (width * height)))
 
 
 def config_changes(estimate_config: Any) -> dict[str, Any]:
