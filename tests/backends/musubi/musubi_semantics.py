@@ -27,7 +27,12 @@ from musubi_cases import Case
 from kura.backends.base import ClipFact, DatasetInput, DatasetMedia
 from kura.backends.musubi import compile_run
 from kura.backends.musubi.adapters import adapter_for
-from kura.backends.musubi.estimation import dataset_items, epoch_buckets, steps_per_epoch
+from kura.backends.musubi.estimation import (
+    control_area_factor,
+    dataset_items,
+    epoch_buckets,
+    steps_per_epoch,
+)
 from kura.backends.musubi.items import video_items
 from kura.dataset.inspect import inspect_dataset
 from kura.dataset.registry import facts_from_report
@@ -270,6 +275,9 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
                 "batches": sum(math.ceil(b.count / micro) for b in mine),
                 "controls": [found.control_count or 0],
             }
+            if found.control_count:
+                variant = adapter.variants[case.version]
+                entry["control_load"] = found.control_count * control_area_factor(use, variant)
             if kind == "image":
                 entry["buckets"] = sorted([f"{b.width}x{b.height}", b.count] for b in mine)
             elif adapter.framepack_window is None:
@@ -283,6 +291,7 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
     batches = sum(e["batches"] for e in entries)
     return {
         "toml_is_golden": toml_text == golden_toml,
+        "warnings": list(compiled.warnings),
         "notes": notes,
         "datasets": entries,
         "batches_per_epoch": batches,
@@ -319,6 +328,13 @@ def musubi_semantics(report: dict[str, Any], train_argv: list[str]) -> dict[str,
             "batches": dataset["batches"],
             "controls": sorted({i["controls"] for i in items}),
         }
+        loads = [
+            sum(h * w for h, w in i["control_sizes"]) / (i["bucket"][0] * i["bucket"][1])
+            for i in items
+            if i["control_sizes"]
+        ]
+        if loads:
+            entry["control_load"] = round(max(loads), 3)
         if dataset["kind"] == "image":
             entry["buckets"] = sorted(
                 [f"{key[0]}x{key[1]}", count] for key, count in _merged(dataset["buckets"])

@@ -79,6 +79,15 @@ def mismatches(kura: dict[str, Any], musubi: dict[str, Any]) -> list[str]:
                 found.append(
                     f"dataset {index} {key}: Kura {ours.get(key)!r}, Musubi {theirs.get(key)!r}"
                 )
+        if "control_load" in theirs:
+            # Control pixels per item in target buckets: the plan's reference images must
+            # cover Musubi's (within the bucket rounding), unless compile warned it cannot.
+            warned = any("no_resize_control without" in w for w in kura["warnings"])
+            if not warned and theirs["control_load"] > ours.get("control_load", 0) * 1.02:
+                found.append(
+                    f"dataset {index}: controls cost {theirs['control_load']} target buckets "
+                    f"in Musubi, the plan {ours.get('control_load')}"
+                )
         if theirs.get("cache_errors"):
             found.append(f"dataset {index}: Musubi's caching fails: {theirs['cache_errors']}")
     for key in ("batches_per_epoch", "steps_per_epoch"):

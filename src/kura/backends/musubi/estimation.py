@@ -23,6 +23,7 @@ __all__ = [
     "LADDER_KEYS",
     "DatasetItems",
     "config_changes",
+    "control_area_factor",
     "dataset_items",
     "diagnosis_config",
     "epoch_buckets",
@@ -328,16 +329,16 @@ def _reference_images(spec: RunSpec, bundle: Any, media: Mapping[str, DatasetMed
         return 0
     least = max(1, variant.controls[0])
     counts = [
-        (media[use.name].control_count or least) * _control_area_factor(use, variant)
+        (media[use.name].control_count or least) * control_area_factor(use, variant)
         for use in spec.datasets
         if use.name in media and media[use.name].control_count is not None
     ]
     if not counts and variant.controls[0] > 0:
-        counts = [least * max(_control_area_factor(use, variant) for use in spec.datasets)]
+        counts = [least * max(control_area_factor(use, variant) for use in spec.datasets)]
     return max(counts, default=0)
 
 
-def _control_area_factor(use: Any, variant: Any) -> int:
+def control_area_factor(use: Any, variant: Any) -> int:
     """How many bucket-sized images one control costs. Musubi resizes a control to a bucket
     of ``control_resolution``'s area when the dataset entry has one (the variant's default is
     written unless ``no_resize_control``), and with ``no_resize_control`` shrinks only a
