@@ -209,7 +209,12 @@ def _run_rules(adapter: Adapter) -> list[str]:
         )
     controls = [v for v in adapter.variants.values() if v.controls is not None]
     if controls:
-        rules.append("- Control images join the sequence in the memory and time estimate")
+        rules.append(
+            "- Control images join the sequence in the memory and time estimate, each costed "
+            "at its `control_resolution`'s area (Musubi resizes controls to a bucket of that "
+            "area); `no_resize_control` without `control_resolution` warns (controls keep "
+            "their own size)"
+        )
     defaults = [v.control_resolution for v in adapter.variants.values() if v.control_resolution]
     if defaults:
         rules.append(
