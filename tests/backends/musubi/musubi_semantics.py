@@ -1,20 +1,19 @@
 """The media of every golden case, written to disk, and what Kura's plan says of it.
 
 Each golden case (``musubi_cases.CASES``) names its datasets (``photos``, ``pairs``,
-``clips``) but no files. ``MEDIA`` gives them files with real sizes, frame counts and frame
+``clips``) but no files. ``media_for`` gives them files with real sizes, frame counts and frame
 rates (the rate is the case's ``DatasetInput.source_fps``); ``materialise`` writes them (PNG
 images, MPEG-4 clips through PyAV, one caption per item, control images named as Musubi
 pairs them). ``kura_semantics`` then runs Kura's own path on that folder: inspection (as
 ``kura dataset inspect`` does, at the run's resolution), the media facts a compile
 receives, the compile itself (whose dataset TOML must be the golden one), and the plan's
-items per epoch (:func:`kura.backends.musubi.estimation.epoch_buckets`) and steps per
-epoch. ``musubi_semantics`` turns the harness's report of Musubi's own dataset code into
+items per epoch (:func:`kura.backends.musubi.estimation.dataset_items`), steps per
+epoch and control cost. ``musubi_semantics`` turns the harness's report of Musubi's own dataset code into
 the same summary, so the two compare key by key.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -40,10 +39,10 @@ from kura.spec.dataset import DatasetSpec
 
 __all__ = [
     "GOLDEN_TOML_ROOTS",
-    "MEDIA",
     "TOO_SHORT_FOR_FRAMEPACK",
     "kura_semantics",
     "materialise",
+    "media_for",
     "musubi_semantics",
     "steps_from_argv",
 ]
@@ -126,8 +125,6 @@ def media_for(case: Case, source: DatasetInput) -> Media:
         return _PHOTOS
     return _PAIRS_2 if source.control_count == 2 else _PAIRS_1
 
-
-MEDIA = media_for
 
 TOO_SHORT_FOR_FRAMEPACK = Media(clips=(*_FRAMEPACK_CLIPS.clips, Clip("c09", 30, (960, 544))))
 """FramePack media with one clip shorter than a section (37 frames at window 9)."""
@@ -374,7 +371,3 @@ def _merged_sizes(buckets: list[tuple[tuple[int, int], int]]) -> list[list[Any]]
     for size, count in buckets:
         counts[size] += count
     return sorted([f"{w}x{h}", n] for (w, h), n in counts.items())
-
-
-def load_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))

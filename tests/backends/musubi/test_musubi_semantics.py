@@ -10,7 +10,7 @@ needs ``torch``, ``numpy``, ``Pillow``, ``av``, ``cv2``, ``safetensors``, ``toml
     KURA_MUSUBI_SRC=/tmp/musubi/src KURA_MUSUBI_DEPS=/tmp/musubi-deps \\
         .venv/bin/pytest tests/backends/musubi/test_musubi_semantics.py
 
-For every golden case the media of ``musubi_semantics.MEDIA`` is written to disk, the
+For every golden case the media of ``musubi_semantics.media_for`` is written to disk, the
 golden ``dataset.toml`` is pointed at it, and ``musubi_semantics_harness.py`` runs Musubi's
 config_utils, its image/video datasets, FramePack's own section writer and its
 training-time bucketing on it. Items and batches per epoch, frames per item (frame
