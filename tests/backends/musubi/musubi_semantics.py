@@ -7,9 +7,9 @@ images, MPEG-4 clips through PyAV, one caption per item, control images named as
 pairs them). ``kura_semantics`` then runs Kura's own path on that folder: inspection (as
 ``kura dataset inspect`` does, at the run's resolution), the media facts a compile
 receives, the compile itself (whose dataset TOML must be the golden one), and the plan's
-items per epoch (:func:`kura.backends.musubi.estimation.dataset_items`), steps per
-epoch and control cost. ``musubi_semantics`` turns the harness's report of Musubi's own dataset code into
-the same summary, so the two compare key by key.
+items per epoch (:func:`kura.backends.musubi.estimation.dataset_items`), steps per epoch
+and control cost. ``musubi_semantics`` turns the harness's report of Musubi's own dataset
+code into the same summary, so the two compare key by key.
 """
 
 from __future__ import annotations
