@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kura.backends.musubi import ADAPTERS, CompileInputs, DatasetInput
@@ -159,6 +159,75 @@ CASES: tuple[Case, ...] = (
         None,
         spec_datasets=_VIDEO_AND_IMAGE,
         datasets=[video_dataset(fps=24.0), image_dataset()],
+    ),
+    Case(
+        "hunyuan_video-video-and-images-batch2",
+        "hunyuan_video",
+        None,
+        spec={
+            "training": {"effective_batch": 2},
+            "backend": {"config": {"batch_size": 2}},
+        },
+        spec_datasets=_VIDEO_AND_IMAGE,
+        datasets=[video_dataset(fps=24.0), image_dataset()],
+    ),
+    Case(
+        "hunyuan_video-video-chunk",
+        "hunyuan_video",
+        None,
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [25, 45],
+                "frame_extraction": "chunk",
+            }
+        ],
+        datasets=[video_dataset(fps=24.0)],
+    ),
+    Case(
+        "wan-t2v-14B-video-slide",
+        "wan",
+        "t2v-14B",
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [1, 25],
+                "frame_extraction": "slide",
+                "frame_stride": 10,
+            }
+        ],
+        datasets=[video_dataset(fps=30.0)],
+        drop_roles=("image_encoder", "dit_high_noise"),
+        weight_dtypes={"dit": "bf16"},
+    ),
+    Case(
+        "wan-t2v-14B-video-with-images",
+        "wan",
+        "t2v-14B",
+        spec={"training": {"effective_batch": 2}, "backend": {"config": {"batch_size": 2}}},
+        spec_datasets=[{"name": "clips", "resolution": [960, 544], "frames": [1, 25]}],
+        datasets=[replace(video_dataset(fps=30.0), images=7)],
+        drop_roles=("image_encoder", "dit_high_noise"),
+        weight_dtypes={"dit": "bf16"},
+    ),
+    Case(
+        "hunyuan_video_1_5-t2v-video-uniform",
+        "hunyuan_video_1_5",
+        "t2v",
+        spec_datasets=[
+            {
+                "name": "clips",
+                "resolution": [960, 544],
+                "frames": [1, 25],
+                "frame_extraction": "uniform",
+                "frame_sample": 3,
+            }
+        ],
+        datasets=[video_dataset(fps=30.0)],
+        drop_roles=("image_encoder",),
+        weight_dtypes={"dit": "bf16"},
     ),
     Case(
         "hunyuan_video-fp8-swap",

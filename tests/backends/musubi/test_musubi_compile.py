@@ -103,8 +103,15 @@ def test_video_source_fps_is_a_float() -> None:
     entry = tomllib.loads(text)["datasets"][0]
     assert entry["source_fps"] == 30.0
     assert isinstance(entry["source_fps"], float)
-    assert "enable_bucket" not in entry
     assert entry["target_frames"] == [1, 25]
+
+
+def test_video_datasets_are_bucketed_for_training() -> None:
+    # Musubi's VideoDataset.prepare_for_training puts every aspect in one bucket without it.
+    spec = make_spec(datasets=[{"name": "clips", "frames": [1, 25]}])
+    inputs = make_inputs("hunyuan_video", None, [video_dataset(fps=24)])
+    entry = tomllib.loads(compile_run(spec, inputs).files["dataset.toml"])["datasets"][0]
+    assert entry["enable_bucket"] is True
 
 
 def test_image_datasets_are_bucketed() -> None:

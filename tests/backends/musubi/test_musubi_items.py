@@ -10,7 +10,7 @@ from musubi_cases import make_spec
 
 from kura.backends.base import ClipFact, DatasetMedia, PlanInputs
 from kura.backends.musubi.backend import BACKEND
-from kura.backends.musubi.estimation import estimate_config
+from kura.backends.musubi.estimation import epoch_buckets, estimate_config
 from kura.backends.musubi.items import (
     extracted_frames,
     fps_frame_count,
@@ -146,3 +146,93 @@ def test_ideogram4_plans_and_estimates_without_fp8_keys() -> None:
     fit = BACKEND.fit(spec, inputs, GPU_CLASSES["h100-sxm"], host_ram_gib=None)
     assert fit.fits
     assert not {"fp8_base", "fp8_scaled"} & set(fit.settings)
+
+
+def test_video_items_are_counted_per_clip_bucket() -> None:
+    # Musubi's training buckets (enable_bucket) never batch a tall clip with a wide one.
+    spec = make_spec(
+        {"model": {"base": "wan2.1-t2v-14b"}},
+        datasets=[{"name": "clips", "resolution": [640, 640], "frames": [1, 25]}],
+    )
+    media = DatasetMedia(
+        clips=(
+            ClipFact("wide.mp4", 30, 16.0, (848, 480)),
+            ClipFact("tall.mp4", 30, 16.0, (480, 848)),
+        )
+    )
+    inputs = _inputs("wan2.1-t2v-14b", "clips", media, videos=2)
+    buckets, notes = epoch_buckets(spec, inputs.datasets, inputs.media, "wan")
+    assert sorted((b.width, b.height, b.frames, b.count) for b in buckets) == [
+        (480, 848, 1, 1),
+        (480, 848, 25, 1),
+        (848, 480, 1, 1),
+        (848, 480, 25, 1),
+    ]
+    assert notes == []
+
+
+def test_clip_buckets_from_another_resolution_are_placed_again_and_said() -> None:
+    spec = make_spec(
+        {"model": {"base": "wan2.1-t2v-14b"}},
+        datasets=[{"name": "clips", "resolution": [960, 544], "frames": [1]}],
+    )
+    media = DatasetMedia(clips=(ClipFact("wide.mp4", 30, 16.0, (848, 480)),))
+    inputs = _inputs("wan2.1-t2v-14b", "clips", media, videos=1)  # inspected at 640x640
+    buckets, notes = epoch_buckets(spec, inputs.datasets, inputs.media, "wan")
+    assert [(b.width, b.height) for b in buckets] == [(960, 544)]
+    assert "another resolution" in notes[0]
+
+
+def test_hidream_images_are_bucketed_at_its_32_pixel_step() -> None:
+    # Inspection buckets at 16 pixels; Musubi's BucketSelector uses 32 for HiDream-O1.
+    dataset = DatasetSpec.model_validate(
+        {
+            "name": "photos",
+            "media": "/data/photos",
+            "facts": {
+                "digest": "sha256:0",
+                "inspected_at": "2026-01-01",
+                "resolution": [1024, 1024],
+                "counts": {"images": 3},
+                "buckets": [
+                    {"width": 1184, "height": 880, "count": 1},
+                    {"width": 1024, "height": 1024, "count": 2},
+                ],
+            },
+        }
+    )
+    spec = make_spec(datasets=[{"name": "photos", "resolution": [1024, 1024]}])
+    buckets, notes = epoch_buckets(spec, {"photos": dataset}, {}, "hidream_o1")
+    assert sorted((b.width, b.height, b.count) for b in buckets) == [
+        (1024, 1024, 2),
+        (1184, 864, 1),
+    ]
+    assert "32-pixel step" in notes[0]
+    same, none = epoch_buckets(spec, {"photos": dataset}, {}, "zimage")
+    assert sorted((b.width, b.height) for b in same) == [(1024, 1024), (1184, 880)]
+    assert none == []
+
+
+@pytest.mark.parametrize(
+    ("bundle", "dataset", "expected"),
+    [
+        # control_resolution 2048 on a 1024 target: each control is four target buckets.
+        ("flux2-dev", {"no_resize_control": True, "control_resolution": [2048, 2048]}, 4),
+        ("flux2-dev", {"control_resolution": [1448, 1448]}, 2),
+        # Qwen-Image-Edit-2509's default control resolution (1024) on a 512 target.
+        ("qwen-image-edit-2509", {"resolution": [512, 512]}, 4),
+        ("qwen-image-edit-2509", {"resolution": [512, 512], "no_resize_control": True}, 1),
+    ],
+)
+def test_controls_are_costed_at_their_resolution(
+    bundle: str, dataset: dict[str, Any], expected: int
+) -> None:
+    # Musubi resizes a control to a bucket of control_resolution's area (the harness run of
+    # the flux2 golden case shows a 2048x2048 control kept at 2032x2016).
+    spec = make_spec(
+        {"model": {"base": bundle}},
+        datasets=[{"name": "pairs", "resolution": [1024, 1024], **dataset}],
+    )
+    media = DatasetMedia(images=4, control_count=1)
+    inputs = _inputs(bundle, "pairs", media, images=4)
+    assert estimate_config(spec, inputs.datasets, inputs.media).reference_images == expected

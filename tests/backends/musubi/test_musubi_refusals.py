@@ -385,13 +385,26 @@ def test_network_module_of_another_architecture() -> None:
 
 
 def test_loha_not_on_kandinsky() -> None:
-    refused(
+    # Musubi's detect_arch_config raises on Kandinsky 5's DiT (test_musubi_networks.py).
+    err = refused(
         "kandinsky5",
         "k5-pro-t2v-5s-sd",
         {"training": {"network": {"module": "networks.loha"}}},
         spec_datasets=[{"name": "clips", "frames": [1]}],
         datasets=[video_dataset()],
+        error=Unsupported,
     )
+    assert "Cannot auto-detect architecture" in str(err)
+
+
+def test_lokr_not_on_ideogram4() -> None:
+    err = refused(
+        "ideogram4",
+        None,
+        {"training": {"network": {"module": "networks.lokr"}}},
+        error=Unsupported,
+    )
+    assert "Cannot auto-detect architecture" in str(err)
 
 
 def test_unknown_model_role() -> None:

@@ -163,6 +163,34 @@ def _run_rules(adapter: Adapter) -> list[str]:
         )
     for module, why in adapter.network_modules_refused:
         rules.append(f"- `{module}` refused: {why}")
+    lycoris = [m for m in adapter.network_modules_also if m in ("networks.loha", "networks.lokr")]
+    if lycoris:
+        rules.append(
+            f"- {', '.join(f'`{m}`' for m in lycoris)} accepted: networks/network_arch.py "
+            "detect_arch_config recognises this DiT's blocks"
+        )
+    if adapter.network_unchecked is None:
+        rules.append(
+            "- Network modules checked against Musubi's own `create_arch_network` on its DiT "
+            "built on the meta device (tests/backends/musubi/test_musubi_networks.py)"
+        )
+    else:
+        rules.append(f"- Network modules not built against Musubi: {adapter.network_unchecked}")
+    rules.append(
+        "- Buckets: `enable_bucket` written for every dataset, videos too (Musubi buckets videos "
+        "by aspect at caching whatever it says, but its training buckets read it); "
+        f"{adapter.resolution_multiple}-pixel bucket steps"
+        + (
+            " (the plan re-places inspection's 16-pixel buckets at this step)"
+            if adapter.resolution_multiple != 16
+            else ""
+        )
+    )
+    rules.append(
+        "- Items and batches per epoch, frames per item, fps handling and control pairing "
+        "checked against Musubi's own dataset code on the golden cases "
+        "(tests/backends/musubi/test_musubi_semantics.py)"
+    )
     if adapter.accepts_video:
         fps = f"{adapter.model_fps} fps" if adapter.model_fps else "no fps conversion"
         rules.append(
@@ -181,7 +209,12 @@ def _run_rules(adapter: Adapter) -> list[str]:
         )
     controls = [v for v in adapter.variants.values() if v.controls is not None]
     if controls:
-        rules.append("- Control images join the sequence in the memory and time estimate")
+        rules.append(
+            "- Control images join the sequence in the memory and time estimate, each costed "
+            "at its `control_resolution`'s area (Musubi resizes controls to a bucket of that "
+            "area); `no_resize_control` without `control_resolution` warns (controls keep "
+            "their own size)"
+        )
     defaults = [v.control_resolution for v in adapter.variants.values() if v.control_resolution]
     if defaults:
         rules.append(

@@ -123,6 +123,9 @@ class Adapter:
     split_attn_source: str = ""
     network_modules_refused: tuple[tuple[str, str], ...] = ()
     """Modules Musubi has but cannot build for this architecture, with the reason."""
+    network_unchecked: str | None = None
+    """Why Musubi's network builders could not be run on this architecture's DiT (built on
+    the meta device by tests/backends/musubi/test_musubi_networks.py); None when they ran."""
     framepack_window: int | None = None
     """FramePack's latent window (``fp_latent_window_size``): items are cached as sections
     of this many latent frames."""

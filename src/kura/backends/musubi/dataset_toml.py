@@ -162,11 +162,20 @@ def _check_controls(
         )
     if not has_control:
         return []
+    warnings: list[str] = []
+    if use.no_resize_control and use.control_resolution is None:
+        warnings.append(
+            f"dataset {use.name!r}: no_resize_control without control_resolution: Musubi keeps "
+            "each control image at its own size (rounded down to the bucket step), and the "
+            "plan costs a control at the target's bucket size; a larger control costs more "
+            "memory than planned (set control_resolution to cap it)"
+        )
     count = source.control_count
     if count is None:
         return [
+            *warnings,
             f"dataset {use.name!r}: control images per item unknown; Musubi checks the count "
-            "when it caches latents"
+            "when it caches latents",
         ]
     if count < max(low, 1) or (high is not None and count > high):
         wanted = "exactly one" if high == 1 else f"{max(low, 1)} to {high or 'any number'}"
@@ -177,7 +186,7 @@ def _check_controls(
             if high == 1
             else "adjust the control folder",
         )
-    return []
+    return warnings
 
 
 def plan_datasets(
@@ -398,8 +407,11 @@ def _dataset_entry(item: PlannedDataset) -> dict[str, Any]:
     entry["cache_directory"] = item.cache_directory
     entry["resolution"] = _resolution(use.resolution)
     entry["num_repeats"] = use.repeats
-    if source.kind == "image":
-        entry["enable_bucket"] = True
+    # Videos too: Musubi buckets a video by its aspect at latent caching whatever this says,
+    # but at training ``VideoDataset.prepare_for_training`` buckets by it, and without it
+    # puts every aspect in the one resolution bucket, so a batch of two would stack latents
+    # of two shapes (found by tests/backends/musubi/test_musubi_semantics.py).
+    entry["enable_bucket"] = True
     if source.control_dir is not None:
         entry["control_directory"] = source.control_dir
         if use.no_resize_control is not None:

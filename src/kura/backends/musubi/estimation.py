@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kura.backends.base import DatasetMedia
@@ -20,8 +21,12 @@ from kura.spec.run import RunSpec
 
 __all__ = [
     "LADDER_KEYS",
+    "DatasetItems",
     "config_changes",
+    "control_area_factor",
+    "dataset_items",
     "diagnosis_config",
+    "epoch_buckets",
     "estimate_config",
     "estimator_model",
     "rung_change",
@@ -42,6 +47,9 @@ LADDER_KEYS = (
     "split_attn",
 )
 """The backend.config keys the fit ladder may set (all speed or memory, never the recipe)."""
+
+INSPECTION_BUCKET_STEP = 16
+"""The bucket step ``kura dataset inspect`` uses (``inspect_dataset``'s default)."""
 
 _ATTENTION: dict[str, Attention] = {
     "sdpa": "sdpa",
@@ -64,73 +72,173 @@ def estimator_model(bundle: Any) -> str:
     return str(model)
 
 
+@dataclass(frozen=True)
+class DatasetItems:
+    """One run dataset's items per epoch (repeats included) as the estimator's buckets, by
+    the dataset entry Musubi reads them from: a folder with videos and images is two
+    entries (``videos`` and ``images``)."""
+
+    name: str
+    videos: tuple[Any, ...]
+    images: tuple[Any, ...]
+    notes: tuple[str, ...]
+
+
+def dataset_items(
+    use: Any, facts: Any, media: DatasetMedia | None, architecture: str
+) -> DatasetItems:
+    """Items per epoch of one run dataset, as Musubi's dataset code makes them
+    (:mod:`kura.backends.musubi.items`), and what had to be assumed."""
+    from kura.backends.musubi.estimator.config import Bucket
+
+    width, height = (use.resolution * 2)[:2]
+    videos = facts.counts.get("videos", 0) if facts else 0
+    images = facts.counts.get("images", 0) if facts else 0
+    notes: list[str] = []
+    video_buckets: list[Any] = []
+    if videos:
+        inspected_at = tuple(facts.resolution) if facts else None
+        found, note = _video_buckets(
+            use, media, videos, architecture, (width, height), inspected_at
+        )
+        video_buckets = [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
+        notes += [note] if note else []
+        if not images:
+            return DatasetItems(use.name, tuple(video_buckets), (), tuple(notes))
+    image_buckets: list[Any] = []
+    if facts and list(facts.resolution) == [width, height] and facts.buckets:
+        # Inspection buckets the images of a folder (beside its videos too) by aspect.
+        found_images, note = _image_buckets(use.name, facts.buckets, (width, height), architecture)
+        image_buckets = [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
+        notes += [note] if note else []
+    else:
+        image_buckets = [Bucket(width, height, 1, max(1, images) * use.repeats)]
+    return DatasetItems(use.name, tuple(video_buckets), tuple(image_buckets), tuple(notes))
+
+
 def _buckets(
     spec: RunSpec,
     datasets: Mapping[str, DatasetSpec],
     media: Mapping[str, DatasetMedia],
     architecture: str,
 ) -> tuple[tuple[Any, ...], list[str]]:
-    """Every dataset's items per epoch by size, as Musubi's dataset code makes them
-    (:mod:`kura.backends.musubi.items`), and what had to be assumed."""
-    from kura.backends.musubi.estimator.config import Bucket
-
+    """Every dataset's items per epoch by size (:func:`dataset_items`), and what had to be
+    assumed."""
     buckets: list[Any] = []
     notes: list[str] = []
     for use in spec.datasets:
-        facts = datasets[use.name].facts
-        width, height = (use.resolution * 2)[:2]
-        videos = facts.counts.get("videos", 0) if facts else 0
-        images = facts.counts.get("images", 0) if facts else 0
-        if videos:
-            found, note = _video_buckets(use, media.get(use.name), videos, architecture)
-            buckets += [Bucket(width, height, f, n * use.repeats) for f, n in found.items()]
-            notes += [note] if note else []
-            if images:
-                buckets.append(Bucket(width, height, 1, images * use.repeats))
-            continue
-        if facts and list(facts.resolution) == [width, height] and facts.buckets:
-            buckets += [Bucket(b.width, b.height, 1, b.count * use.repeats) for b in facts.buckets]
-        else:
-            buckets.append(Bucket(width, height, 1, max(1, images) * use.repeats))
+        items = dataset_items(use, datasets[use.name].facts, media.get(use.name), architecture)
+        buckets += [*items.videos, *items.images]
+        notes += items.notes
     return tuple(buckets), notes
 
 
+def epoch_buckets(
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia],
+    architecture: str,
+) -> tuple[tuple[Any, ...], list[str]]:
+    """The plan's items per epoch (estimator buckets: width, height, frames, count with
+    repeats), dataset by dataset in run.yaml order, and what had to be assumed."""
+    return _buckets(spec, datasets, media, architecture)
+
+
+def _image_buckets(
+    name: str, inspected: Any, resolution: tuple[int, int], architecture: str
+) -> tuple[dict[tuple[int, int], int], str | None]:
+    """Images per bucket at the architecture's bucket step. Inspection buckets at
+    ``INSPECTION_BUCKET_STEP``; Musubi's ``BucketSelector`` uses 32 for HiDream-O1, so each
+    inspected bucket is placed again at that step (by its own aspect, the image's being
+    unknown here), said in the note."""
+    from collections import Counter
+
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.dataset.buckets import BucketRule
+
+    adapter = adapter_for(architecture)
+    step = adapter.resolution_multiple if adapter else INSPECTION_BUCKET_STEP
+    counts: Counter[tuple[int, int]] = Counter()
+    if step == INSPECTION_BUCKET_STEP:
+        for b in inspected:
+            counts[(b.width, b.height)] += b.count
+        return dict(counts), None
+    rule = BucketRule(resolution, step)
+    for b in inspected:
+        counts[rule.select((b.width, b.height))] += b.count
+    return dict(sorted(counts.items())), (
+        f"dataset {name}: buckets placed at {architecture}'s {step}-pixel step from the "
+        f"inspection's {INSPECTION_BUCKET_STEP}-pixel buckets (an image near a bucket edge may "
+        "land in the neighbouring one)"
+    )
+
+
 def _video_buckets(
-    use: Any, media: DatasetMedia | None, videos: int, architecture: str
-) -> tuple[dict[int, int], str | None]:
-    """Items per frame count of one video dataset: exact from the clips' frames, else one
-    item per target frame count per video (an assumption, said so)."""
+    use: Any,
+    media: DatasetMedia | None,
+    videos: int,
+    architecture: str,
+    resolution: tuple[int, int],
+    inspected_at: tuple[int, ...] | None = None,
+) -> tuple[dict[tuple[int, int, int], int], str | None]:
+    """Items per (bucket width, height, frame count) of one video dataset: exact from the
+    clips' frames and buckets (Musubi batches never mix buckets or frame counts), else one
+    item per target frame count per video at the dataset resolution (an assumption, said
+    so). Clip buckets inspected at another resolution are placed again at this one by
+    their aspect (said so)."""
     from kura.backends.musubi.adapters import adapter_for
     from kura.backends.musubi.items import FRAMEPACK_WINDOW, VAE_FRAME_STRIDE, video_items
+    from kura.dataset.buckets import BucketRule
 
     adapter = adapter_for(architecture)
     window = adapter.framepack_window if adapter else None
     default = adapter.defaults.get("frame_extraction") if adapter else None
     extraction = use.frame_extraction or (str(default.value) if default else "head")
     clips = media.clips if media else ()
+    width, height = resolution
     if clips and all(c.frames is not None for c in clips):
         rates = {c.fps for c in clips}
         fps = next(iter(rates)) if len(rates) == 1 else None
-        items = video_items(
-            [(c.name, c.frames or 0) for c in clips],
-            extraction,
-            use.frames,
-            stride=use.frame_stride or 1,
-            sample=use.frame_sample or 1,
-            max_frames=use.max_frames,
-            source_fps=fps,
-            target_fps=None if adapter is None or adapter.model_fps is None else adapter.model_fps,
-            framepack_window=window,
+        same = inspected_at == resolution
+        rule = BucketRule(resolution, INSPECTION_BUCKET_STEP)
+        by_bucket: dict[tuple[int, int], list[Any]] = {}
+        placed = False
+        for clip in clips:
+            bucket = clip.bucket or resolution
+            if clip.bucket is not None and not same:
+                bucket, placed = rule.select(clip.bucket), True
+            by_bucket.setdefault(bucket, []).append(clip)
+        found: dict[tuple[int, int, int], int] = {}
+        for (w, h), group in sorted(by_bucket.items()):
+            items = video_items(
+                [(c.name, c.frames or 0) for c in group],
+                extraction,
+                use.frames,
+                stride=use.frame_stride or 1,
+                sample=use.frame_sample or 1,
+                max_frames=use.max_frames,
+                source_fps=fps,
+                target_fps=None
+                if adapter is None or adapter.model_fps is None
+                else adapter.model_fps,
+                framepack_window=window,
+            )
+            found.update({(w, h, f): n for f, n in items.per_frames.items()})
+        note = (
+            f"dataset {use.name}: video buckets placed at {width}x{height} from an inspection "
+            "at another resolution (re-inspect at the run's resolution for Musubi's own)"
+            if placed
+            else None
         )
-        return dict(items.per_frames) or {1: 0}, None
+        return found or {(width, height, 1): 0}, note
     if window is not None:
         frames = (window - 1) * VAE_FRAME_STRIDE + 1
-        return {frames: videos}, (
+        return {(width, height, frames): videos}, (
             f"dataset {use.name}: video frame counts unknown; one FramePack section "
             f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed"
         )
     targets = list(use.frames or [use.max_frames or 1])
-    return dict.fromkeys(targets, videos), (
+    return {(width, height, f): videos for f in targets}, (
         f"dataset {use.name}: video frame counts unknown; one item per target frame count per "
         "video assumed (Musubi makes more under chunk/slide/uniform)"
     )
@@ -239,13 +347,29 @@ def _reference_images(spec: RunSpec, bundle: Any, media: Mapping[str, DatasetMed
         return 0
     least = max(1, variant.controls[0])
     counts = [
-        media[use.name].control_count or least
+        (media[use.name].control_count or least) * control_area_factor(use, variant)
         for use in spec.datasets
         if use.name in media and media[use.name].control_count is not None
     ]
     if not counts and variant.controls[0] > 0:
-        counts = [least]
+        counts = [least * max(control_area_factor(use, variant) for use in spec.datasets)]
     return max(counts, default=0)
+
+
+def control_area_factor(use: Any, variant: Any) -> int:
+    """How many bucket-sized images one control costs. Musubi resizes a control to a bucket
+    of ``control_resolution``'s area when the dataset entry has one (the variant's default is
+    written unless ``no_resize_control``), and with ``no_resize_control`` shrinks only a
+    control larger than it; the estimator costs a reference image at the target bucket's
+    size, so a larger control resolution counts as that many images (rounded up)."""
+    width, height = (use.resolution * 2)[:2]
+    control = use.control_resolution
+    if control is None and not use.no_resize_control and variant.control_resolution is not None:
+        control = [int(variant.control_resolution.value)]
+    if control is None:
+        return 1
+    c_width, c_height = (list(control) * 2)[:2]
+    return max(1, math.ceil(c_width * c_height / (width * height)))
 
 
 def config_changes(estimate_config: Any) -> dict[str, Any]:
