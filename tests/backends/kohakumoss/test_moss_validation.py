@@ -203,3 +203,13 @@ def test_before_the_first_validation_there_is_no_held_out_loss(tmp_path: Path) -
 
 def test_kohakumoss_reports_a_held_out_loss_for_sweeps() -> None:
     assert BACKEND.search_keys("moss_image").heldout_loss is True
+
+
+def test_the_plan_names_the_validation_cost_as_unsized() -> None:
+    from kura.backends.kohakumoss.backend import _validation_line
+
+    settings = validation_settings(1000, 10, every=None, extra=None, datasets=("v",))
+    assert settings is not None
+    line = _validation_line(settings, 1000)
+    assert "VALIDATE_EVERY 250" in line and "4 time(s)" in line
+    assert "12 forward passes" in line and "48 in all" in line and "unsized" in line
