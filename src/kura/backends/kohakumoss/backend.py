@@ -6,7 +6,9 @@ question through the helper (``queries``):
 - ``prepare`` asks the environment, in one process, for the preset layer paths, the knob
   types and the DiT's shape (``infer_config``): :class:`MossFacts`. ``compile`` (pure) renders
   the two kogine configs and four commands from them; ``check_compiled`` runs KohakuMoss's
-  ``config_problems`` on the written files, and a blocking problem fails compile.
+  ``config_problems`` on the written files, and a blocking problem fails compile. run.yaml
+  ``validation`` datasets become KohakuMoss's ``VALIDATION`` (``validation``), so the run
+  reports a held-out ``val_loss`` (``StepProgress.validation_loss``, ``heldout_loss``).
 - ``fit``/``estimate`` take KohakuMoss's own estimator over its memory profiles (the one fit
   ladder walks ``MEMORY_PROFILE``: meaning kept) and show its VRAM layers and ``MAX_TOKENS``
   budgets as options that change the batch (never applied), with KohakuMoss's own
