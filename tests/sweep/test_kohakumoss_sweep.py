@@ -1,46 +1,73 @@
-"""Real trials: a sweep over the KohakuMoss backend (a real trainer, on the CPU).
+"""Real trials: a sweep over the KohakuMoss backend (a real trainer, on the CPU), scored by
+its held-out loss.
 
-ISSUE 17, PENDING: the ``kohakumoss`` backend is being registered concurrently (issue 16) and
-is not on main yet. Until it is, this test skips (and says so); once ``kohakumoss`` is a
-registered backend it runs and requires the backend's ``search_keys`` verb, a space over its
-keys, and the tiny-model base run fixture ``moss_sweep_run`` that the KohakuMoss tests must
-provide (a run on the tiny model, executor host). Under CI=true a registered backend without
-that fixture fails rather than skips.
+The sweep carves a validation split of the tiny dataset; each trial's run.yaml lists the
+held-out part under ``validation``, Kura compiles it into KohakuMoss's ``VALIDATION``
+(validated at the last step), KohakuMoss writes ``val_loss`` into ``metrics.jsonl``, and the
+trial's recorded objective is that loss. Needs the KohakuMoss environment
+(``KURA_KOHAKUMOSS_ENV``; under CI=true its absence fails).
 """
 
 from __future__ import annotations
 
-import os
+import ast
+import json
+from pathlib import Path
 
 import pytest
 
-from kura.backends.registry import backend_names, get_backend
+from kura.backends.registry import get_backend
+from kura.workspace import Workspace
+
+pytestmark = pytest.mark.slow
 
 
-def test_a_kohakumoss_sweep_runs_real_trials(request: pytest.FixtureRequest, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    if "kohakumoss" not in backend_names():
-        pytest.skip("issue 17: the kohakumoss backend is not registered yet; this sweep test "
-                    "runs once it is")
-    keys = get_backend("kohakumoss").search_keys("moss")
-    assert keys.keys and not any(k.startswith("backend.") for k in keys.keys)
-    try:
-        workspace, run_id = request.getfixturevalue("moss_sweep_run")
-    except pytest.FixtureLookupError:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("kohakumoss is registered but no `moss_sweep_run` fixture exists")
-        pytest.skip("kohakumoss is registered; add the `moss_sweep_run` fixture to run trials")
+def _last_val_loss(metrics: Path) -> tuple[int, float]:
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    scored = [r for r in rows if "val_loss" in r]
+    assert scored, f"{metrics} has no val_loss row"
+    return int(scored[-1]["step"]), float(scored[-1]["val_loss"])
+
+
+def test_a_kohakumoss_sweep_scores_real_trials_by_their_held_out_loss(
+    moss_sweep_run: tuple[Workspace, str], tmp_path: Path
+) -> None:
     from kura.sweep.envelope import approve_sweep, plan_sweep
     from kura.sweep.new import new_sweep
     from kura.sweep.worker import run_worker
+    from kura.yamlio import read_yaml
 
+    workspace, run_id = moss_sweep_run
+    keys = get_backend("kohakumoss").search_keys("moss_image")
+    assert keys.heldout_loss and not any(k.startswith("backend.") for k in keys.keys)
     axis = "training.learning_rate"
     assert axis in keys.keys
     space = tmp_path / "space.yaml"
-    metric = "heldout_loss" if keys.heldout_loss else "train_loss"
     space.write_text(f"axes:\n  {axis}: {{low: 1.0e-5, high: 1.0e-3, log: true}}\n"
-                     f"objective: {{metric: {metric}}}\nearly_stop: {{enabled: false}}\n")
+                     "objective: {metric: heldout_loss, validation_fraction: 0.25}\n"
+                     "early_stop: {enabled: false}\n")
     sweep = new_sweep(workspace, base_run=run_id, space=space, trials=2)
     plan_sweep(workspace, sweep["id"], gpu="h100-pcie")
     approve_sweep(workspace, sweep["id"])
     result = run_worker(workspace, sweep["id"], gpu="h100-pcie", seed=1)
-    assert [t["status"] for t in result["trials"]] == ["complete", "complete"]
+    assert [t["status"] for t in result["trials"]] == ["complete", "complete"], result
+    for trial in result["trials"]:
+        run_dir = workspace.run_dir(trial["run"])
+        spec = read_yaml(run_dir / "run.yaml")
+        (held,) = spec["validation"]
+        (trained,) = spec["datasets"]
+        assert held["name"].endswith("-val") and trained["name"].endswith("-train")
+        train = {
+            n.targets[0].id: ast.literal_eval(n.value)
+            for n in ast.parse((run_dir / "compiled/kohakumoss/train.py").read_text()).body
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+        }
+        steps = train["STEPS"]
+        assert steps % train["VALIDATE_EVERY"] == 0
+        val_paths = [d["path"] for d in train["VALIDATION"]["datasets"]]
+        assert val_paths and not set(val_paths) & {d["path"] for d in train["DATASETS"]}
+        step, val_loss = _last_val_loss(run_dir / "output" / trial["run"] / "metrics.jsonl")
+        assert step == steps  # the objective is the end-of-run held-out loss
+        assert trial["objective"] == pytest.approx(val_loss, rel=0, abs=0)
+        progress = get_backend("kohakumoss").progress(run_dir / "logs" / "train.log")
+        assert progress.validation_loss == val_loss

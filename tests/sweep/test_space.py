@@ -82,3 +82,14 @@ def test_musubi_exposes_its_parsers_keys_and_no_heldout_loss(tmp_path: Path) -> 
         "objective: {metric: train_loss}\n",
         backend="musubi-tuner",
     )
+
+
+def test_kohakumoss_accepts_the_held_out_loss_objective(tmp_path: Path) -> None:
+    keys = get_backend("kohakumoss").search_keys("moss_image")
+    assert keys.heldout_loss is True
+    path = tmp_path / "space.yaml"
+    path.write_text("axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n"
+                    "objective: {metric: heldout_loss}\n")
+    spec, digest = load_space(path)
+    space = check_space(spec, digest, keys, backend="kohakumoss", source=path)
+    assert space.spec.objective.metric == "heldout_loss"  # type: ignore[attr-defined]

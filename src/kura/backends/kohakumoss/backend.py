@@ -6,7 +6,9 @@ question through the helper (``queries``):
 - ``prepare`` asks the environment, in one process, for the preset layer paths, the knob
   types and the DiT's shape (``infer_config``): :class:`MossFacts`. ``compile`` (pure) renders
   the two kogine configs and four commands from them; ``check_compiled`` runs KohakuMoss's
-  ``config_problems`` on the written files, and a blocking problem fails compile.
+  ``config_problems`` on the written files, and a blocking problem fails compile. run.yaml
+  ``validation`` datasets become KohakuMoss's ``VALIDATION`` (``validation``), so the run
+  reports a held-out ``val_loss`` (``StepProgress.validation_loss``, ``heldout_loss``).
 - ``fit``/``estimate`` take KohakuMoss's own estimator over its memory profiles (the one fit
   ladder walks ``MEMORY_PROFILE``: meaning kept) and show its VRAM layers and ``MAX_TOKENS``
   budgets as options that change the batch (never applied), with KohakuMoss's own
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from kura.backends.kohakumoss.compile import MossCompiled
     from kura.backends.kohakumoss.env import EnvLocation
     from kura.backends.kohakumoss.queries import CompileFacts, MemoryEstimate, PlanAnswer
+    from kura.backends.kohakumoss.validation import MossValidationSettings
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
@@ -79,6 +82,8 @@ STEP_KINDS: Mapping[str, StepKind] = {
     "inspect": "prepare",
     "cache_text": "cache",
     "cache_latents": "cache",
+    "cache_val_text": "cache",
+    "cache_val_latents": "cache",
     "train": "train",
 }
 EXPORT_FILES = {"comfyui": "comfy", "lycoris": "lycoris"}
@@ -222,6 +227,7 @@ class KohakuMossBackend:
             compile_moss,
         )
         from kura.backends.kohakumoss.knobs import KnobValue, MossRecipe
+        from kura.backends.kohakumoss.validation import validation_settings
         from kura.models.bundles import get_bundle
 
         facts = inputs.trainer_facts
@@ -251,6 +257,21 @@ class KohakuMossBackend:
         steps = training.max_steps
         save_every = _pop_int(knobs, "SAVE_EVERY", min(DEFAULT_SAVE_EVERY, steps))
         sample_every = _pop_int(knobs, "SAMPLE_EVERY", save_every)
+        log_every = _pop_int(knobs, "LOG_EVERY", 10)
+        metrics_every = knobs.get("METRICS_EVERY")
+        cadence = (
+            metrics_every
+            if isinstance(metrics_every, int) and not isinstance(metrics_every, bool)
+            and metrics_every > 0
+            else log_every
+        )
+        validation = validation_settings(
+            steps,
+            max(1, cadence),
+            every=knobs.pop("VALIDATE_EVERY", None),
+            extra=knobs.pop("VALIDATION", None),
+            datasets=tuple(d.name for d in inputs.validation),
+        )
         arch = facts.facts.arch
         if (
             training.sample_prompts
@@ -266,7 +287,7 @@ class KohakuMossBackend:
                 hint="set backend.config.SAMPLE_SKIP_LAYERS=[] (or blocks below "
                 f"{arch.depth}), or turn sampling off with --set training.sample_prompts=[]",
             )
-        uses = {use.name: use for use in spec.datasets}
+        uses = {use.name: use for use in (*spec.datasets, *spec.validation)}
         first = spec.datasets[0].resolution
         if "TARGET_AREA" not in knobs:
             knobs["TARGET_AREA"] = first[0] * (first[1] if len(first) > 1 else first[0])
@@ -281,7 +302,7 @@ class KohakuMossBackend:
             save_every=save_every,
             sample_every=sample_every if training.sample_prompts else 0,
             sample_prompts=tuple(training.sample_prompts),
-            log_every=_pop_int(knobs, "LOG_EVERY", 10),
+            log_every=log_every,
         )
         bundle = get_bundle(spec.model.base)
         folders = {f.slot for f in bundle.files if f.format == "folder"}
@@ -295,6 +316,10 @@ class KohakuMossBackend:
         datasets = tuple(
             MossDataset(d.name, Path(d.media_dir), d.caption_ext, uses[d.name].repeats, d.trigger)
             for d in inputs.datasets
+        )
+        held_out = tuple(
+            MossDataset(d.name, Path(d.media_dir), d.caption_ext, uses[d.name].repeats, d.trigger)
+            for d in inputs.validation
         )
         variant: Literal["base", "sft"] = (
             "sft" if bundle.trainer.get("variant") == "sft" else "base"
@@ -316,20 +341,13 @@ class KohakuMossBackend:
             knob_types=facts.facts.knob_types,
             overrides=knobs,
             device="cuda" if facts.facts.cuda else "cpu",
+            validation=held_out,
+            validation_settings=validation,
         )
         return compile_moss(moss)
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.kohakumoss.compile import COMPILED_DIR
-
-        if inputs.validation:
-            raise Unsupported(
-                "Kura does not compile validation datasets for KohakuMoss, so it would report "
-                "no held-out loss (run.yaml validation: "
-                f"{', '.join(d.name for d in inputs.validation)})",
-                hint="remove `validation` from run.yaml; a sweep on KohakuMoss scores by "
-                "`objective.metric: train_loss` (with a judge)",
-            )
 
         compiled = self._compile(spec, inputs, Path(inputs.run_dir))
         prefix = COMPILED_DIR.split("/", 1)[0] + "/"
@@ -357,7 +375,11 @@ class KohakuMossBackend:
         from kura.backends.kohakumoss.queries import config_problems
 
         sub = Path(COMPILED_DIR).relative_to(Path(COMPILED_DIR).parts[0])
-        configs = (compiled_dir / sub / "train.py", compiled_dir / sub / "data.py")
+        configs = tuple(
+            path
+            for path in (compiled_dir / sub / n for n in ("train.py", "data.py", "val_data.py"))
+            if path.name != "val_data.py" or path.is_file()
+        )
         from kura.spec.compiled import StepsFile
         from kura.spec.machine import read_machine_file
 
@@ -370,8 +392,11 @@ class KohakuMossBackend:
 
     # -- plan ------------------------------------------------------------------------------
 
-    def _answer(self, spec: RunSpec, inputs: PlanInputs) -> tuple[PlanAnswer, bool]:
-        """KohakuMoss's estimate of every memory option and its data plan for this run."""
+    def _answer(
+        self, spec: RunSpec, inputs: PlanInputs
+    ) -> tuple[PlanAnswer, bool, MossValidationSettings | None]:
+        """KohakuMoss's estimate of every memory option and its data plan for this run, and
+        the validation it runs (None without run.yaml ``validation``)."""
         from kura.backends.kohakumoss.memory import calibration_options, ladder_options
         from kura.backends.kohakumoss.queries import plan_answer
 
@@ -398,15 +423,15 @@ class KohakuMossBackend:
                 config = Path(tmp) / "train.py"
                 config.write_text(train_text, encoding="utf-8")
                 _PLANS[key] = plan_answer(_env(facts.env_path), config, options)
-        return _PLANS[key], facts.facts.arch.is_named
+        return _PLANS[key], facts.facts.arch.is_named, compiled.validation
 
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
     ) -> PlanFit:
         from kura.planning.ladder import walk
 
-        answer, named = self._answer(spec, inputs)
-        problem = MossProblem(spec, answer, named, gpu)
+        answer, named, validation = self._answer(spec, inputs)
+        problem = MossProblem(spec, answer, named, gpu, validation)
         result = walk(problem, host_ram_gib=host_ram_gib)
         settings = problem.settings(result.choice) if result.fits else {}
         reasons = (
@@ -424,8 +449,8 @@ class KohakuMossBackend:
         return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document)
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
-        answer, named = self._answer(spec, inputs)
-        problem = MossProblem(spec, answer, named, gpu)
+        answer, named, validation = self._answer(spec, inputs)
+        problem = MossProblem(spec, answer, named, gpu, validation)
         evaluation = problem.evaluate(problem.baseline())
         if evaluation is None:
             raise CheckFailed(
@@ -556,6 +581,7 @@ class KohakuMossBackend:
             seconds_per_step=found.seconds_per_step,
             eta_seconds=found.eta_seconds,
             last_checkpoint=found.last_checkpoint,
+            validation_loss=found.validation_loss,
         )
 
     def loss_history(self, run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
@@ -737,13 +763,19 @@ class MossProblem:
     estimated by KohakuMoss for every level in one helper call (``_answer``)."""
 
     def __init__(
-        self, spec: RunSpec, answer: PlanAnswer, named: bool, gpu: GpuClass | None
+        self,
+        spec: RunSpec,
+        answer: PlanAnswer,
+        named: bool,
+        gpu: GpuClass | None,
+        validation: MossValidationSettings | None = None,
     ) -> None:
         from kura.backends.kohakumoss.memory import AIDS, LAYER_PROFILES, PROFILE_ORDER
 
         self.spec = spec
         self.answer = answer
         self.named = named
+        self.validation = validation
         self.gpu = cast("GpuClass", gpu)  # None only for estimate(), never for the ladder
         self.target = gpu
         self.rows = {r.name: r for r in answer.rows}
@@ -865,15 +897,13 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         f"({README})"
     )
     report.append({"title": "KohakuMoss estimator calibration", "lines": calibration})
-    report.append(
-        {
-            "title": "KohakuMoss steps not estimated",
-            "lines": [
-                "inspect, cache_text, cache_latents: KohakuMoss has no estimator for its cache "
-                "passes; their encoders are placed by the VRAM layer (TEXT_ENCODE / VAE_ENCODE)",
-            ],
-        }
-    )
+    unsized = [
+        "inspect, cache_text, cache_latents: KohakuMoss has no estimator for its cache "
+        "passes; their encoders are placed by the VRAM layer (TEXT_ENCODE / VAE_ENCODE)",
+    ]
+    if problem.validation is not None:
+        unsized.append(_validation_line(problem.validation, steps))
+    report.append({"title": "KohakuMoss steps not estimated", "lines": unsized})
     detail: dict[str, object] = {
         "peak_vram_gib": round(peak, 3),
         "band_gib": round(peak * (high - low), 3),
@@ -899,6 +929,23 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         "trainer_report": report,
     }
     return Evaluation(costs=(cost,), step_seconds=None, detail=detail)
+
+
+def _validation_line(validation: MossValidationSettings, steps: int | None) -> str:
+    """The validation's cost, which KohakuMoss's estimator does not count (unsized)."""
+    count = validation.validations(steps) if steps else None
+    when = f"{count} time(s), every {validation.every} steps" if count else (
+        f"every {validation.every} steps"
+    )
+    return (
+        f"validation (VALIDATE_EVERY {validation.every}: {validation.source}): {when}, "
+        f"{validation.forward_passes} forward passes without gradients each "
+        f"({len(validation.sigmas)} sigmas × {validation.batches} batches, "
+        f"{(count or 0) * validation.forward_passes} in all); its {validation.batches} fixed "
+        "batches stay on the device for the whole run. KohakuMoss's estimator counts neither "
+        "(unsized: memory and time); cache_val_text and cache_val_latents are cache passes "
+        "like the others"
+    )
 
 
 def _data_section(answer: PlanAnswer) -> dict[str, object]:

@@ -11,6 +11,14 @@ and the four steps, run without a TTY (``NO_COLOR``, never ``FORCE_COLOR``, so t
 lines reach ``log.txt``): ``inspect`` (``inspect_data.py``), ``cache_text``,
 ``cache_latents`` and ``train`` (``kogine run scripts/train/moss.py``).
 
+With run.yaml ``validation`` datasets, ``train.py`` also sets ``VALIDATE_EVERY`` and
+``VALIDATION`` (``kura.backends.kohakumoss.validation``), and a third config,
+``val_data.py`` (``use_config`` of ``data.py`` over the validation datasets, no text dropout:
+what KohakuMoss's ``validation_data_config`` reads), feeds two more cache steps,
+``cache_val_text`` and ``cache_val_latents``, before ``train``: the base layer's caches are
+offline, so the held-out items need their entries too (same ``CACHE_DIR``; the keys are
+content hashes). The validation datasets are never in ``DATASETS``.
+
 The data are read where the dataset lives, through KohakuMoss's ``folder`` source (a row
 weight of the dataset's repeats, which is what the kohya source makes of ``<repeats>_``
 folders), and every cache goes to ``CACHE_DIR`` under the run, never into the dataset.
@@ -27,6 +35,7 @@ from kura.backends.kohakumoss.configfile import DATA_SCRIPTS, TRAIN_SCRIPT, rend
 from kura.backends.kohakumoss.env import EnvLocation
 from kura.backends.kohakumoss.knobs import KnobValue, MossRecipe, check_knobs, recipe_knobs
 from kura.backends.kohakumoss.queries import LayerStack, MossArch
+from kura.backends.kohakumoss.validation import MossValidationSettings
 from kura.errors import InvalidInput, Unsupported
 
 __all__ = [
@@ -66,12 +75,16 @@ KURA_OWNED = frozenset(
         "SAVE_EVERY",
         "SAMPLE_EVERY",
         "SAMPLE_PROMPTS",
+        "VALIDATE_EVERY",
+        "VALIDATION",
     }
 )
 """Knobs Kura writes from run.yaml's model, datasets and training sections; setting one
 in ``backend.config`` is refused (it names the run.yaml key to use instead)."""
 
-StepName = Literal["inspect", "cache_text", "cache_latents", "train"]
+StepName = Literal[
+    "inspect", "cache_text", "cache_latents", "cache_val_text", "cache_val_latents", "train"
+]
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,10 @@ class MossCompileInputs:
     device: Literal["cpu", "cuda"] = "cuda"
     cache_dir: Path | None = None
     caption_style: Literal["tags", "nl"] = "tags"
+    validation: tuple[MossDataset, ...] = ()
+    """Held-out datasets (run.yaml ``validation``): scored, never trained on."""
+    validation_settings: MossValidationSettings | None = None
+    """Required with ``validation``: the cadence and the fixed-noise settings."""
 
 
 @dataclass(frozen=True)
@@ -135,11 +152,15 @@ class MossCompiled:
     cache_dir: Path
     knobs: Mapping[str, KnobValue]
     vram_layer: str
+    validation: MossValidationSettings | None = None
 
 
-def _datasets(inputs: MossCompileInputs) -> list[KnobValue]:
+def _datasets(
+    datasets: tuple[MossDataset, ...], caption_style: Literal["tags", "nl"]
+) -> list[KnobValue]:
+    """KohakuMoss ``folder`` source entries, one per dataset (a row weight of its repeats)."""
     entries: list[KnobValue] = []
-    for ds in inputs.datasets:
+    for ds in datasets:
         if ds.caption_ext not in SIDECARS:
             raise Unsupported(
                 f"dataset {ds.name}: KohakuMoss reads captions from {', '.join(SIDECARS)} "
@@ -152,7 +173,7 @@ def _datasets(inputs: MossCompileInputs) -> list[KnobValue]:
             {
                 "source": "folder",
                 "path": ds.media_dir.as_posix(),
-                "txt_as": inputs.caption_style,
+                "txt_as": caption_style,
                 "weight": float(ds.repeats),
             }
         )
@@ -165,7 +186,7 @@ def _train_knobs(inputs: MossCompileInputs) -> dict[str, KnobValue]:
     knobs: dict[str, KnobValue] = {
         "WEIGHTS": model.root.as_posix(),
         "VARIANT": model.variant,
-        "DATASETS": _datasets(inputs),
+        "DATASETS": _datasets(inputs.datasets, inputs.caption_style),
         "RUN_NAME": inputs.run_id,
         "OUTPUT_DIR": (run_dir / "output").as_posix(),
         "CACHE_DIR": cache.as_posix(),
@@ -179,6 +200,7 @@ def _train_knobs(inputs: MossCompileInputs) -> dict[str, KnobValue]:
         knobs["VAE"] = model.vae.as_posix()
     if not inputs.recipe.sample_prompts:
         knobs["SAMPLE_EVERY"] = 0
+    knobs.update(_validation_knobs(inputs))
     if any(ds.trigger for ds in inputs.datasets) and inputs.caption_style == "tags":
         # The trigger opens each caption: keep that tag first when tags are shuffled.
         knobs["CAPTION"] = {
@@ -191,6 +213,44 @@ def _train_knobs(inputs: MossCompileInputs) -> dict[str, KnobValue]:
             "unescape": True,
         }
     return knobs
+
+
+def _validation_knobs(inputs: MossCompileInputs) -> dict[str, KnobValue]:
+    """``VALIDATE_EVERY`` and ``VALIDATION`` (every key written, defaults included, so the
+    config says what KohakuMoss will do)."""
+    settings = inputs.validation_settings
+    if not inputs.validation:
+        if settings is not None:
+            raise InvalidInput(
+                "validation settings without validation datasets",
+                hint="list the held-out datasets under run.yaml `validation:`",
+            )
+        return {}
+    if settings is None:
+        raise InvalidInput(
+            "validation datasets without a validation cadence",
+            hint="compile through the KohakuMoss backend (it sets VALIDATE_EVERY)",
+        )
+    trained = {ds.media_dir.resolve(): ds.name for ds in inputs.datasets}
+    for ds in inputs.validation:
+        if ds.media_dir.resolve() in trained:
+            raise InvalidInput(
+                f"validation dataset {ds.name} is the folder training dataset "
+                f"{trained[ds.media_dir.resolve()]} reads ({ds.media_dir}): its loss would "
+                "not be held out",
+                hint="hold out items in a dataset of their own (a sweep carves one), or "
+                "remove it from run.yaml `validation`",
+                path=ds.media_dir,
+            )
+    return {
+        "VALIDATE_EVERY": settings.every,
+        "VALIDATION": {
+            "datasets": _datasets(inputs.validation, inputs.caption_style),
+            "sigmas": list(settings.sigmas),
+            "seed": settings.seed,
+            "batches": settings.batches,
+        },
+    }
 
 
 def compile_moss(inputs: MossCompileInputs) -> MossCompiled:
@@ -234,11 +294,27 @@ def compile_moss(inputs: MossCompileInputs) -> MossCompiled:
         ("cache_text", "cache_text"),
         ("cache_latents", "cache_latents"),
     )
+    files = {f"{COMPILED_DIR}/train.py": train, f"{COMPILED_DIR}/data.py": data}
+    configs: dict[str, Path] = dict.fromkeys((n for n, _ in data_steps), data_path)
+    if inputs.validation:
+        val_path = compiled / "val_data.py"
+        files[f"{COMPILED_DIR}/val_data.py"] = render_config(
+            f"Kura run {inputs.run_id}: the data config over the held-out validation "
+            "datasets (cached, never trained on).",
+            DATA_SCRIPTS[1:],
+            (data_path,),
+            {
+                "DATASETS": _datasets(inputs.validation, inputs.caption_style),
+                "TEXT_DROP": 0.0,
+            },
+        )
+        data_steps += (("cache_val_text", "cache_text"), ("cache_val_latents", "cache_latents"))
+        configs |= {"cache_val_text": val_path, "cache_val_latents": val_path}
     steps = (
         *(
             MossStep(
                 name,
-                (kogine, "run", str(scripts[script]), "--config", str(data_path)),
+                (kogine, "run", str(scripts[script]), "--config", str(configs[name])),
                 env,
                 inputs.run_dir,
             )
@@ -251,9 +327,8 @@ def compile_moss(inputs: MossCompileInputs) -> MossCompiled:
             inputs.run_dir,
         ),
     )
-    rel = COMPILED_DIR
     return MossCompiled(
-        files={f"{rel}/train.py": train, f"{rel}/data.py": data},
+        files=files,
         steps=steps,
         train_config=train_path,
         data_config=data_path,
@@ -261,6 +336,7 @@ def compile_moss(inputs: MossCompileInputs) -> MossCompiled:
         cache_dir=inputs.cache_dir or inputs.run_dir / "cache",
         knobs=knobs,
         vram_layer=inputs.stack.vram_layer,
+        validation=inputs.validation_settings if inputs.validation else None,
     )
 
 

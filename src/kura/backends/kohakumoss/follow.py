@@ -2,10 +2,13 @@
 
 ``metrics.jsonl`` has one JSON object per logged step (every METRICS_EVERY steps, plus the
 first and the last) with ``step, time, loss, grad_norm, lr, step_time, samples_per_s,
-tokens_per_s …``. ``log.txt`` carries ``training from step A to B``, ``resuming from
-<dir>`` and ``exported <path>`` lines. The ETA exists only in KohakuMoss's tqdm bar (shown
-on a TTY, which Kura never gives it), so Kura computes it: the median ``step_time`` of the
-recent rows × the steps left.
+tokens_per_s …`` (``logging/sinks.py ConsoleLogger.log``: ``{"step", "time", **metrics}``);
+a row logged at or after a validation also holds ``val_loss`` (the mean over sigmas) and
+``val_loss@<σ>`` (``callbacks/evaluate.py Validation.evaluate``; ``LogMetrics`` adds the
+step's ``state.metrics`` to its row and clears them). ``log.txt`` carries ``training from
+step A to B``, ``resuming from <dir>`` and ``exported <path>`` lines. The ETA exists only
+in KohakuMoss's tqdm bar (shown on a TTY, which Kura never gives it), so Kura computes it:
+the median ``step_time`` of the recent rows × the steps left.
 
 The loss history (``loss_history``) credits every row to the attempt that was running at its
 ``time``: a resumed run keeps the rows up to its checkpoint and appends (``logging/sinks.py
@@ -41,6 +44,8 @@ _EXPORTED = re.compile(r"\] exported (\S+)")
 _CHECKPOINT = re.compile(r"^step_(\d{8})$")
 _SIDE_FILE = re.compile(r"^metrics\.\d+\.jsonl$")
 METRICS = "metrics.jsonl"
+VAL_LOSS = "val_loss"
+"""The validation loss key (``val_loss@<σ>`` are its per-sigma parts)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,12 @@ class MetricsRow:
     step_time: float | None
     samples_per_s: float | None
     tokens_per_s: float | None
+    validation: tuple[tuple[str, float], ...] = ()
+    """``val_loss`` and ``val_loss@<σ>`` of this row (key order as written)."""
+
+    @property
+    def val_loss(self) -> float | None:
+        return next((v for k, v in self.validation if k == VAL_LOSS), None)
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,9 @@ class MossProgress:
     last_checkpoint: str | None
     exported: tuple[str, ...]
     rows: int
+    validation_loss: float | None = None
+    """The newest ``val_loss`` (KohakuMoss's held-out loss), None before the first."""
+    validation_step: int | None = None
 
 
 def _num(raw: dict[str, object], key: str) -> float | None:
@@ -103,6 +117,12 @@ def read_metrics(path: Path) -> tuple[MetricsRow, ...]:
                 step_time=_num(raw, "step_time"),
                 samples_per_s=_num(raw, "samples_per_s"),
                 tokens_per_s=_num(raw, "tokens_per_s"),
+                validation=tuple(
+                    (key, value)
+                    for key in raw
+                    if key == VAL_LOSS or key.startswith(VAL_LOSS + "@")
+                    if (value := _num(raw, key)) is not None
+                ),
             )
         )
     return tuple(rows)
@@ -143,6 +163,7 @@ def read_progress(
     if last is not None and total is not None and per_step is not None:
         eta = round(max(0, total - last.step) * per_step)
     checkpoint = last_checkpoint(output_dir)
+    scored = next((r for r in reversed(rows) if r.val_loss is not None), None)
     return MossProgress(
         step=last.step if last else None,
         total=total,
@@ -154,6 +175,8 @@ def read_progress(
         last_checkpoint=str(checkpoint) if checkpoint else None,
         exported=exported,
         rows=len(rows),
+        validation_loss=scored.val_loss if scored else None,
+        validation_step=scored.step if scored else None,
     )
 
 
@@ -166,13 +189,15 @@ def _metrics_files(output_dir: Path) -> list[Path]:
 
 
 def loss_history(run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
-    """Each attempt's ``loss`` (raw, per logged step), ``lr`` and ``grad_norm``."""
+    """Each attempt's ``loss`` (raw, per logged step), ``lr``, and in ``others``
+    ``grad_norm`` and the held-out ``val_loss`` / ``val_loss@<σ>`` series."""
     run_dir = Path(run_dir)
     folders: list[tuple[Path, AttemptRef | None]] = [(run_dir / "output" / run_dir.name, None)]
     folders += [(a.folder / "output" / run_dir.name, a) for a in attempts if not a.current]
     points: dict[int, list[LossPoint]] = {}
     rates: dict[int, list[tuple[int, float]]] = {}
     norms: dict[int, list[tuple[int, float]]] = {}
+    held: dict[int, dict[str, list[tuple[int, float]]]] = {}
     sources: dict[int, list[Path]] = {}
     for folder, folder_owner in folders:
         for path in _metrics_files(folder):
@@ -188,14 +213,18 @@ def loss_history(run_dir: Path, attempts: Sequence[AttemptRef]) -> LossHistory:
                 rates.setdefault(number, []).append((row.step, row.lr))
                 if row.grad_norm is not None:
                     norms.setdefault(number, []).append((row.step, row.grad_norm))
+                for key, value in row.validation:
+                    held.setdefault(number, {}).setdefault(key, []).append((row.step, value))
     found = []
     for number in sorted(points):
+        others = {"grad_norm": tuple(sorted(norms[number]))} if norms.get(number) else {}
+        others.update({k: tuple(sorted(v)) for k, v in held.get(number, {}).items()})
         found.append(
             AttemptLoss(
                 attempt=number,
                 points=tuple(sorted(points[number], key=lambda p: p.step)),
                 learning_rates={"lr": tuple(sorted(rates[number]))},
-                others={"grad_norm": tuple(sorted(norms[number]))} if norms.get(number) else {},
+                others=others,
                 sources=tuple(sources[number]),
             )
         )

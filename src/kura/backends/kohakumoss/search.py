@@ -4,8 +4,9 @@ Kura maps them onto KohakuMoss's knobs (``kura.backends.kohakumoss.knobs``): lea
 → ``LR``, rank → ``DIM``, alpha → ``ALPHA``, steps → ``STEPS``. KohakuMoss's own validator
 (``training/knobs.py validate``) refuses ``STEPS ≤ 0`` and a warmup at or past ``STEPS``;
 the other bounds are Kura's run.yaml schema. KohakuMoss trains by steps, so epochs are not a
-key. Memory profiles are the fit ladder's, never an axis. Kura does not compile validation
-datasets for KohakuMoss, so it reports no held-out loss.
+key. Memory profiles are the fit ladder's, never an axis. KohakuMoss reports a held-out
+loss: Kura compiles run.yaml ``validation`` into its ``VALIDATION`` datasets, validated at the
+last step (``kura.backends.kohakumoss.validation``), and reads ``val_loss`` back.
 """
 
 from __future__ import annotations
@@ -55,6 +56,6 @@ def search_keys(architecture: str) -> SearchKeys:
     del architecture
     return SearchKeys(
         keys=MappingProxyType({k.key: k for k in _KEYS}),
-        heldout_loss=False,
+        heldout_loss=True,
         source="KohakuMoss's knob checker and Kura's run.yaml schema",
     )
