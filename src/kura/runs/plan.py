@@ -341,6 +341,7 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
             "upper_gib": c.upper_gib,
             "host_ram_gib": c.host_ram_gib,
             "seconds": c.seconds,
+            "seconds_band": c.seconds_band,
             "fits": c.fits,
             "source": c.source,
             "notes": list(c.notes),

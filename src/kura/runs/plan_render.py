@@ -280,7 +280,15 @@ def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
     if whole.untimed:
         out.append(f"- not timed (not in the total): {', '.join(whole.untimed)}")
     for step in written.get("steps") or []:
-        if step.get("kind") == "sample" and step.get("notes"):
+        if step.get("kind") == "cache" and step.get("seconds") is not None:
+            band = step.get("seconds_band")
+            spread = f" ±{band:.0%}" if band is not None else ""
+            notes = "; ".join(step.get("notes") or [])
+            out.append(
+                f"- {step['step']}: about {step['seconds'] / 60:.1f} min{spread} "
+                f"(source: {step['source']})" + (f" — {notes}" if notes else "")
+            )
+        elif step.get("kind") == "sample" and step.get("notes"):
             out.append(f"- {step['step']}: {'; '.join(step['notes'])}")
     return [*out, ""]
 
