@@ -97,10 +97,17 @@ def _inputs(bundle: str, kind: str, count: int, resolution: int) -> PlanInputs:
     return PlanInputs(bundle=get_bundle(bundle), datasets={"d": dataset}, media={"d": media})
 
 
-def _costs(base: str, kind: str = "images", count: int = 20, resolution: int = 1024, **extra):
+def _costs(
+    base: str,
+    kind: str = "images",
+    count: int = 20,
+    resolution: int = 1024,
+    frames: tuple[int, ...] = (33,),
+    **extra,
+):
     use = {"name": "d", "repeats": 5, "resolution": [resolution, resolution]}
     if kind == "videos":
-        use["frames"] = [33]
+        use["frames"] = list(frames)
     spec = make_spec(
         {
             "model": {"base": base},
@@ -166,3 +173,9 @@ def test_every_estimator_model_with_an_encoder_times_its_caching_steps() -> None
         untimed = [c.step for c in costs if c.kind == "cache" and c.seconds is None]
         assert untimed == [], (model, untimed)
     assert missing == [], f"no encoder table entry (caching not sized): {missing}"
+
+
+def test_a_video_with_several_clips_is_one_caption_and_several_latents() -> None:
+    costs = _costs("wan2.1-t2v-14b", "videos", count=20, frames=(1, 33))
+    assert any("40 item(s) encoded once" in note for note in costs["cache_latents"].notes)
+    assert any("20 caption(s)" in note for note in costs["cache_text_encoder"].notes)

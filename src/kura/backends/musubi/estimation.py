@@ -449,6 +449,19 @@ def cache_items(
     return tuple(out)
 
 
+def cache_captions(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> int | None:
+    """Captions the text-encoder caching script encodes: one per media file
+    (``_default_retrieve_text_encoder_output_cache_batches`` reads each datasource item's
+    caption once, however many clips a video makes); None when a dataset is not inspected."""
+    total = 0
+    for use in spec.datasets:
+        facts = datasets[use.name].facts
+        if facts is None:
+            return None
+        total += max(1, facts.counts.get("videos", 0) + facts.counts.get("images", 0))
+    return total
+
+
 def step_setup(
     spec: RunSpec,
     bundle: Any,
@@ -504,6 +517,7 @@ def step_setup(
         cache_items=()
         if datasets is None
         else cache_items(spec, datasets, media or {}, bundle.architecture),
+        cache_captions=None if datasets is None else cache_captions(spec, datasets),
     )
 
 

@@ -105,6 +105,8 @@ class StepSetup:
     cache_items: tuple[Bucket, ...] = ()
     """The items the caching scripts encode, each once (buckets without repeats); empty:
     the estimate's buckets (repeats included, an overestimate the note says)."""
+    cache_captions: int | None = None
+    """Captions the text-encoder caching encodes (one per media file); None: one per item."""
 
     def step_settings(self, choice: AidChoice) -> dict[str, object]:
         """backend.config values of the step aids in ``choice``."""
@@ -490,7 +492,7 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
             tiling=tiled and setup.vae_aids,
             image_encoder=IMAGE_ENCODERS.get(found.model),
         )
-        captions = sum(bucket.count for bucket in items)
+        captions = setup.cache_captions or sum(bucket.count for bucket in items)
         tokens = get_shape(config.model).text_tokens_max
         text = text_encoder_cache_seconds(encoder, captions, tokens, gpu, fp8=fp8)
         vae_seconds, te_seconds, band = latents.seconds, text.seconds, latents.band

@@ -23,7 +23,9 @@ HiDream-O1 caches pixels (``hidream_o1_cache_pixel.py``): no VAE, media only.
 **Text-encoder caching** (``*_cache_text_encoder_outputs.py``,
 :func:`text_encoder_cache_seconds`): the process starts, loads the encoder's file from disk
 (bf16 unless the file itself is fp8: ``--fp8_*`` casts after loading, so it reads the same
-bytes), then runs one forward per caption: ``2 x parameters x tokens`` FLOPs with every
+bytes), then runs one forward per caption (one caption per media file, however many clips a video
+makes; batch 1, so an upper bound where the dataset batches): ``2 x parameters x tokens``
+FLOPs with every
 caption padded to the architecture's longest text (HunyuanVideo's ``text_encoder.py``
 tokenizes with ``padding="max_length"``; Wan's T5 tokenizer pads to ``text_len``; for
 encoders that pad to the batch's longest this is an upper bound) at the utilisation
