@@ -143,3 +143,19 @@ def test_run_estimate_renders_every_step_and_the_verdict(kura, workspace: Path, 
     shown = kura(*ws, "run", "estimate", new.json()["id"], "--gpu", "l40s")
     assert shown.exit_code == 0, shown.stderr
     assert "cannot size" in shown.stdout and "source" in shown.stdout
+
+
+def test_the_caching_steps_are_timed_and_the_whole_estimate_counts_them(kura) -> None:
+    """Issue 12 item 10: every step's time with its band, the caching steps included."""
+    doc = kura("estimate", "--base", "zimage-base", "--gpu", "h100-sxm", "--json").json()
+    steps = {s["step"]: s for s in doc["steps"]}
+    for name in ("cache_latents", "cache_text_encoder"):
+        assert steps[name]["seconds"] > 0 and steps[name]["seconds_band"] == 0.6
+        assert "not measured" in steps[name]["source"]
+    whole = doc["time_and_cost"]
+    assert whole["untimed_steps"] == []
+    assert set(whole["by_step_hours"]) == {"cache_latents", "cache_text_encoder", "train"}
+    assert whole["band_by_step"]["cache_text_encoder"] == 0.6
+    text = kura("estimate", "--base", "zimage-base", "--gpu", "h100-sxm").stdout
+    assert "every step: about" in text
+    assert "loading" in text and "GB/s [assumed]" in text

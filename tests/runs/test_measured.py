@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -141,3 +141,57 @@ def test_an_oom_stays_evidence_after_a_later_attempt_succeeds(host_ws: Workspace
     text = (host_ws.run_dir(second) / "plan.md").read_text()
     assert f"- run {first}: failed (cuda_oom) on GPU not read" in text
     assert f"worked instead: run {first} attempt 2" in text
+
+
+def test_caching_durations_recalibrate_per_step_bounded_and_on_a_read_gpu() -> None:
+    from kura.runs.history import step_duration_factors
+
+    estimated = {"cache_latents": 100.0, "cache_text_encoder": 60.0}
+    one = _run(step_seconds={"cache_latents": 150.0}, estimated_step_seconds=estimated)
+    two = _run(
+        step_seconds={"cache_latents": 250.0, "cache_text_encoder": 30.0},
+        estimated_step_seconds=estimated,
+    )
+    assert step_duration_factors([one, two], "h100-sxm") == {
+        "cache_latents": pytest.approx(2.0),
+        "cache_text_encoder": pytest.approx(0.5),
+    }
+    measured = {"cache_latents": 150.0}
+    unread = _run(gpu=None, step_seconds=measured, estimated_step_seconds=estimated)
+    wild = _run(step_seconds={"cache_latents": 5.0}, estimated_step_seconds=estimated)  # ×0.05
+    other = _run(gpu="rtx-3090", step_seconds=measured, estimated_step_seconds=estimated)
+    assert step_duration_factors([unread, wild, other], "h100-sxm") == {}
+
+
+def test_a_past_runs_measured_caching_time_recalibrates_the_next_plan(
+    host_ws: Workspace,
+) -> None:
+    first = _new(host_ws, 8)
+    plan_run(host_ws, first, gpu="rtx-4090")
+    approve_run(host_ws, first)
+    assert launch_run(host_ws, first, detach=False).state.status == "succeeded"
+    run_dir = host_ws.run_dir(first)
+    planned = json.loads((run_dir / "plan.json").read_text())["estimate"]["steps"]
+    estimated = next(s["seconds"] for s in planned if s["step"] == "cache_text_encoder")
+    state = json.loads((run_dir / "state.json").read_text())
+    state["gpu"] = {"gpu_class": "rtx-4090", "source": "read in the test"}
+    record = next(s for s in state["steps"] if s["name"] == "cache_text_encoder")
+    assert record["status"] == "succeeded"
+    began = datetime(2026, 11, 30, 8, 0)
+    record["started_at"] = began.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    ended = began + timedelta(seconds=2 * estimated)
+    record["finished_at"] = ended.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    (run_dir / "state.json").write_text(json.dumps(state))
+    second = _new(host_ws, 9)
+    report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
+    factors = report["evidence"]["step_duration_factors"]
+    assert factors["cache_text_encoder"] == pytest.approx(2.0, rel=0.05)
+    steps = {s["step"]: s for s in report["estimate"]["steps"]}
+    text = steps["cache_text_encoder"]
+    scaled = text["estimated_seconds"] * factors["cache_text_encoder"]
+    assert text["seconds"] == pytest.approx(scaled, rel=0.01)
+    assert any("recalibrated" in note for note in text["notes"])
+    assert "estimated_seconds" not in steps["cache_latents"]  # not measured: not recalibrated
+    cost = report["estimate"]["time_and_cost"]
+    hours = cost["by_step_hours"]["cache_text_encoder"]
+    assert hours == pytest.approx(text["seconds"] / 3600, abs=1e-3)

@@ -177,3 +177,31 @@ def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:
     assert any(
         line.startswith("- sample: ") and "sampling point" in line for line in plan.splitlines()
     )
+
+
+def test_the_plan_times_the_caching_steps_and_counts_them_in_time_and_cost(
+    ws: Workspace,
+) -> None:
+    """Issue 11 item 7 / issue 12 item 10: caching is timed, in the total, the cost and
+    the band, and plan.md names each caching step's time with its source."""
+    run_id = _run(ws)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    steps = {step["step"]: step for step in report["estimate"]["steps"]}
+    cost = report["estimate"]["time_and_cost"]
+    assert cost["untimed_steps"] == []
+    for name in ("cache_latents", "cache_text_encoder"):
+        assert steps[name]["seconds"] > 0
+        hours = steps[name]["seconds"] / 3600
+        assert cost["by_step_hours"][name] == pytest.approx(hours, abs=1e-3)
+        assert cost["band_by_step"][name] == steps[name]["seconds_band"] == 0.6
+    assert cost["hours"] == pytest.approx(sum(cost["by_step_hours"].values()), abs=2e-3)
+    spread = sum(h * cost["band_by_step"][k] for k, h in cost["by_step_hours"].items())
+    assert cost["hours_band"][1] == pytest.approx(cost["hours"] + spread, abs=2e-3)
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "not timed" not in plan
+    whole = next(line for line in plan.splitlines() if "the whole run, every step" in line)
+    assert "cache_latents" in whole and "cache_text_encoder" in whole
+    for name in ("cache_latents", "cache_text_encoder"):
+        line = next(line for line in plan.splitlines() if line.startswith(f"- {name}: about"))
+        assert "±60%" in line
+        assert "(source: kura.backends.musubi.estimator.steps + .cachetime" in line

@@ -236,8 +236,9 @@ class StepCost:
 
     ``peak_gib`` is the expected device peak and ``upper_gib`` the top of its band;
     ``host_ram_gib`` the host memory the step needs; ``seconds`` the step's whole duration
-    (None when unknown). ``fits`` is None when the backend cannot size the step (a custom
-    command): such a plan cannot say "fits".
+    (None when unknown) and ``seconds_band`` its ± fraction (None: the plan's default band,
+    :data:`kura.runs.timecost.TIME_BAND`). ``fits`` is None when the backend cannot size the
+    step (a custom command): such a plan cannot say "fits".
     """
 
     step: str
@@ -249,6 +250,7 @@ class StepCost:
     fits: bool | None
     source: str
     notes: tuple[str, ...] = ()
+    seconds_band: float | None = None
 
 
 @dataclass(frozen=True)
@@ -696,6 +698,8 @@ class ImageRecipe:
     dockerfile: Path
     context: Path
     release: str
+
+
 @dataclass(frozen=True)
 class LoraExport:
     """``kura export RUN``'s result (the ``lora-export`` document): the LoRA file written

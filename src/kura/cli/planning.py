@@ -71,9 +71,7 @@ def _render_gpus(console: Console, doc: dict[str, Any]) -> None:
 
 @click.command("estimate")
 @click.option("--base", required=True, help="Model bundle id (`kura model bundles`).")
-@click.option(
-    "--backend", "backend", default=None, help="Trainer (default: the bundle's backend)."
-)
+@click.option("--backend", "backend", default=None, help="Trainer (default: the bundle's backend).")
 @click.option(
     "--set",
     "sets",
@@ -191,6 +189,18 @@ def render_estimate(console: Console, doc: dict[str, Any]) -> None:
         console.print(f"[dim]training breakdown (GiB): {parts}[/]")
     if doc.get("step_seconds"):
         console.print(f"{doc['step_seconds']:.2f} s per optimizer step")
+    whole = doc.get("time_and_cost") or {}
+    if whole.get("hours") is not None:
+        low, high = whole["hours_band"]
+        cost = ""
+        if whole.get("usd") is not None:
+            cheap, dear = whole["usd_band"]
+            cost = f", about ${whole['usd']:.2f} (${cheap:.2f}–${dear:.2f})"
+        console.print(f"every step: about {whole['hours']:.2f} h ({low:.2f}–{high:.2f} h){cost}")
+        if whole.get("untimed_steps"):
+            console.print(
+                f"[dim]not timed (not in the total): {', '.join(whole['untimed_steps'])}[/]"
+            )
     if doc.get("confidence"):
         console.print(f"[dim]confidence: {doc['confidence']}[/]")
 

@@ -7,16 +7,21 @@ attempt actually ran on (read on the step's machine, ``state.gpu``), not to the 
 attempt whose GPU could not be read counts for out-of-memory evidence on the planned class
 (a conservative reading) but never recalibrates speed.
 
-A plan uses the evidence twice: the median measured/estimated step time from attempts on a
-known GPU of the planned class recalibrates the estimate (a ratio outside
-:data:`RATIO_BOUNDS` is reported and ignored, not believed); and a configuration that ran
-out of memory on this GPU class is never called fitting, whatever later attempts did.
+A plan uses the evidence three times: the median measured/estimated step time from
+attempts on a known GPU of the planned class recalibrates the estimate (a ratio outside
+:data:`RATIO_BOUNDS` is reported and ignored, not believed); the caching steps' measured
+durations (the step records' start and finish) over the durations their plans estimated
+recalibrate those steps the same way, step by step (:func:`step_duration_factors`: the
+ratio carries the item count and resolution the estimate scaled by); and a configuration
+that ran out of memory on this GPU class is never called fitting, whatever later attempts
+did.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +31,19 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.spec.state import RunState
 
-__all__ = ["RATIO_BOUNDS", "PastRun", "ladder_config", "past_runs", "step_time_factor"]
+__all__ = [
+    "CALIBRATED_STEP_KINDS",
+    "RATIO_BOUNDS",
+    "PastRun",
+    "ladder_config",
+    "past_runs",
+    "step_duration_factors",
+    "step_time_factor",
+]
+
+CALIBRATED_STEP_KINDS = ("cache",)
+"""Step kinds whose whole measured duration recalibrates the plan's estimate of them
+(training recalibrates by seconds per step; sampling happens inside the training step)."""
 
 RATIO_BOUNDS = (1 / 3, 3.0)
 """Measured/estimated step-time ratios believed; outside, the measurement is not evidence
@@ -49,6 +66,10 @@ class PastRun:
     """The GPU class the attempt actually ran on; None when it could not be read."""
     gpu_source: str | None = None
     peak_gib: float | None = None
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    """Measured seconds of each caching step that succeeded in this attempt."""
+    estimated_step_seconds: dict[str, float] = field(default_factory=dict)
+    """What the run's plan estimated for those steps."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +84,8 @@ class PastRun:
             "peak_gib": self.peak_gib,
             "estimated_step_seconds": self.estimated_step,
             "measured_step_seconds": self.measured_step,
+            "measured_cache_seconds": dict(self.step_seconds),
+            "estimated_cache_seconds": dict(self.estimated_step_seconds),
         }
 
 
@@ -115,6 +138,11 @@ def _attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
         "estimate", {}
     ).get("step_seconds")
     planned = plan.get("gpu", {}).get("id")
+    estimated_steps = {
+        str(step["step"]): float(step["seconds"])
+        for step in plan.get("estimate", {}).get("steps") or []
+        if step.get("kind") in CALIBRATED_STEP_KINDS and step.get("seconds")
+    }
     states: list[tuple[RunState, float | None]] = []
     for path in sorted((run_dir / "attempts").glob("*.json"), key=lambda p: int(p.stem)):
         states.append((read_state_file(path), None))
@@ -139,9 +167,42 @@ def _attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
                 gpu=gpu.get("gpu_class"),
                 gpu_source=gpu.get("source"),
                 peak_gib=max((p for p in peaks if p is not None), default=None),
+                step_seconds=_durations(state, estimated_steps),
+                estimated_step_seconds=estimated_steps,
             )
         )
     return out
+
+
+def _durations(state: RunState, names: dict[str, float]) -> dict[str, float]:
+    """Seconds from start to finish of each step in ``names`` this attempt ran to success."""
+    out: dict[str, float] = {}
+    for record in state.steps:
+        if record.name not in names or record.status != "succeeded":
+            continue
+        if not (record.started_at and record.finished_at):
+            continue
+        began = datetime.fromisoformat(record.started_at.replace("Z", "+00:00"))
+        ended = datetime.fromisoformat(record.finished_at.replace("Z", "+00:00"))
+        if ended > began:
+            out[record.name] = (ended - began).total_seconds()
+    return out
+
+
+def step_duration_factors(runs: list[PastRun], gpu: str | None = None) -> dict[str, float]:
+    """Per caching step: the median of measured / estimated seconds over attempts that ran
+    it to success on a GPU that was read (of class ``gpu`` when given), ratios within
+    :data:`RATIO_BOUNDS` only (as :func:`step_time_factor`)."""
+    low, high = RATIO_BOUNDS
+    ratios: dict[str, list[float]] = {}
+    for r in runs:
+        if r.gpu is None or (gpu is not None and r.gpu != gpu):
+            continue
+        for name, measured in r.step_seconds.items():
+            estimated = r.estimated_step_seconds.get(name)
+            if estimated and low <= measured / estimated <= high:
+                ratios.setdefault(name, []).append(measured / estimated)
+    return {name: statistics.median(values) for name, values in sorted(ratios.items())}
 
 
 def _imported(workspace: Workspace, *, base: str, gpu: str) -> list[PastRun]:

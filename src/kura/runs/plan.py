@@ -341,6 +341,7 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
             "upper_gib": c.upper_gib,
             "host_ram_gib": c.host_ram_gib,
             "seconds": c.seconds,
+            "seconds_band": c.seconds_band,
             "fits": c.fits,
             "source": c.source,
             "notes": list(c.notes),
@@ -397,7 +398,13 @@ def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[st
     """Every attempt of the runs before this one on this model and GPU class (item 5): an
     out-of-memory of this configuration is evidence even when a later attempt succeeded,
     and speed recalibrates only from attempts whose GPU was read as this class."""
-    from kura.runs.history import ignored_ratios, ladder_config, past_runs, step_time_factor
+    from kura.runs.history import (
+        ignored_ratios,
+        ladder_config,
+        past_runs,
+        step_duration_factors,
+        step_time_factor,
+    )
 
     spec = context.spec
     runs = past_runs(workspace, exclude=spec.id, base=spec.model.base, gpu=gpu_id)
@@ -411,6 +418,7 @@ def _evidence(workspace: Workspace, context: RunContext, gpu_id: str) -> dict[st
     return {
         "runs": [r.to_dict() for r in runs],
         "step_time_factor": step_time_factor(runs, gpu_id),
+        "step_duration_factors": step_duration_factors(runs, gpu_id),
         "ignored_measurements": ignored_ratios(runs, gpu_id),
         "same_config_oom": ooms,
         "succeeded_configs": worked if ooms else [],
@@ -431,6 +439,9 @@ def _with_evidence(estimate: dict[str, Any], evidence: dict[str, Any]) -> dict[s
             *out.get("assumptions", []),
             f"step time recalibrated ×{factor:.2f} from past runs on this GPU class",
         ]
+    durations = evidence.get("step_duration_factors") or {}
+    if durations and out.get("steps"):
+        out["steps"] = [_recalibrated(step, durations.get(step["step"])) for step in out["steps"]]
     if evidence["same_config_oom"]:
         out["fits"] = False
         out["confidence"] = (
@@ -460,6 +471,22 @@ def _downloads(compiled: CompileReport) -> dict[str, Any]:
         "bytes_known": sum(sizes),
         "sizes_unknown": len(pending) - len(sizes),
         "hint": "kura model fetch " + str(compiled.lock["models"]["bundle"]) if pending else "",
+    }
+
+
+def _recalibrated(step: dict[str, Any], factor: float | None) -> dict[str, Any]:
+    """A caching step's time scaled by what past runs measured of it on this GPU class."""
+    if not factor or step.get("seconds") is None:
+        return step
+    return {
+        **step,
+        "estimated_seconds": step["seconds"],
+        "seconds": round(step["seconds"] * factor, 1),
+        "notes": [
+            *step.get("notes", []),
+            f"recalibrated ×{factor:.2f} from this step's measured durations in past runs on "
+            "this GPU class",
+        ],
     }
 
 

@@ -267,22 +267,35 @@ def _time(spec: Any, written: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
     if hours is not None:
         out.append(f"- about {hours:.1f} h in training")
     if whole.hours is not None:
-        parts = ", ".join(f"{name} {value:.2f} h" for name, value in whole.by_step.items())
+        parts = ", ".join(f"{name} {_span(value)}" for name, value in whole.by_step.items())
         cost = (
             f"; about ${whole.usd:.2f} (${whole.low_usd:.2f}–${whole.high_usd:.2f})"
             if whole.usd is not None and whole.low_usd is not None and whole.high_usd is not None
             else ""
         )
         out.append(
-            f"- the whole run, every step: about {whole.hours:.1f} h "
-            f"({whole.low_hours:.1f}–{whole.high_hours:.1f} h){cost} — {parts}"
+            f"- the whole run, every step: about {_span(whole.hours)} "
+            f"({_span(whole.low_hours or 0.0)}–{_span(whole.high_hours or 0.0)}){cost} — {parts}"
         )
     if whole.untimed:
         out.append(f"- not timed (not in the total): {', '.join(whole.untimed)}")
     for step in written.get("steps") or []:
-        if step.get("kind") == "sample" and step.get("notes"):
+        if step.get("kind") == "cache" and step.get("seconds") is not None:
+            band = step.get("seconds_band")
+            spread = f" ±{band:.0%}" if band is not None else ""
+            notes = "; ".join(step.get("notes") or [])
+            out.append(
+                f"- {step['step']}: about {step['seconds'] / 60:.1f} min{spread} "
+                f"(source: {step['source']})" + (f" — {notes}" if notes else "")
+            )
+        elif step.get("kind") == "sample" and step.get("notes"):
             out.append(f"- {step['step']}: {'; '.join(step['notes'])}")
     return [*out, ""]
+
+
+def _span(hours: float) -> str:
+    """Hours as a person reads them: minutes under an hour."""
+    return f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
 
 
 def _evidence(evidence: dict[str, Any]) -> list[str]:

@@ -194,7 +194,19 @@ def _document(
         "backend_config": dict(spec.backend.config),
     }
     document["verdict"] = verdict(costs)
+    document["time_and_cost"] = _time_and_cost(document, question, spec.execution.gpus)
     return document
+
+
+def _time_and_cost(document: dict[str, Any], question: WhatIf, gpus: int) -> dict[str, Any]:
+    """Every shown step's time summed with its band, priced at the GPU class's cheapest
+    offer (for all of the run's GPUs) when it has one."""
+    from kura.planning.gpus import get_gpu_class
+    from kura.runs.timecost import time_and_cost
+
+    offer = get_gpu_class(question.gpu).cheapest_offer() if question.gpu else None
+    price = offer.usd_per_hour if offer is not None else None
+    return time_and_cost(document, None if price is None else price * gpus).to_dict()
 
 
 def estimate_whatif(question: WhatIf) -> dict[str, Any]:

@@ -151,7 +151,7 @@ class MusubiBackend:
         )
         from kura.backends.musubi.fit import fastest_fitting
 
-        setup = step_setup(spec, inputs.bundle)
+        setup = step_setup(spec, inputs.bundle, inputs.datasets, inputs.media)
         plan = fastest_fitting(
             estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)),
             gpu,
@@ -189,7 +189,7 @@ class MusubiBackend:
         found = estimate(
             estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu
         )
-        return evaluation_of(found, step_setup(spec, inputs.bundle))
+        return evaluation_of(found, step_setup(spec, inputs.bundle, inputs.datasets, inputs.media))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
         """The one rung to take if training still runs out of memory: the same next rung

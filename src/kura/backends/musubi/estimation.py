@@ -429,8 +429,47 @@ def rung_change(rung: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] 
     return None
 
 
-def step_setup(spec: RunSpec, bundle: Any) -> Any:
-    """What sizing the caching and sampling steps needs to know of this run."""
+def cache_items(
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia],
+    architecture: str,
+) -> tuple[Any, ...]:
+    """The items the caching scripts encode: every dataset's buckets once, without repeats
+    (``cache_latents.py`` / ``cache_text_encoder_outputs.py`` encode each item once)."""
+    from kura.backends.musubi.estimator.config import Bucket
+
+    out: list[Any] = []
+    for use in spec.datasets:
+        items = dataset_items(use, datasets[use.name].facts, media.get(use.name), architecture)
+        out += [
+            Bucket(b.width, b.height, b.frames, b.count // use.repeats)
+            for b in (*items.videos, *items.images)
+        ]
+    return tuple(out)
+
+
+def cache_captions(spec: RunSpec, datasets: Mapping[str, DatasetSpec]) -> int | None:
+    """Captions the text-encoder caching script encodes: one per media file
+    (``_default_retrieve_text_encoder_output_cache_batches`` reads each datasource item's
+    caption once, however many clips a video makes); None when a dataset is not inspected."""
+    total = 0
+    for use in spec.datasets:
+        facts = datasets[use.name].facts
+        if facts is None:
+            return None
+        total += max(1, facts.counts.get("videos", 0) + facts.counts.get("images", 0))
+    return total
+
+
+def step_setup(
+    spec: RunSpec,
+    bundle: Any,
+    datasets: Mapping[str, DatasetSpec] | None = None,
+    media: Mapping[str, DatasetMedia] | None = None,
+) -> Any:
+    """What sizing the caching and sampling steps needs to know of this run (``datasets``
+    None: the caching steps count items with their repeats)."""
     from kura.backends.musubi.adapters import adapter_for
     from kura.backends.musubi.config import ESCAPE_HATCH_KEYS
     from kura.backends.musubi.fit import StepSetup
@@ -475,6 +514,10 @@ def step_setup(spec: RunSpec, bundle: Any) -> Any:
         vae_chunked=bool(config.get("vae_chunk_size")),
         vae_tiled=bool(config.get("vae_tiling")),
         custom=custom,
+        cache_items=()
+        if datasets is None
+        else cache_items(spec, datasets, media or {}, bundle.architecture),
+        cache_captions=None if datasets is None else cache_captions(spec, datasets),
     )
 
 

@@ -25,6 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kura.backends.base import AidChoice, Evaluation, MemoryAid, StepCost
+from kura.backends.musubi.estimator.cachetime import (
+    CACHE_TIME_BAND,
+    IMAGE_ENCODERS,
+    latent_cache_seconds,
+    text_encoder_cache_seconds,
+)
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.estimate import Estimate, estimate
 from kura.backends.musubi.estimator.memory import peak_memory
@@ -96,6 +102,11 @@ class StepSetup:
     sample_at_first: bool = False
     epochs: int | None = None
     """The run's epochs when it is given in epochs (else derived from its steps)."""
+    cache_items: tuple[Bucket, ...] = ()
+    """The items the caching scripts encode, each once (buckets without repeats); empty:
+    the estimate's buckets (repeats included, an overestimate the note says)."""
+    cache_captions: int | None = None
+    """Captions the text-encoder caching encodes (one per media file); None: one per item."""
 
     def step_settings(self, choice: AidChoice) -> dict[str, object]:
         """backend.config values of the step aids in ``choice``."""
@@ -460,6 +471,33 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
     )
     if encoder.fp8_refused and not fp8:
         te_notes += (f"no fp8 for it: {encoder.fp8_refused}",)
+    vae_notes: tuple[str, ...] = (
+        f"largest item {largest.width}x{largest.height}x{largest.frames}"
+        + (", chunked" if chunk and setup.vae_aids else "")
+        + (", tiled" if tiled and setup.vae_aids else ""),
+    )
+    vae_seconds = te_seconds = band = None
+    if found.gpu is None:
+        vae_notes += ("not timed: no GPU class",)
+        te_notes += ("not timed: no GPU class",)
+    else:
+        gpu = get_gpu_class(found.gpu)
+        items = setup.cache_items or config.buckets
+        if not setup.cache_items:
+            vae_notes += ("items counted with their repeats (an overestimate)",)
+        latents = latent_cache_seconds(
+            encoder,
+            items,
+            gpu,
+            tiling=tiled and setup.vae_aids,
+            image_encoder=IMAGE_ENCODERS.get(found.model),
+        )
+        captions = setup.cache_captions or sum(bucket.count for bucket in items)
+        tokens = get_shape(config.model).text_tokens_max
+        text = text_encoder_cache_seconds(encoder, captions, tokens, gpu, fp8=fp8)
+        vae_seconds, te_seconds, band = latents.seconds, text.seconds, latents.band
+        vae_notes += latents.notes
+        te_notes += text.notes
     return [
         StepCost(
             step="cache_latents",
@@ -467,14 +505,13 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
             peak_gib=vae_peak,
             upper_gib=vae_upper,
             host_ram_gib=None,
-            seconds=None,
+            seconds=vae_seconds,
             fits=vae_fits,
-            source="kura.backends.musubi.estimator.steps (VAE encode, [assumed] activations)",
-            notes=(
-                f"largest item {largest.width}x{largest.height}x{largest.frames}"
-                + (", chunked" if chunk and setup.vae_aids else "")
-                + (", tiled" if tiled and setup.vae_aids else ""),
+            source=_CACHE_SOURCE.format(
+                "VAE encode FLOPs + loading, [assumed] activations, disk and loader speeds"
             ),
+            notes=vae_notes,
+            seconds_band=band,
         ),
         StepCost(
             step="cache_text_encoder",
@@ -482,12 +519,19 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
             peak_gib=te_peak,
             upper_gib=te_upper,
             host_ram_gib=None,
-            seconds=None,
+            seconds=te_seconds,
             fits=te_fits,
-            source=f"kura.backends.musubi.estimator.steps ({encoder.source})",
+            source=_CACHE_SOURCE.format(f"{encoder.source}; 2 x parameters x tokens + loading"),
             notes=te_notes,
+            seconds_band=band,
         ),
     ]
+
+
+_CACHE_SOURCE = (
+    "kura.backends.musubi.estimator.steps + .cachetime ({}; time derived, not measured: "
+    f"±{CACHE_TIME_BAND:.0%})"
+)
 
 
 def _sample_cost(found: Estimate, setup: StepSetup) -> StepCost:
@@ -595,6 +639,7 @@ def _cost_document(cost: StepCost) -> dict[str, Any]:
         "peak_gib": None if cost.peak_gib is None else round(cost.peak_gib, 2),
         "upper_gib": None if cost.upper_gib is None else round(cost.upper_gib, 2),
         "seconds": None if cost.seconds is None else round(cost.seconds, 1),
+        "seconds_band": cost.seconds_band,
         "fits": cost.fits,
         "source": cost.source,
         "notes": list(cost.notes),

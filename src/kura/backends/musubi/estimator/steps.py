@@ -22,6 +22,8 @@ each with its own memory aids, so the plan's verdict is the worst step's (DESIGN
   before training with the encoder alone, as in text-encoder caching. Its time: see
   :func:`vae_decode_seconds` and :mod:`.sampling`.
 
+The caching steps' time: :mod:`.cachetime`.
+
 Every number here is an estimate with a stated band (:data:`STEP_BAND`), not a measurement.
 """
 
