@@ -143,6 +143,9 @@ def test_a_character_run_gets_sample_prompts_from_its_captions(ws: Workspace) ->
     )
     if trigger:
         assert all(trigger in p for p in prompts)
+    # in Musubi's prompt syntax at the training size (its sampler's own default is 256 px)
+    width, height = spec.datasets[0].resolution
+    assert all(p.endswith(f" --w {width} --h {height}") for p in prompts)
     assert spec.training.sample_every_n_epochs == 4  # 16 epochs, 4 sampling points
     assert spec.provenance["training.sample_prompts"] == (
         "drafted from the captions of dataset myaku (turn off: --set training.sample_prompts=[])"

@@ -169,8 +169,12 @@ def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:
         steps["sample"]["seconds"] / 3600, abs=1e-3
     )
     assert cost["hours"] == pytest.approx(sum(cost["by_step_hours"].values()), abs=2e-3)
-    # the drafted prompts set no size: Musubi samples at its 256 px default, and says so
-    assert any("256x256x1 (the sampler's default" in note for note in steps["sample"]["notes"])
+    # the drafted prompts ask for the training size (Musubi's own default would be 256 px)
+    spec, _ = load_run(ws, run_id)
+    width, height = spec.datasets[0].resolution
+    assert all(p.endswith(f" --w {width} --h {height}") for p in spec.training.sample_prompts)
+    assert any(f"largest {width}x{height}x1" in note for note in steps["sample"]["notes"])
+    assert not any("sampler's default" in note for note in steps["sample"]["notes"])
     plan = (ws.run_dir(run_id) / "plan.md").read_text()
     whole = next(line for line in plan.splitlines() if "the whole run, every step" in line)
     assert "sample" in whole

@@ -778,6 +778,12 @@ class Backend(Protocol):
         """Whether this backend trains ``architecture`` (a ``kura.architectures`` id)."""
         ...
 
+    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
+        """A drafted sample prompt as one line of the trainer's prompt syntax, rendered at
+        ``width``×``height`` where that syntax carries the size (a trainer whose compile
+        sizes the samples itself returns ``text``)."""
+        ...
+
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """``backend.config`` defaults for a new run (keys in ``explicit`` left out)."""
         ...

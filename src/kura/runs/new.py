@@ -172,9 +172,12 @@ def create_run(
         explicit={k: v for k, v in explicit.items() if k in defaults},
         defaults=defaults,
     )
-    samples = _drafted_samples(workspace, trainer, chosen_task, datasets, decisions)
     drafted = trainer.draft_config(bundle, explicit)
     entries = [_dataset_entry(workspace, name, bundle) for name in datasets]
+    width, height = entries[0][0]["resolution"]
+    samples = _drafted_samples(
+        workspace, trainer, chosen_task, datasets, decisions, size=(width, height)
+    )
     document: dict[str, Any] = {
         "id": "",
         "task": chosen_task,
@@ -294,14 +297,22 @@ def _drafted_samples(
     task: str | None,
     datasets: list[str],
     decisions: dict[str, Decision],
+    *,
+    size: tuple[int, int],
 ) -> DraftedSamples | None:
     """Sample prompts for a character LoRA on a backend that samples during training, unless
-    a person (``--set``, preferences, card) decided the prompts."""
+    a person (``--set``, preferences, card) decided the prompts; each in the trainer's prompt
+    syntax at the first dataset's training ``size``."""
     if task != "character" or not trainer.samples_during_training:
         return None
     if decisions["training.sample_prompts"].origin != "default":
         return None
-    return draft_sample_prompts(workspace, datasets[0])
+    width, height = size
+    return draft_sample_prompts(
+        workspace,
+        datasets[0],
+        render=lambda text: trainer.sample_prompt(text, width=width, height=height),
+    )
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ turns them off with ``--set training.sample_prompts=[]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kura.dataset.captions import decode_caption
@@ -32,10 +33,13 @@ def sample_every(epochs: int | None) -> int:
     return max(1, (epochs or SAMPLING_POINTS) // SAMPLING_POINTS)
 
 
-def draft_sample_prompts(workspace: Workspace, dataset: str) -> DraftedSamples | None:
+def draft_sample_prompts(
+    workspace: Workspace, dataset: str, *, render: Callable[[str], str] = str
+) -> DraftedSamples | None:
     """Up to :data:`PROMPT_COUNT` one-line prompts from ``dataset``'s captions (each starting
-    with the trigger word when the dataset has one and the caption lacks it); None when the
-    dataset has no readable caption."""
+    with the trigger word when the dataset has one and the caption lacks it), each passed
+    through ``render`` (the backend's ``sample_prompt``: its syntax for the sample size);
+    None when the dataset has no readable caption."""
     spec = read_dataset(workspace, dataset)
     trigger = spec.intent.trigger or (
         spec.facts.trigger.word if spec.facts and spec.facts.trigger else None
@@ -59,7 +63,7 @@ def draft_sample_prompts(workspace: Workspace, dataset: str) -> DraftedSamples |
             text = f"{trigger}, {text}"
         prompts.append(text)
     return DraftedSamples(
-        tuple(dict.fromkeys(prompts)),
+        tuple(render(prompt) for prompt in dict.fromkeys(prompts)),
         f"drafted from the captions of dataset {dataset} "
         "(turn off: --set training.sample_prompts=[])",
     )

@@ -157,6 +157,9 @@ class ToyBackend:
     def serves(self, architecture: str) -> bool:
         return architecture == "zimage"
 
+    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
+        return f"{text} [{width}x{height}]"
+
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         return DraftedConfig({"batch": 2}, {"batch": "adapter default (the toy's own)"})
 

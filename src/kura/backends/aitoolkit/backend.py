@@ -58,6 +58,10 @@ class AitkBackend:
 
         return architecture in KURA_ARCHITECTURES
 
+    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
+        """The prompt as written: compile sizes the samples at the training resolution."""
+        return text
+
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """No memory aid; text embeddings cached (captions kept, the encoder freed)."""
         from kura.backends.aitoolkit.archs import model_for

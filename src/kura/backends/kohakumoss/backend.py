@@ -160,6 +160,11 @@ class KohakuMossBackend:
     def serves(self, architecture: str) -> bool:
         return architecture == ARCHITECTURE
 
+    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
+        """The prompt as written: KohakuMoss's prompts carry no size (its ``SAMPLE_SIZE``
+        knob does, from the preset or ``backend.config``)."""
+        return text
+
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         config: dict[str, object] = {}
         reasons: dict[str, str] = {}

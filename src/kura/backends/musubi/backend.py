@@ -75,6 +75,12 @@ class MusubiBackend:
 
         return adapter_for(architecture) is not None
 
+    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
+        """Musubi's prompt options ``--w``/``--h``: without them its samplers render 256×256
+        (e.g. ``qwen_image_train_network.py``: ``prompt_dict.get("width", 256)``), too small
+        to judge a LoRA trained at ``width``×``height``."""
+        return f"{text} --w {width} --h {height}"
+
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """The adapter's execution settings, written out with their sources as reasons."""
         from kura.backends.musubi.adapters import adapter_for
