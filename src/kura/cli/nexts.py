@@ -12,7 +12,9 @@ prints ``with_next(document, after_…(document))``. Documents without a natural
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar
 
 from kura.nextsteps import NextStep, next_list
 
@@ -44,6 +46,7 @@ __all__ = [
     "after_sweep_status",
     "after_sweep_worker",
     "after_whatif",
+    "followed",
     "with_next",
 ]
 
@@ -53,6 +56,23 @@ Steps = list[dict[str, str]]
 def with_next(document: dict[str, Any], steps: Steps) -> dict[str, Any]:
     """The document with its ``next`` (a copy: what a command wrote to disk is unchanged)."""
     return {**document, "next": steps}
+
+
+class _Followed(Protocol):
+    @property
+    def next(self) -> tuple[NextStep, ...]: ...
+
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+F = TypeVar("F", bound=_Followed)
+
+
+def followed(value: F, after: Callable[[dict[str, Any]], Steps]) -> F:
+    """A typed result with the ``next`` that ``after`` decides on its document (the
+    library's values leave ``next`` empty where the CLI layer decides it)."""
+    steps = after(dict(value.to_dict()))
+    return replace(value, next=tuple(NextStep(s["command"], s["why"]) for s in steps))  # type: ignore[type-var]
 
 
 def _q(value: object) -> str:
