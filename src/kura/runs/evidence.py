@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
@@ -22,6 +22,9 @@ from kura.knowledge.cards import SECTIONS, entry_line, insert_entry, parse_card,
 from kura.nextsteps import NextStep, next_list
 from kura.runs.store import load_run
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.spec.run import RunSpec
 
 __all__ = [
     "PROMOTED_KEYS",
@@ -45,8 +48,9 @@ PROMOTED_KEYS = (
 )
 
 
-def _value(spec: Any, key: str) -> Any:
-    node: Any = spec
+def _value(spec: RunSpec, key: str) -> object:
+    """The run's value at a dotted ``training.…`` path."""
+    node: object = spec
     for part in key.split(".")[0:]:
         node = getattr(node, part)
     return node
@@ -201,7 +205,7 @@ def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | No
     return (found[-1][0], int(found[-1][1])) if found else None
 
 
-def _architecture(spec: Any) -> str:
+def _architecture(spec: RunSpec) -> str:
     from kura.models.bundles import get_bundle
 
     return get_bundle(spec.model.base).architecture
@@ -289,7 +293,7 @@ def promote_run(
         )
     spec, _ = load_run(workspace, run_id)
     source = f"run {run_id}"
-    added: dict[str, Any] = {}
+    added: dict[str, object] = {}
     with workspace.lock():
         path = card_path(workspace, architecture)
         text = read_card(path) or f"# {architecture} — knowledge card\n"

@@ -60,8 +60,8 @@ class WhatIf:
     step: str | None = None
 
 
-def _assignments(sets: tuple[str, ...]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
+def _assignments(sets: tuple[str, ...]) -> dict[str, object]:
+    values: dict[str, object] = {}
     for assignment in sets:
         key, sep, raw = assignment.partition("=")
         if not sep or not key.strip():
@@ -73,7 +73,7 @@ def _assignments(sets: tuple[str, ...]) -> dict[str, Any]:
     return values
 
 
-def _check_keys(backend: Backend, architecture: str, explicit: dict[str, Any]) -> None:
+def _check_keys(backend: Backend, architecture: str, explicit: Mapping[str, object]) -> None:
     """Refuse a ``backend.config`` key the backend does not read for ``architecture``."""
     known = backend.config_keys(architecture)
     unknown = sorted(
