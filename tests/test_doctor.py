@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from kura.backends.registry import command_backend, get_backend
-from kura.cli.doctor import doctor_document
-from kura.doctor import run_doctor
+from kura.doctor import DoctorResult, backend_doctor, run_doctor
 from kura.errors import Unsupported
 from kura.images import build_image
 
@@ -39,8 +38,8 @@ def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _by_check(doc: dict) -> dict:
-    return {f["check"]: f for f in doc["findings"]}
+def _by_check(result: DoctorResult) -> dict[str, dict[str, str]]:
+    return {f.check: f.to_dict() for f in result.findings}
 
 
 def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
@@ -49,7 +48,7 @@ def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
         runtimes={"runc": {}, "nvidia": {}},
         labels={"org.kura.musubi-release": "0.3.4"},
     )
-    findings = _by_check(doctor_document(command_backend("musubi").doctor(None)))
+    findings = _by_check(backend_doctor(command_backend("musubi").doctor(None)))
     assert findings["docker"]["status"] == "ok"
     assert "docker gpu" not in findings
     assert findings["musubi image"]["status"] == "ok"
@@ -57,12 +56,12 @@ def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
 
 def test_doctor_flags_a_stale_image_and_missing_gpu_runtime(fake_path: Path) -> None:
     _fake_docker(fake_path, runtimes={"runc": {}}, labels={"org.kura.musubi-release": "0.3.1"})
-    doc = doctor_document(get_backend("musubi-tuner").doctor(None))
+    doc = backend_doctor(get_backend("musubi-tuner").doctor(None))
     findings = _by_check(doc)
     assert findings["docker gpu"]["status"] == "warn"
     assert findings["musubi image"]["status"] == "fail"
     assert "kura image build musubi" in findings["musubi image"]["fix"]
-    assert doc["ok"] is False
+    assert doc.ok is False and doc.to_dict()["ok"] is False
 
 
 def test_hf_token_presence_is_reported_never_its_value(
@@ -72,25 +71,25 @@ def test_hf_token_presence_is_reported_never_its_value(
     monkeypatch.setenv("HF_TOKEN", "hf_very_secret_value")
     doc = run_doctor(None)
     assert _by_check(doc)["hf token"]["detail"] == "present"
-    assert "hf_very_secret_value" not in json.dumps(doc)
+    assert "hf_very_secret_value" not in json.dumps(doc.to_dict())
 
 
 def test_image_build_prints_the_exact_argv_with_the_release_label() -> None:
     doc = build_image(command_backend("musubi").image(None), run=False)
-    argv = doc["argv"]
+    argv = list(doc.argv)
     assert argv[:4] == ["docker", "build", "-t", "kura/musubi-tuner:0.3.4"]
     assert "org.kura.release=0.3.4" in argv
     assert "org.kura.backend=musubi-tuner" in argv
     assert Path(argv[argv.index("-f") + 1]).is_file()
-    assert doc["ran"] is False
+    assert doc.ran is False and doc.exit_code is None
 
 
 def test_ai_toolkit_builds_its_own_image_from_its_package() -> None:
     doc = build_image(get_backend("ai-toolkit").image(None), run=False)
-    dockerfile = Path(doc["argv"][doc["argv"].index("-f") + 1])
+    dockerfile = Path(doc.argv[doc.argv.index("-f") + 1])
     assert dockerfile.is_file() and "backends/aitoolkit" in dockerfile.as_posix()
-    assert "org.kura.release=0.12.26" in doc["argv"]
-    assert doc["image"] == "kura/ai-toolkit:0.12.26"
+    assert "org.kura.release=0.12.26" in doc.argv
+    assert doc.image == "kura/ai-toolkit:0.12.26"
 
 
 def test_a_backend_without_an_image_says_how_it_is_installed() -> None:
@@ -105,7 +104,7 @@ def test_an_image_built_by_this_kura_is_read_back_at_its_release(fake_path: Path
         runtimes={"nvidia": {}},
         labels={"org.kura.release": "0.12.26", "org.kura.backend": "ai-toolkit"},
     )
-    findings = _by_check(doctor_document(get_backend("ai-toolkit").doctor(None)))
+    findings = _by_check(backend_doctor(get_backend("ai-toolkit").doctor(None)))
     assert findings["ai-toolkit image"]["status"] == "ok"
     assert "AI-Toolkit 0.12.26" in findings["ai-toolkit image"]["detail"]
 
@@ -114,7 +113,7 @@ def test_the_machine_doctor_names_every_backends_doctor(fake_path: Path) -> None
     _fake_docker(fake_path, runtimes={"nvidia": {}}, labels=None)
     doc = run_doctor(None)
     assert "musubi image" not in _by_check(doc)
-    assert {step["command"] for step in doc["next"]} >= {
+    assert {step.command for step in doc.next} >= {
         "kura doctor musubi-tuner",
         "kura doctor ai-toolkit",
         "kura doctor kohakumoss",
@@ -141,12 +140,12 @@ def test_a_host_checkout_kura_toml_names_must_be_the_trainers(
             1,
         )
     )
-    assert _by_check(doctor_document(command_backend("musubi").doctor(workspace)))[
+    assert _by_check(backend_doctor(command_backend("musubi").doctor(workspace)))[
         "musubi checkout"
     ]["status"] == "ok"
-    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    found = _by_check(backend_doctor(get_backend("ai-toolkit").doctor(workspace)))
     assert found["ai-toolkit checkout"]["status"] == "fail"
     assert "aitk_checkout" in found["ai-toolkit checkout"]["fix"]
     (aitk / "run.py").write_text("")
-    found = _by_check(doctor_document(get_backend("ai-toolkit").doctor(workspace)))
+    found = _by_check(backend_doctor(get_backend("ai-toolkit").doctor(workspace)))
     assert found["ai-toolkit checkout"]["status"] == "ok"

@@ -12,17 +12,22 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from kura.backends.base import Finding, FindingStatus
+from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.backends.base import ImageRecipe
+    from kura.backends.base import DoctorReport, ImageRecipe
 
 __all__ = [
+    "DoctorResult",
     "Finding",
+    "backend_doctor",
     "docker_findings",
     "gpu_findings",
     "image_findings",
@@ -159,18 +164,48 @@ def machine_findings(workspace: Workspace | None) -> list[Finding]:
     return [*gpu_findings(), *docker_findings(), *_host(workspace), _hf_token(), _skypilot()]
 
 
-def run_doctor(workspace: Workspace | None) -> dict[str, Any]:
-    """The ``doctor`` document of ``kura doctor`` (this machine; each backend's setup is
-    ``kura doctor BACKEND``, named under ``next``)."""
-    from kura.backends.registry import backend_names
-    from kura.nextsteps import NextStep, next_list
+@dataclass(frozen=True)
+class DoctorResult:
+    """``kura doctor``: this machine's findings (``scope`` None), or with a backend
+    (``scope`` its name) that trainer's setup and the plain ``details`` it adds (the
+    environment it looked at, its image); ``ok`` is false when any finding failed."""
 
-    findings = machine_findings(workspace)
-    return {
-        "kind": "doctor",
-        "ok": not any(f.status == "fail" for f in findings),
-        "findings": [f.to_dict() for f in findings],
-        "next": next_list(
-            *(NextStep(f"kura doctor {name}", f"the {name} setup") for name in backend_names())
+    findings: tuple[Finding, ...]
+    scope: str | None = None
+    details: Mapping[str, str] = field(default_factory=dict)
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "doctor"
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.status == "fail" for f in self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = {"kind": self.kind}
+        if self.scope is not None:
+            document["scope"] = self.scope
+        document["ok"] = self.ok
+        document.update(self.details)
+        document["findings"] = [f.to_dict() for f in self.findings]
+        document["next"] = next_list(*self.next)
+        return document
+
+
+def backend_doctor(report: DoctorReport) -> DoctorResult:
+    """The result of ``kura doctor BACKEND`` of one backend's report (its ``next`` is the
+    CLI's: each fix that is a command)."""
+    return DoctorResult(findings=report.findings, scope=report.backend, details=report.details)
+
+
+def run_doctor(workspace: Workspace | None) -> DoctorResult:
+    """``kura doctor`` of this machine (each backend's setup is ``kura doctor BACKEND``,
+    named under ``next``)."""
+    from kura.backends.registry import backend_names
+
+    return DoctorResult(
+        findings=tuple(machine_findings(workspace)),
+        next=tuple(
+            NextStep(f"kura doctor {name}", f"the {name} setup") for name in backend_names()
         ),
-    }
+    )

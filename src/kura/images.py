@@ -12,14 +12,23 @@ import json
 import re
 import shutil
 import subprocess
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from kura.errors import Unsupported
+from kura.nextsteps import NextStep, next_list
 
 if TYPE_CHECKING:
     from kura.backends.base import ImageRecipe
 
-__all__ = ["BACKEND_LABEL", "RELEASE_LABEL", "build_argv", "build_image", "image_release"]
+__all__ = [
+    "BACKEND_LABEL",
+    "RELEASE_LABEL",
+    "ImageBuild",
+    "build_argv",
+    "build_image",
+    "image_release",
+]
 
 RELEASE_LABEL = "org.kura.release"
 """Image label recording the trainer release an image was built from."""
@@ -47,23 +56,50 @@ def build_argv(recipe: ImageRecipe) -> list[str]:
     ]
 
 
-def build_image(recipe: ImageRecipe, *, run: bool) -> dict[str, Any]:
-    """The ``image-build`` document; runs the build when asked (output to the terminal)."""
+@dataclass(frozen=True)
+class ImageBuild:
+    """``kura image build``: the ``docker build`` of a backend's image (``argv``), whether
+    it ``ran`` and docker's exit code when it did."""
+
+    backend: str
+    image: str
+    release: str
+    argv: tuple[str, ...]
+    ran: bool
+    exit_code: int | None
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "image-build"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "backend": self.backend,
+            "image": self.image,
+            "release": self.release,
+            "argv": list(self.argv),
+            "ran": self.ran,
+            "exit_code": self.exit_code,
+            "next": next_list(*self.next),
+        }
+
+
+def build_image(recipe: ImageRecipe, *, run: bool) -> ImageBuild:
+    """The build of ``recipe``; run when asked (docker's output to the terminal)."""
     argv = build_argv(recipe)
     exit_code = None
     if run:
         if shutil.which("docker") is None:
             raise Unsupported("docker is not installed", hint="install Docker Engine, then retry")
         exit_code = subprocess.run(argv, check=False).returncode
-    return {
-        "kind": "image-build",
-        "backend": recipe.backend,
-        "image": recipe.tag,
-        "release": recipe.release,
-        "argv": argv,
-        "ran": run,
-        "exit_code": exit_code,
-    }
+    return ImageBuild(
+        backend=recipe.backend,
+        image=recipe.tag,
+        release=recipe.release,
+        argv=tuple(argv),
+        ran=run,
+        exit_code=exit_code,
+    )
 
 
 _UNREACHABLE = (

@@ -120,7 +120,7 @@ def test_set_refuses_text_that_is_not_unicode_and_saves_nothing(
     with pytest.raises(KuraError, match="not valid Unicode"):
         set_dataset_values(ws, "myaku", [assignment])
     assert (ws.dataset_dir("myaku") / "dataset.yaml").read_bytes() == before
-    assert list_datasets(ws)["datasets"][0]["name"] == "myaku"
+    assert list_datasets(ws).datasets[0].name == "myaku"
 
 
 def test_a_saved_surrogate_is_a_clean_error_naming_the_file(ws: Workspace, source: Path) -> None:
@@ -136,18 +136,18 @@ def test_staging_is_invisible_and_the_result_appears_whole(
 ) -> None:
     from kura.dataset import registry
 
-    seen: list[dict[str, object]] = []
+    seen: list[tuple[object, ...]] = []
     real_rename = os.rename
 
     def rename(old: str | Path, new: str | Path) -> None:
-        seen.append(list_datasets(ws))
+        seen.append(list_datasets(ws).datasets)
         staged = sorted(p.name for p in Path(old).iterdir())
         assert staged == ["dataset.yaml", "inspection.json", "media"]
         real_rename(old, new)
 
     monkeypatch.setattr(registry.os, "rename", rename)
     added = add_dataset(ws, "myaku", source)
-    assert seen == [{"kind": "dataset-list", "datasets": []}]
+    assert seen == [()]
     assert added.inspection["root"] == str(ws.dataset_dir("myaku") / "media")
     assert (ws.dataset_dir("myaku") / "inspection.json").is_file()
 
@@ -187,7 +187,7 @@ def test_two_adds_of_one_name_at_once_give_one_dataset_and_one_usage_error(
     errors = [o for o in outcomes if isinstance(o, Exception)]
     assert len(outcomes) == 2 and len(errors) == 1, outcomes
     assert isinstance(errors[0], UsageError) and "already exists" in errors[0].message
-    assert [d["name"] for d in list_datasets(ws)["datasets"]] == ["twin"]
+    assert [d.name for d in list_datasets(ws).datasets] == ["twin"]
     assert list((ws.state_dir / "staging").iterdir()) == []
 
 
@@ -226,7 +226,7 @@ def test_a_kill_at_any_write_leaves_a_usable_workspace(tmp_path: Path, source: P
             text=True,
             timeout=120,
         )
-        listed = [d["name"] for d in list_datasets(workspace)["datasets"]]
+        listed = [d.name for d in list_datasets(workspace).datasets]
         if done.returncode == 0:
             assert listed == ["myaku"]
             assert point > 5, "every write point should have been reached"
@@ -246,6 +246,6 @@ def test_an_older_kuras_leftover_staging_folder_does_not_break_listing(
     leftover = ws.datasets_dir / ".myaku.k2j4x"
     leftover.mkdir()
     (leftover / "dataset.yaml").write_text("name: myaku\nmedia: media\n")
-    assert list_datasets(ws)["datasets"] == []
+    assert list_datasets(ws).datasets == ()
     add_dataset(ws, "myaku", source)
-    assert [d["name"] for d in list_datasets(ws)["datasets"]] == ["myaku"]
+    assert [d.name for d in list_datasets(ws).datasets] == ["myaku"]

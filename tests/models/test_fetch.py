@@ -163,7 +163,7 @@ def test_download_cut_in_the_middle_is_resumed(
 ) -> None:
     data = _publish(hub, tmp_path, "black-forest-labs/FLUX.2-dev", "ae.safetensors", "flux2-vae")
     hub.cut_once.add(("black-forest-labs/FLUX.2-dev", "ae.safetensors"))
-    doc = fetch_bundle("flux2-klein-base-9b", slots=["vae"], dest="cache")
+    doc = fetch_bundle("flux2-klein-base-9b", slots=["vae"], dest="cache").to_dict()
     entry = doc["files"][0]
     assert doc["ok"] is True, doc
     assert entry["status"] == "ok"
@@ -192,7 +192,7 @@ def test_download_cut_in_the_middle_is_resumed(
 
 def test_wrong_file_on_the_hub_is_refused(hub: Hub, tmp_path: Path) -> None:
     _publish(hub, tmp_path, "black-forest-labs/FLUX.2-dev", "ae.safetensors", "flux1-ae")
-    doc = fetch_bundle("flux2-klein-base-9b", slots=["vae"])
+    doc = fetch_bundle("flux2-klein-base-9b", slots=["vae"]).to_dict()
     assert doc["ok"] is False
     assert doc["files"][0]["status"] == "refused"
     assert "FLUX.1 autoencoder" in doc["files"][0]["problems"][0]
@@ -202,7 +202,8 @@ def test_download_into_workspace_models(hub: Hub, tmp_path: Path) -> None:
     _publish(hub, tmp_path, "black-forest-labs/FLUX.2-dev", "ae.safetensors", "flux2-vae")
     models = tmp_path / "ws" / "models"
     models.mkdir(parents=True)
-    doc = fetch_bundle("flux2-klein-base-9b", slots=["vae"], dest="models", models_dir=models)
+    fetched = fetch_bundle("flux2-klein-base-9b", slots=["vae"], dest="models", models_dir=models)
+    doc = fetched.to_dict()
     path = Path(doc["files"][0]["path"])
     assert path == models / "black-forest-labs/FLUX.2-dev" / "ae.safetensors"
     assert doc["files"][0]["sha256_source"] == "computed"

@@ -7,7 +7,7 @@ import pytest
 from kura.errors import UsageError
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card
-from kura.runs.evidence import evaluate_run, promote_run
+from kura.runs.evidence import Checkpoint, evaluate_run, promote_run
 from kura.runs.new import create_run
 from kura.workspace import Workspace
 
@@ -46,7 +46,7 @@ def test_promote_adds_run_lines_beside_owner_lines(ws: Workspace, run_id: str) -
         + "\n## character\n- training.network.rank: 16 — source: owner (2026-11-01)\n"
     )
     doc = promote_run(ws, run_id, architecture="flux2", task="character")
-    assert doc["added"]["training.network.rank"] == 24
+    assert doc.added["training.network.rank"] == 24
     entries, problems = parse_card(path.read_text())
     assert problems == []
     ranks = sorted(
@@ -56,15 +56,16 @@ def test_promote_adds_run_lines_beside_owner_lines(ws: Workspace, run_id: str) -
     )
     assert ranks == [("owner (2026-11-01)", 16), (f"run {run_id}", 24)]
     again = promote_run(ws, run_id, architecture="flux2", task="character")
-    assert again["added"] == {}
+    assert again.added == {}
 
 
 def test_the_chosen_epoch_is_recorded_and_promoted(ws: Workspace, run_id: str) -> None:
     doc = evaluate_run(ws, run_id, rating=5, notes="epoch 10 was best", epoch=10)
-    assert doc["chosen"] == {"unit": "epoch", "value": 10}
+    assert doc.chosen == Checkpoint("epoch", 10)
+    assert doc.to_dict()["chosen"] == {"unit": "epoch", "value": 10}
     assert "- chosen: epoch 10" in (ws.run_dir(run_id) / "notes.md").read_text()
     promoted = promote_run(ws, run_id, architecture="flux2", task="character")
-    assert promoted["added"]["training.epochs"] == 10
+    assert promoted.added["training.epochs"] == 10
     entries, _ = parse_card(card_path(ws, "flux2").read_text())
     epochs = [e.value for e in entries if e.key == "training.epochs" and e.section == "character"]
     assert 10 in epochs and 16 not in epochs
@@ -72,7 +73,7 @@ def test_the_chosen_epoch_is_recorded_and_promoted(ws: Workspace, run_id: str) -
 
 def test_promote_takes_a_step_instead_of_an_epoch(ws: Workspace, run_id: str) -> None:
     promoted = promote_run(ws, run_id, architecture="flux2", task="character", step=1200)
-    assert promoted["added"]["training.max_steps"] == 1200
-    assert "training.epochs" not in promoted["added"]
+    assert promoted.added["training.max_steps"] == 1200
+    assert "training.epochs" not in promoted.added
     with pytest.raises(UsageError, match="not both"):
         evaluate_run(ws, run_id, rating=3, notes=None, epoch=2, step=3)

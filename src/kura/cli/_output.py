@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from kura.nextsteps import NextStep
+
 __all__ = [
     "Document",
     "Output",
@@ -148,14 +150,38 @@ class Output:
             yield update
 
 
-def and_next(render: Renderer) -> Renderer:
-    """``render``, then the document's ``next`` as people read it: one ``next:`` line per
-    step (the command to run, and why), the same steps ``--json`` carries."""
+class Followed(Protocol):
+    """A typed result with its ``next`` steps."""
 
-    def both(console: Console, document: dict[str, Any]) -> None:
+    @property
+    def next(self) -> tuple[NextStep, ...]: ...
+
+
+F = TypeVar("F", bound=Followed)
+
+
+@overload
+def and_next(render: Renderer) -> Renderer: ...
+
+
+@overload
+def and_next(render: Callable[[Console, F], None]) -> Callable[[Console, F], None]: ...
+
+
+def and_next(render: Callable[[Console, Any], None]) -> Callable[[Console, Any], None]:
+    """``render``, then the result's ``next`` as people read it: one ``next:`` line per
+    step (the command to run, and why), the same steps ``--json`` carries. ``render`` takes
+    a document (its ``next`` a list of ``{command, why}``) or a typed result (a tuple of
+    :class:`~kura.nextsteps.NextStep`)."""
+
+    def both(console: Console, document: Any) -> None:
         render(console, document)
-        for step in document.get("next") or []:
-            console.print(f"next: `{step['command']}` — {step['why']}", soft_wrap=True)
+        if isinstance(document, dict):
+            steps = [(s["command"], s["why"]) for s in document.get("next") or []]
+        else:
+            steps = [(s.command, s.why) for s in document.next]
+        for command, why in steps:
+            console.print(f"next: `{command}` — {why}", soft_wrap=True)
 
     return both
 

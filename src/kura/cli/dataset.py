@@ -12,6 +12,8 @@ from kura.cli.state import AppState
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from kura.dataset.registry import DatasetList, DatasetSet
 from kura.errors import UsageError
 
 __all__ = ["dataset_group", "parse_resolution", "render_inspection"]
@@ -112,16 +114,16 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
 @click.pass_obj
 def set_command(state: AppState, name: str, assignments: tuple[str, ...]) -> None:
     """Record intent, e.g. `kura dataset set myaku intent.task=character intent.trigger=myaku`."""
-    from kura.cli.nexts import after_dataset_set, with_next
+    from kura.cli.nexts import after_dataset_set, followed
     from kura.dataset.registry import set_dataset_values
 
-    doc = set_dataset_values(state.workspace(), name, list(assignments))
-    state.out.result(with_next(doc, after_dataset_set(doc)), and_next(_render_set))
+    changed = set_dataset_values(state.workspace(), name, list(assignments))
+    state.out.result(followed(changed, after_dataset_set), and_next(_render_set))
 
 
-def _render_set(console: Console, doc: dict[str, Any]) -> None:
-    for key, value in doc["changed"].items():
-        console.print(f"{doc['name']}: {key} = {value}")
+def _render_set(console: Console, changed: DatasetSet) -> None:
+    for key, value in changed.changed.items():
+        console.print(f"{changed.name}: {key} = {value}")
 
 
 @dataset_group.command("validate")
@@ -157,27 +159,27 @@ def _render_validation(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def list_command(state: AppState) -> None:
     """List the datasets registered in this workspace."""
-    from kura.cli.nexts import after_dataset_list, with_next
+    from kura.cli.nexts import after_dataset_list, followed
     from kura.dataset.registry import list_datasets
 
-    doc = list_datasets(state.workspace())
-    state.out.result(with_next(doc, after_dataset_list(doc)), and_next(_render_list))
+    listing = followed(list_datasets(state.workspace()), after_dataset_list)
+    state.out.result(listing, and_next(_render_list))
 
 
-def _render_list(console: Console, doc: dict[str, Any]) -> None:
-    if not doc["datasets"]:
+def _render_list(console: Console, listing: DatasetList) -> None:
+    if not listing.datasets:
         console.print("no datasets yet; add one with `kura dataset add NAME PATH`")
         return
     table = new_table("name", "images", "videos", "task", "trigger", "blocking", box=None)
-    for item in doc["datasets"]:
-        counts = item.get("counts") or {}
+    for item in listing.datasets:
+        counts = item.counts or {}
         table.add_row(
-            item["name"],
+            item.name,
             str(counts.get("images", "?")),
             str(counts.get("videos", "?")),
-            str(item["intent"].get("task") or "-"),
-            str(item["intent"].get("trigger") or "-"),
-            str(item.get("blocking_problems", "?")),
+            str(item.intent.task or "-"),
+            str(item.intent.trigger or "-"),
+            str(item.blocking_problems),
         )
     console.print(table)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,10 +13,11 @@ from kura.errors import WorkspaceNotFound
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from kura.backends.base import DoctorReport
+    from kura.doctor import DoctorResult
+    from kura.images import ImageBuild
     from kura.workspace import Workspace
 
-__all__ = ["doctor_command", "doctor_document", "image_group"]
+__all__ = ["doctor_command", "image_group"]
 
 
 def _workspace(state: AppState) -> Workspace | None:
@@ -24,17 +25,6 @@ def _workspace(state: AppState) -> Workspace | None:
         return state.workspace()
     except WorkspaceNotFound:
         return None
-
-
-def doctor_document(report: DoctorReport) -> dict[str, Any]:
-    """The ``doctor`` document of one backend's report."""
-    return {
-        "kind": "doctor",
-        "scope": report.backend,
-        "ok": report.ok,
-        **dict(report.details),
-        "findings": [f.to_dict() for f in report.findings],
-    }
 
 
 @click.command("doctor")
@@ -49,28 +39,27 @@ def doctor_command(ctx: click.Context, backend: str | None) -> None:
     if backend is None:
         from kura.doctor import run_doctor
 
-        doc = run_doctor(workspace)
+        result = run_doctor(workspace)
     else:
         from kura.backends.registry import command_backend
-        from kura.cli.nexts import after_backend_doctor, with_next
+        from kura.cli.nexts import after_backend_doctor, followed
+        from kura.doctor import backend_doctor
 
-        doc = doctor_document(command_backend(backend).doctor(workspace))
-        doc = with_next(doc, after_backend_doctor(doc))
-    state.out.result(doc, _render)
-    if not doc["ok"]:
+        report = command_backend(backend).doctor(workspace)
+        result = followed(backend_doctor(report), after_backend_doctor)
+    state.out.result(result, _render)
+    if not result.ok:
         ctx.exit(1)
 
 
-def _render(console: Console, doc: dict[str, Any]) -> None:
+def _render(console: Console, result: DoctorResult) -> None:
     table = new_table("check", "status", "detail", "fix", box=None)
     colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
-    for f in doc["findings"]:
-        table.add_row(
-            f["check"], f"[{colours[f['status']]}]{f['status']}[/]", f["detail"], f["fix"]
-        )
+    for f in result.findings:
+        table.add_row(f.check, f"[{colours[f.status]}]{f.status}[/]", f.detail, f.fix)
     console.print(table)
-    for step in doc.get("next", []):
-        console.print(f"[dim]next: {step['command']} — {step['why']}[/]")
+    for step in result.next:
+        console.print(f"[dim]next: {step.command} — {step.why}[/]")
 
 
 @click.group("image")
@@ -91,12 +80,13 @@ def build_command(ctx: click.Context, backend: str, run_it: bool) -> None:
     state: AppState = ctx.obj
     recipe = command_backend(backend).image(_workspace(state))
     from kura.cli._output import and_next
-    from kura.cli.nexts import after_image_build, with_next
+    from kura.cli.nexts import after_image_build, followed
 
-    doc = build_image(recipe, run=run_it)
-    state.out.result(
-        with_next(doc, after_image_build(doc)),
-        and_next(lambda console, d: console.print(" ".join(d["argv"]), soft_wrap=True)),
-    )
-    if run_it and doc["exit_code"] != 0:
+    built = followed(build_image(recipe, run=run_it), after_image_build)
+    state.out.result(built, and_next(_render_build))
+    if run_it and built.exit_code != 0:
         ctx.exit(1)
+
+
+def _render_build(console: Console, built: ImageBuild) -> None:
+    console.print(" ".join(built.argv), soft_wrap=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kura.backends.base import LoraExport
+    from kura.export.ema import EmaMerge
 
 __all__ = ["export_group"]
 
@@ -93,11 +94,11 @@ def export_command(
 @click.pass_obj
 def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
     """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
-    from kura.cli.nexts import after_ema, with_next
+    from kura.cli.nexts import after_ema, followed
     from kura.export.ema import merge_ema
 
-    doc = merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2)
-    state.out.result(with_next(doc, after_ema(doc)), and_next(_render_ema))
+    merged = merge_ema(state.workspace(), run_id, beta=beta, beta2=beta2)
+    state.out.result(followed(merged, after_ema), and_next(_render_ema))
 
 
 def _render_export(console: Console, exported: LoraExport) -> None:
@@ -108,9 +109,9 @@ def _render_export(console: Console, exported: LoraExport) -> None:
     console.print(f"[dim]verified against {exported.verified_against}; {exported.why}[/]")
 
 
-def _render_ema(console: Console, doc: dict[str, Any]) -> None:
+def _render_ema(console: Console, merged: EmaMerge) -> None:
     console.print(
-        f"Run [bold]{doc['run']}[/]: EMA of {len(doc['inputs'])} checkpoints "
-        f"({', '.join(doc['labels'])}), beta {doc['beta']} → {doc['beta2']}"
+        f"Run [bold]{merged.run}[/]: EMA of {len(merged.inputs)} checkpoints "
+        f"({', '.join(merged.labels)}), beta {merged.beta} → {merged.beta2}"
     )
-    console.print(f"wrote {doc['out']}")
+    console.print(f"wrote {merged.out}")

@@ -12,6 +12,8 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.evidence import Promotion
+
 __all__ = ["knowledge_group"]
 
 
@@ -83,19 +85,17 @@ def promote_command(
     step: int | None,
 ) -> None:
     """Add the run's recipe to a card as `source: run <id>` lines (never overwriting)."""
+    from kura.cli.nexts import after_knowledge_promote, followed
     from kura.runs.evidence import promote_run
 
-    doc = promote_run(
+    promotion = promote_run(
         state.workspace(), run_id, architecture=architecture, task=task, epoch=epoch, step=step
     )
-    from kura.cli.nexts import after_knowledge_promote, with_next
+    state.out.result(followed(promotion, after_knowledge_promote), and_next(_render_promotion))
 
-    state.out.result(
-        with_next(doc, after_knowledge_promote(doc)),
-        and_next(
-            lambda console, d: console.print(f"{d['card']}: added {len(d['added'])} values"),
-        ),
-    )
+
+def _render_promotion(console: Console, promotion: Promotion) -> None:
+    console.print(f"{promotion.card}: added {len(promotion.added)} values")
 
 
 @knowledge_group.command("regret")

@@ -16,6 +16,11 @@ from kura.cli.state import AppState
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from kura.models.fetch import FetchResult
+    from kura.models.filecheck import ModelCheck
+    from kura.models.lockdoc import LockWritten
+    from kura.models.verify import Verification
 from kura.errors import CheckFailed, InvalidInput, WorkspaceNotFound
 
 __all__ = ["model_group"]
@@ -65,45 +70,47 @@ def check_command(
             f"{architecture!r}; choose one of {', '.join(ARCHITECTURES)}", param_hint="--arch"
         )
     state: AppState = ctx.obj
-    from kura.cli.nexts import after_model_check, with_next
+    from kura.cli.nexts import after_model_check, followed
 
-    doc = check_files(list(files), architecture=architecture, role=role)
-    state.out.result(with_next(doc, after_model_check(doc)), and_next(_render_check))
-    if any("error" in entry for entry in doc["files"]):
+    checked = check_files(list(files), architecture=architecture, role=role)
+    checked = followed(checked, after_model_check)
+    state.out.result(checked, and_next(_render_check))
+    if checked.unreadable:
         ctx.exit(InvalidInput.exit_code)  # a file is malformed or not safetensors at all
-    if not doc["ok"]:
+    if not checked.ok:
         ctx.exit(CheckFailed.exit_code)  # files were read and refused, or do not match
 
 
-def _render_check(console: Console, doc: dict[str, Any]) -> None:
-    for entry in doc["files"]:
-        verdict = entry["verdict"]
-        style = _STATUS_STYLE.get(verdict["status"], "")
-        console.print(f"[bold]{entry['path']}[/]  [{style}]{verdict['status']}[/]")
-        if "error" in entry:
-            console.print(f"  {entry['error']['message']}")
+def _render_check(console: Console, checked: ModelCheck) -> None:
+    for entry in checked.files:
+        verdict = entry.verdict
+        style = _STATUS_STYLE.get(verdict.status, "")
+        console.print(f"[bold]{entry.path}[/]  [{style}]{verdict.status}[/]")
+        report = entry.report
+        if report is None:
+            console.print(f"  {(entry.error or {}).get('message')}")
             continue
-        arch = ", ".join(entry["architectures"]) or "no Kura architecture"
+        arch = ", ".join(report.architectures) or "no Kura architecture"
         console.print(
-            f"  {entry['title']} — component [cyan]{entry['component']}[/], role "
-            f"{entry['role']}, serves: {arch}"
+            f"  {report.title} — component [cyan]{report.component}[/], role "
+            f"{report.role}, serves: {arch}"
         )
         detail = (
-            f"  {entry['params']:,} parameters, {entry['dtype']}, quantization "
-            f"{entry['quantization']}, {entry['size']:,} bytes"
+            f"  {report.params:,} parameters, {report.dtype}, quantization "
+            f"{report.quantization}, {report.size:,} bytes"
         )
-        if entry["key_prefix"]:
-            detail += f", key prefix {entry['key_prefix']!r}"
-        if entry.get("lora_format"):
-            detail += f", LoRA format {entry['lora_format']}, rank {entry['rank']}"
+        if report.key_prefix:
+            detail += f", key prefix {report.key_prefix!r}"
+        if report.lora_format:
+            detail += f", LoRA format {report.lora_format}, rank {report.rank}"
         console.print(detail)
-        for line in verdict["refusals"]:
+        for line in verdict.refusals:
             console.print(f"  [red]refused:[/] {line}")
-        for line in verdict["warnings"]:
+        for line in verdict.warnings:
             console.print(f"  [yellow]warning:[/] {line}")
-    for check in doc["cross_checks"]:
-        style = _STATUS_STYLE.get(check["status"], "green")
-        console.print(f"[{style}]{check['status']}[/] {check['check']}: {check['message']}")
+    for check in checked.cross_checks:
+        style = _STATUS_STYLE.get(check.status, "green")
+        console.print(f"[{style}]{check.status}[/] {check.check}: {check.message}")
 
 
 @model_group.command("bundles")
@@ -204,22 +211,22 @@ def fetch_command(ctx: click.Context, bundle_id: str, slots: tuple[str, ...], de
 
     state: AppState = ctx.obj
     models_dir = state.workspace().models_dir if dest == "models" else _models_dir(state)
-    from kura.cli.nexts import after_model_fetch, with_next
+    from kura.cli.nexts import after_model_fetch, followed
 
-    doc = fetch_bundle(bundle_id, slots=slots, dest=dest, models_dir=models_dir)
-    state.out.result(with_next(doc, after_model_fetch(doc)), and_next(_render_fetch))
-    if not doc["ok"]:
+    fetched = fetch_bundle(bundle_id, slots=slots, dest=dest, models_dir=models_dir)
+    fetched = followed(fetched, after_model_fetch)
+    state.out.result(fetched, and_next(_render_fetch))
+    if not fetched.ok:
         ctx.exit(1)
 
 
-def _render_fetch(console: Console, doc: dict[str, Any]) -> None:
-    for entry in doc["files"]:
-        style = _STATUS_STYLE.get(entry["status"], "")
+def _render_fetch(console: Console, fetched: FetchResult) -> None:
+    for entry in fetched.files:
+        style = _STATUS_STYLE.get(entry.status, "")
         console.print(
-            f"{entry['slot']:<16} [{style}]{entry['status']:<10}[/] "
-            f"{entry.get('path') or entry['repo']}"
+            f"{entry.slot:<16} [{style}]{entry.status:<10}[/] {entry.path or entry.repo}"
         )
-        for line in entry["problems"]:
+        for line in entry.problems:
             console.print(f"    [red]{line}[/]")
 
 
@@ -231,19 +238,19 @@ def verify_command(ctx: click.Context, target: str) -> None:
     from kura.models.verify import verify_target
 
     state: AppState = ctx.obj
-    from kura.cli.nexts import after_model_verify, with_next
+    from kura.cli.nexts import after_model_verify, followed
 
-    doc = verify_target(target, models_dir=_models_dir(state))
-    state.out.result(with_next(doc, after_model_verify(doc)), and_next(_render_verify))
-    if not doc["ok"]:
+    verified = followed(verify_target(target, models_dir=_models_dir(state)), after_model_verify)
+    state.out.result(verified, and_next(_render_verify))
+    if not verified.ok:
         ctx.exit(1)
 
 
-def _render_verify(console: Console, doc: dict[str, Any]) -> None:
-    for entry in doc["files"]:
-        style = _STATUS_STYLE.get(entry["status"], "")
-        console.print(f"[{style}]{entry['status']:<8}[/] {entry['sha256'] or '-'}  {entry['path']}")
-        for line in entry.get("problems", []):
+def _render_verify(console: Console, verified: Verification) -> None:
+    for entry in verified.files:
+        style = _STATUS_STYLE.get(entry.status, "")
+        console.print(f"[{style}]{entry.status:<8}[/] {entry.sha256 or '-'}  {entry.path}")
+        for line in entry.problems:
             console.print(f"    [red]{line}[/]")
 
 
@@ -255,27 +262,15 @@ def _render_verify(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def lock_command(state: AppState, bundle_id: str, paths: tuple[str, ...]) -> None:
     """Write models/<BUNDLE>.lock.json: each role's path, size, sha256 and header digest."""
-    from kura.models.bundles import get_bundle
-    from kura.models.lockdoc import build_lock, write_lock
-    from kura.models.resolve import parse_path_overrides, resolve_bundle
+    from kura.cli.nexts import after_model_lock, followed
+    from kura.models.lockdoc import lock_bundle
 
-    workspace = state.workspace()
-    bundle = get_bundle(bundle_id)
-    resolution = resolve_bundle(
-        bundle, models_dir=workspace.models_dir, paths=parse_path_overrides(paths, bundle)
-    )
-    document = build_lock(resolution)
-    target = workspace.models_dir / f"{bundle.id}.lock.json"
-    with workspace.lock():
-        written = write_lock(target, document)
-    from kura.cli.nexts import after_model_lock, with_next
-
-    doc = {**document, "lock_path": str(target), "written": written}
-    state.out.result(with_next(doc, after_model_lock(doc)), and_next(_render_lock))
+    locked = followed(lock_bundle(state.workspace(), bundle_id, paths), after_model_lock)
+    state.out.result(locked, and_next(_render_lock))
 
 
-def _render_lock(console: Console, doc: dict[str, Any]) -> None:
-    verb = "wrote" if doc["written"] else "unchanged:"
-    console.print(f"{verb} {doc['lock_path']}")
-    for slot, entry in doc["roles"].items():
+def _render_lock(console: Console, locked: LockWritten) -> None:
+    verb = "wrote" if locked.written else "unchanged:"
+    console.print(f"{verb} {locked.lock_path}")
+    for slot, entry in locked.lock["roles"].items():
         console.print(f"  {slot:<16} {entry['sha256']}  {entry['path'] or '(not downloaded)'}")

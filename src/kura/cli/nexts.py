@@ -3,16 +3,22 @@
 The agent contract (:mod:`kura.nextsteps`): every ``--json`` document with a natural next
 action carries ``next``, a list of ``{command, why}``, most useful first; it is an empty list
 when the document's state has nothing to follow (a verified file, a backend already
-installed). Each function here reads one document kind and returns that list; the command
-prints ``with_next(document, after_…(document))``. Documents without a natural next action
-(``schema``, ``model-bundles``, ``run-list``, ``run-logs``, ``knowledge-card`` …) carry none:
-``tests/cli/test_next_contract.py`` holds the decision for every command.
+installed). Each function here reads one document kind and returns that list. A verb that
+returns a typed result gets it as the value's ``next`` field, ``followed(value,
+after_…)`` (the function reads the value's ``to_dict()``); a document the CLI still builds
+as a dict is printed as ``with_next(document, after_…(document))``. One document has one of
+the two, never both, and the verbs whose library builds ``next`` itself (launch, cancel,
+status, evaluate, the machine's doctor) have no function here. Documents without a natural
+next action (``schema``, ``model-bundles``, ``run-list``, ``run-logs``, ``knowledge-card`` …)
+carry none: ``tests/cli/test_next_contract.py`` holds the decision for every command.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import Field, replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from kura.nextsteps import NextStep, next_list
 
@@ -44,6 +50,7 @@ __all__ = [
     "after_sweep_status",
     "after_sweep_worker",
     "after_whatif",
+    "followed",
     "with_next",
 ]
 
@@ -53,6 +60,27 @@ Steps = list[dict[str, str]]
 def with_next(document: dict[str, Any], steps: Steps) -> dict[str, Any]:
     """The document with its ``next`` (a copy: what a command wrote to disk is unchanged)."""
     return {**document, "next": steps}
+
+
+class _Followed(Protocol):
+    """A typed result (a frozen dataclass) with its ``next`` steps."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def next(self) -> tuple[NextStep, ...]: ...
+
+    def to_dict(self) -> Mapping[str, object]: ...
+
+
+F = TypeVar("F", bound=_Followed)
+
+
+def followed(value: F, after: Callable[[dict[str, Any]], Steps]) -> F:
+    """A typed result with the ``next`` that ``after`` decides on its document (the
+    library's values leave ``next`` empty where the CLI layer decides it)."""
+    steps = after(dict(value.to_dict()))
+    return replace(value, next=tuple(NextStep(s["command"], s["why"]) for s in steps))
 
 
 def _q(value: object) -> str:

@@ -12,6 +12,9 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.estimate import RunEstimate
+    from kura.runs.whatif import WhatIfEstimate
+
 __all__ = ["estimate_command", "gpus_command", "render_estimate"]
 
 
@@ -132,10 +135,10 @@ def estimate_command(
         step=step,
     )
     from kura.cli._output import and_next
-    from kura.cli.nexts import after_whatif, with_next
+    from kura.cli.nexts import after_whatif, followed
 
-    doc = estimate_whatif(question)
-    state.out.result(with_next(doc, after_whatif(doc)), and_next(render_estimate))
+    estimate = followed(estimate_whatif(question), after_whatif)
+    state.out.result(estimate, and_next(render_estimate))
 
 
 def _gib(value: Any) -> str:
@@ -148,73 +151,63 @@ def _seconds(value: Any) -> str:
     return f"{value / 3600:.1f} h" if value >= 3600 else f"{value:.0f} s"
 
 
-def render_estimate(console: Console, doc: dict[str, Any]) -> None:
-    """The human view of a `run-estimate` document: every step's cost with its source, and
+def render_estimate(console: Console, estimate: RunEstimate | WhatIfEstimate) -> None:
+    """The human view of a `run-estimate` result: every step's cost with its source, and
     the verdict of the worst step."""
-    steps = doc.get("steps") or []
     table = new_table("step", "kind", "peak GiB", "upper GiB", "host RAM GiB", "time", "fits")
     marks = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}
-    for row in steps:
+    for cost in estimate.steps:
         table.add_row(
-            row["step"],
-            row["kind"],
-            _gib(row["peak_gib"]),
-            _gib(row["upper_gib"]),
-            _gib(row["host_ram_gib"]),
-            _seconds(row["seconds"]),
-            marks[row["fits"]],
+            cost.step,
+            cost.kind,
+            _gib(cost.peak_gib),
+            _gib(cost.upper_gib),
+            _gib(cost.host_ram_gib),
+            _seconds(cost.seconds),
+            marks[cost.fits],
         )
     console.print(table)
-    for row in steps:
-        console.print(f"[dim]{row['step']}: source {row['source']}[/]", soft_wrap=True)
-        for note in row.get("notes") or []:
-            console.print(f"[dim]{row['step']}: {note}[/]")
-    found = doc.get("verdict") or _verdict(steps)
-    worst = f" (worst step: {found['worst_step']})" if found.get("worst_step") else ""
-    if found["fits"] is True:
+    for cost in estimate.steps:
+        console.print(f"[dim]{cost.step}: source {cost.source}[/]", soft_wrap=True)
+        for note in cost.notes:
+            console.print(f"[dim]{cost.step}: {note}[/]")
+    found = estimate.verdict
+    worst = f" (worst step: {found.worst_step})" if found.worst_step else ""
+    if found.fits is True:
         line = f"[green]fits[/]{worst}"
-    elif found["fits"] is False:
+    elif found.fits is False:
         line = f"[red]does not fit[/]{worst}"
-    elif found.get("unsized"):
-        line = f"[yellow]cannot size[/] {', '.join(found['unsized'])}: no fit verdict"
+    elif found.unsized:
+        line = f"[yellow]cannot size[/] {', '.join(found.unsized)}: no fit verdict"
     else:
         line = "no GPU named: no fit verdict"
-    gpu = doc.get("gpu")
-    usable = doc.get("usable_gib")
+    document = estimate.estimate  # the backend's own keys
+    gpu = estimate.gpu
+    usable = document.get("usable_gib")
     on = f" on {gpu}" + (f" ({usable:.1f} GiB usable)" if usable else "") if gpu else ""
     console.print(f"{line}{on}")
-    breakdown = doc.get("breakdown") or {}
-    parts = ", ".join(f"{k} {v:.1f}" for k, v in breakdown.items() if isinstance(v, float))
+    breakdown = document.get("breakdown")
+    parts = (
+        ", ".join(f"{k} {v:.1f}" for k, v in breakdown.items() if isinstance(v, float))
+        if isinstance(breakdown, dict)
+        else ""
+    )
     if parts:
         console.print(f"[dim]training breakdown (GiB): {parts}[/]")
-    if doc.get("step_seconds"):
-        console.print(f"{doc['step_seconds']:.2f} s per optimizer step")
-    whole = doc.get("time_and_cost") or {}
+    step_seconds = document.get("step_seconds")
+    if isinstance(step_seconds, int | float) and step_seconds:
+        console.print(f"{step_seconds:.2f} s per optimizer step")
+    whole: Any = getattr(estimate, "time_and_cost", None) or {}
     if whole.get("hours") is not None:
         low, high = whole["hours_band"]
-        cost = ""
+        price = ""
         if whole.get("usd") is not None:
             cheap, dear = whole["usd_band"]
-            cost = f", about ${whole['usd']:.2f} (${cheap:.2f}–${dear:.2f})"
-        console.print(f"every step: about {whole['hours']:.2f} h ({low:.2f}–{high:.2f} h){cost}")
+            price = f", about ${whole['usd']:.2f} (${cheap:.2f}–${dear:.2f})"
+        console.print(f"every step: about {whole['hours']:.2f} h ({low:.2f}–{high:.2f} h){price}")
         if whole.get("untimed_steps"):
             console.print(
                 f"[dim]not timed (not in the total): {', '.join(whole['untimed_steps'])}[/]"
             )
-    if doc.get("confidence"):
-        console.print(f"[dim]confidence: {doc['confidence']}[/]")
-
-
-def _verdict(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The worst step's verdict of a document that does not carry one (`kura run estimate`)."""
-    fits = [row["fits"] for row in steps]
-    verdict = False if False in fits else (True if fits and all(fits) else None)
-    sized = [row for row in steps if row["upper_gib"] is not None]
-    worst = max(sized, key=lambda row: row["upper_gib"], default=None)
-    return {
-        "fits": verdict,
-        "worst_step": worst["step"] if worst else None,
-        "unsized": [
-            row["step"] for row in steps if row["peak_gib"] is None and row["fits"] is not True
-        ],
-    }
+    if document.get("confidence"):
+        console.print(f"[dim]confidence: {document['confidence']}[/]")

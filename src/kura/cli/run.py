@@ -13,6 +13,8 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.evidence import RunEvaluation
+    from kura.runs.imported import RunImport
     from kura.runs.results import CancelResult, LaunchResult, LogTail, RunList, RunStatus
 
 __all__ = ["run_group"]
@@ -96,12 +98,12 @@ def render_compile(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def estimate_command(state: AppState, run_id: str, gpu_id: str | None) -> None:
     """Peak memory, step time and fit for the run exactly as written."""
-    from kura.cli.nexts import after_run_estimate, with_next
+    from kura.cli.nexts import after_run_estimate, followed
     from kura.cli.planning import render_estimate
     from kura.runs.estimate import estimate_run
 
-    doc = estimate_run(state.workspace(), run_id, gpu=gpu_id)
-    state.out.result(with_next(doc, after_run_estimate(doc)), and_next(render_estimate))
+    estimate = followed(estimate_run(state.workspace(), run_id, gpu=gpu_id), after_run_estimate)
+    state.out.result(estimate, and_next(render_estimate))
 
 
 @run_group.command("plan")
@@ -378,10 +380,14 @@ def evaluate_command(
     """Append your judgement, with settings, hardware and measured speed, to notes.md."""
     from kura.runs.evidence import evaluate_run
 
-    doc = evaluate_run(
+    evaluation = evaluate_run(
         state.workspace(), run_id, rating=rating, notes=notes, epoch=epoch, step=step
     )
-    state.out.result(doc, lambda console, d: console.print(f"recorded in {d['path']}"))
+    state.out.result(evaluation, _render_evaluation)
+
+
+def _render_evaluation(console: Console, evaluation: RunEvaluation) -> None:
+    console.print(f"recorded in {evaluation.path}")
 
 
 @run_group.command("import-aitk")
@@ -390,18 +396,19 @@ def evaluate_command(
 @click.pass_obj
 def import_aitk_command(state: AppState, path: Path, gpu_id: str | None) -> None:
     """Read an AI-Toolkit job (its YAML and loss_log.db) into a Kura run record."""
-    from kura.cli.nexts import after_import, with_next
+    from kura.cli.nexts import after_import, followed
     from kura.runs.imported import import_run
 
-    document = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
-    state.out.result(with_next(document, after_import(document)), and_next(_render_import))
+    imported = import_run(state.workspace(), path, backend="ai-toolkit", gpu=gpu_id)
+    state.out.result(followed(imported, after_import), and_next(_render_import))
 
 
-def _render_import(console: Console, doc: dict[str, Any]) -> None:
+def _render_import(console: Console, imported: RunImport) -> None:
+    record = imported.record
     console.print(
-        f"Imported [bold]{doc['name']}[/] as run {doc['id']} ({doc['status']}; bundle "
-        f"{doc['bundle'] or 'unknown'}; {len(doc['losses'])} loss rows; "
-        f"{doc['seconds_per_step'] or '?'} s/step)"
+        f"Imported [bold]{record.name}[/] as run {imported.id} ({record.status}; bundle "
+        f"{record.bundle or 'unknown'}; {len(record.losses)} loss rows; "
+        f"{record.seconds_per_step or '?'} s/step)"
     )
-    for note in doc.get("notes", []):
+    for note in record.notes:
         console.print(f"- {note}")

@@ -15,26 +15,29 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
 from kura.nextsteps import NextStep, next_list
 from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
-from kura.spec.dataset import BucketFact, DatasetFacts, DatasetSpec, TriggerFact
+from kura.spec.dataset import BucketFact, DatasetFacts, DatasetIntent, DatasetSpec, TriggerFact
 from kura.spec.inspection import InspectionFile
 from kura.spec.machine import read_machine_file, write_machine_file
 from kura.workspace import Workspace, check_name
 from kura.yamlio import dump_yaml, write_yaml
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from kura.dataset.inspect import Inspection
 
 __all__ = [
     "DatasetAdded",
     "DatasetChecked",
+    "DatasetList",
+    "DatasetListEntry",
+    "DatasetSet",
     "add_dataset",
     "inspect_target",
     "list_datasets",
@@ -101,6 +104,69 @@ class DatasetChecked:
             ),
         }
 
+
+
+@dataclass(frozen=True)
+class DatasetSet:
+    """``kura dataset set``: the values ``changed`` in dataset.yaml (by their dotted key)
+    and the dataset's intent after them."""
+
+    name: str
+    changed: Mapping[str, object]
+    intent: DatasetIntent
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "dataset-set"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "changed": dict(self.changed),
+            "intent": self.intent.model_dump(),
+            "next": next_list(*self.next),
+        }
+
+
+@dataclass(frozen=True)
+class DatasetListEntry:
+    """One registered dataset with its stored facts (None where it was never inspected)."""
+
+    name: str
+    media: str
+    linked: bool
+    intent: DatasetIntent
+    counts: Mapping[str, int] | None
+    digest: str | None
+    blocking_problems: int | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "media": self.media,
+            "linked": self.linked,
+            "intent": self.intent.model_dump(),
+            "counts": None if self.counts is None else dict(self.counts),
+            "digest": self.digest,
+            "blocking_problems": self.blocking_problems,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetList:
+    """``kura dataset list``: every registered dataset, by name."""
+
+    datasets: tuple[DatasetListEntry, ...]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "dataset-list"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "datasets": [item.to_dict() for item in self.datasets],
+            "next": next_list(*self.next),
+        }
 
 def _after_add(name: str, inspection: dict[str, Any]) -> list[dict[str, str]]:
     """Answer the inspection's questions first, then validate."""
@@ -473,7 +539,7 @@ def inspect_target(
     return report
 
 
-def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) -> dict[str, Any]:
+def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) -> DatasetSet:
     """Apply ``key=value`` assignments to dataset.yaml (round-trip), validated before writing."""
     if not assignments:
         raise UsageError("nothing to set", hint="e.g. kura dataset set NAME intent.task=style")
@@ -496,12 +562,7 @@ def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) 
             changed[key] = value
         spec = validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
         write_yaml(spec_path(workspace, name), document)
-    return {
-        "kind": "dataset-set",
-        "name": name,
-        "changed": changed,
-        "intent": spec.intent.model_dump(),
-    }
+    return DatasetSet(name=name, changed=changed, intent=spec.intent)
 
 
 def _refuse_unencodable(assignment: str) -> None:
@@ -536,7 +597,7 @@ def validate_dataset(
     )
 
 
-def list_datasets(workspace: Workspace) -> dict[str, Any]:
+def list_datasets(workspace: Workspace) -> DatasetList:
     """Every registered dataset with its stored facts (no re-inspection)."""
     items = []
     for path in sorted(workspace.datasets_dir.glob(f"*/{SPEC_NAME}")):
@@ -545,14 +606,14 @@ def list_datasets(workspace: Workspace) -> dict[str, Any]:
         spec = read_dataset(workspace, path.parent.name)
         facts = spec.facts
         items.append(
-            {
-                "name": spec.name,
-                "media": spec.media,
-                "linked": spec.linked,
-                "intent": spec.intent.model_dump(),
-                "counts": facts.counts if facts else None,
-                "digest": facts.digest if facts else None,
-                "blocking_problems": facts.blocking_problems if facts else None,
-            }
+            DatasetListEntry(
+                name=spec.name,
+                media=spec.media,
+                linked=spec.linked,
+                intent=spec.intent,
+                counts=facts.counts if facts else None,
+                digest=facts.digest if facts else None,
+                blocking_problems=facts.blocking_problems if facts else None,
+            )
         )
-    return {"kind": "dataset-list", "datasets": items}
+    return DatasetList(datasets=tuple(items))

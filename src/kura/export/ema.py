@@ -16,15 +16,53 @@ Musubi orders files by modification time unless ``--no_sort``; Kura orders them 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import CheckFailed, UsageError
+from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
 
-__all__ = ["ema_betas", "merge_ema", "merge_ema_files"]
+__all__ = ["EmaMerge", "ema_betas", "merge_ema", "merge_ema_files"]
 
 DEFAULT_BETA = 0.95
+
+
+@dataclass(frozen=True)
+class EmaMerge:
+    """``kura export merge-ema``: the average of the run's checkpoints (``inputs``, named
+    by ``labels``, in training order) written at ``out``, the decay of each merge
+    (``betas``, from ``beta`` to ``beta2``), its tensor count and metadata."""
+
+    run: str
+    inputs: tuple[str, ...]
+    labels: tuple[str, ...]
+    beta: float
+    beta2: float
+    betas: tuple[float, ...]
+    out: str
+    keys: int
+    metadata: Mapping[str, str]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "lora-ema"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "run": self.run,
+            "inputs": list(self.inputs),
+            "labels": list(self.labels),
+            "beta": self.beta,
+            "beta2": self.beta2,
+            "betas": list(self.betas),
+            "out": self.out,
+            "keys": self.keys,
+            "metadata": dict(self.metadata),
+            "next": next_list(*self.next),
+        }
 
 
 def ema_betas(count: int, beta: float, beta2: float | None = None) -> list[float]:
@@ -86,8 +124,8 @@ def merge_ema_files(
 
 def merge_ema(
     workspace: Workspace, run_id: str, *, beta: float = DEFAULT_BETA, beta2: float | None = None
-) -> dict[str, Any]:
-    """Write ``runs/<id>/output/<id>-ema.safetensors``; return the ``lora-ema`` document."""
+) -> EmaMerge:
+    """Write ``runs/<id>/output/<id>-ema.safetensors``; return what was merged."""
     from kura.export.runfiles import epoch_series, output_dir
     from kura.export.tensorio import serialize
     from kura.fsutil import atomic_write_bytes
@@ -110,18 +148,17 @@ def merge_ema(
     )
     target = output_dir(workspace, run_id) / f"{run_id}-ema.safetensors"
     atomic_write_bytes(target, serialize(tensors, metadata))
-    return {
-        "kind": "lora-ema",
-        "run": run_id,
-        "inputs": [str(p) for p in paths],
-        "labels": [f.label() for f in series],
-        "beta": beta,
-        "beta2": beta if beta2 is None else beta2,
-        "betas": betas,
-        "out": str(target),
-        "keys": len(tensors),
-        "metadata": metadata,
-    }
+    return EmaMerge(
+        run=run_id,
+        inputs=tuple(str(p) for p in paths),
+        labels=tuple(f.label() for f in series),
+        beta=beta,
+        beta2=beta if beta2 is None else beta2,
+        betas=tuple(betas),
+        out=str(target),
+        keys=len(tensors),
+        metadata=metadata,
+    )
 
 
 def _is_float(array: Any) -> bool:

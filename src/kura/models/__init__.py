@@ -6,7 +6,7 @@ The names below are the package's public API; each lives in a module of its own:
     identify    identify, ModelReport                what a file is, from its header alone
     signatures  COMPONENTS, ARCHITECTURES            the signature table (data)
     checks      check_role, require_role, cross_check can it serve; do the files fit together
-    filecheck   check_files                          the `kura model check` document
+    filecheck   check_files                          the `kura model check` result
     bundles     get_bundle, list_bundles             the bundle table (data in bundle_table)
     digests     DigestCache                          sha256 once per unchanged file
     resolve     resolve_bundle                       find and validate each role's file

@@ -13,16 +13,106 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import KuraError, NotFound, Unsupported, UsageError
 from kura.models.bundles import Bundle, FileSpec, get_bundle
 from kura.models.digests import DigestCache
 from kura.models.hfcache import hf_cache_dir, hf_endpoint, hf_token
 from kura.models.resolve import judge_file
+from kura.nextsteps import NextStep, next_list
 
-__all__ = ["DESTINATIONS", "fetch_bundle", "shard_filenames"]
+__all__ = [
+    "DESTINATIONS",
+    "Downloaded",
+    "FetchResult",
+    "FetchedFile",
+    "fetch_bundle",
+    "shard_filenames",
+]
+
+FETCHED = ("ok", "warning", "unverified", "skipped")
+"""The statuses of a file that serves once fetched."""
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    """What arrived of one file: its other ``shards``, size, sha256 (and where that came
+    from) and the component its header names."""
+
+    shards: tuple[str, ...]
+    size: int
+    sha256: str
+    sha256_source: str
+    component: str | None
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    """One role's file of ``kura model fetch``: where it went (``path``; None for a
+    repository snapshot the trainer downloads itself, ``downloaded`` None then) and its
+    status with the problems and warnings the checks found."""
+
+    slot: str
+    repo: str
+    filename: str | None
+    revision: str
+    status: str
+    path: str | None
+    downloaded: Downloaded | None
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = {
+            "slot": self.slot,
+            "repo": self.repo,
+            "filename": self.filename,
+            "revision": self.revision,
+            "status": self.status,
+            "path": self.path,
+        }
+        if self.downloaded is not None:
+            got = self.downloaded
+            document.update(
+                shards=list(got.shards),
+                size=got.size,
+                sha256=got.sha256,
+                sha256_source=got.sha256_source,
+                component=got.component,
+            )
+        document["problems"] = list(self.problems)
+        document["warnings"] = list(self.warnings)
+        return document
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """``kura model fetch``: each asked role's file of ``bundle`` at ``dest``; ``ok`` when
+    every one serves."""
+
+    bundle: str
+    dest: str
+    files: tuple[FetchedFile, ...]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "model-fetch"
+
+    @property
+    def ok(self) -> bool:
+        return all(f.status in FETCHED for f in self.files)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "bundle": self.bundle,
+            "dest": self.dest,
+            "ok": self.ok,
+            "files": [f.to_dict() for f in self.files],
+            "next": next_list(*self.next),
+        }
 
 DESTINATIONS = ("cache", "models")
 _SHARD_RE = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.safetensors$")
@@ -48,7 +138,7 @@ def fetch_bundle(
     models_dir: Path | None = None,
     hf_cache: Path | None = None,
     digests: DigestCache | None = None,
-) -> dict[str, Any]:
+) -> FetchResult:
     """Download the files of ``bundle`` (all roles, or ``slots``) and validate each."""
     bundle = get_bundle(bundle) if isinstance(bundle, str) else bundle
     if not bundle.supported:
@@ -75,8 +165,7 @@ def fetch_bundle(
         if slots and spec.slot not in slots:
             continue
         entries.append(_fetch_one(bundle, spec, dest, models_dir, cache, digests))
-    ok = all(e["status"] in ("ok", "warning", "unverified", "skipped") for e in entries)
-    return {"kind": "model-fetch", "bundle": bundle.id, "dest": dest, "ok": ok, "files": entries}
+    return FetchResult(bundle=bundle.id, dest=dest, files=tuple(entries))
 
 
 def _fetch_one(
@@ -86,21 +175,19 @@ def _fetch_one(
     models_dir: Path | None,
     cache: Path,
     digests: DigestCache,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "slot": spec.slot,
-        "repo": spec.repo,
-        "filename": spec.filename,
-        "revision": spec.revision,
-    }
+) -> FetchedFile:
     if spec.format == "hf-repo" or spec.filename is None:
-        return {
-            **entry,
-            "status": "skipped",
-            "path": None,
-            "problems": [],
-            "warnings": ["a repository snapshot: the trainer downloads it by id"],
-        }
+        return FetchedFile(
+            slot=spec.slot,
+            repo=spec.repo,
+            filename=spec.filename,
+            revision=spec.revision,
+            status="skipped",
+            path=None,
+            downloaded=None,
+            problems=(),
+            warnings=("a repository snapshot: the trainer downloads it by id",),
+        )
     paths = [
         _download(spec, name, dest, models_dir, cache) for name in shard_filenames(spec.filename)
     ]
@@ -109,19 +196,23 @@ def _fetch_one(
     record = digests.digest(paths[0], verify=spec.sha256 is not None)
     if spec.sha256 is not None and record.sha256 != spec.sha256:
         problems.append(f"sha256 {record.sha256} differs from the published {spec.sha256}")
-    status = "refused" if problems else verdict.status
-    return {
-        **entry,
-        "status": status,
-        "path": str(paths[0]),
-        "shards": [str(p) for p in paths[1:]],
-        "size": paths[0].stat().st_size,
-        "sha256": record.sha256,
-        "sha256_source": record.source,
-        "component": verdict.report.component if verdict.report else None,
-        "problems": problems,
-        "warnings": list(verdict.warnings),
-    }
+    return FetchedFile(
+        slot=spec.slot,
+        repo=spec.repo,
+        filename=spec.filename,
+        revision=spec.revision,
+        status="refused" if problems else verdict.status,
+        path=str(paths[0]),
+        downloaded=Downloaded(
+            shards=tuple(str(p) for p in paths[1:]),
+            size=paths[0].stat().st_size,
+            sha256=record.sha256,
+            sha256_source=record.source,
+            component=verdict.report.component if verdict.report else None,
+        ),
+        problems=tuple(problems),
+        warnings=tuple(verdict.warnings),
+    )
 
 
 def _download(

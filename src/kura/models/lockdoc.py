@@ -9,15 +9,21 @@ sorted and the text is canonical JSON, so an unchanged set of files gives the sa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.errors import CheckFailed
 from kura.fsutil import write_text_if_changed
 from kura.models.digests import DigestCache
 from kura.models.resolve import Resolution, RoleResolution
+from kura.nextsteps import NextStep, next_list
 
-__all__ = ["LOCK_VERSION", "build_lock", "lock_text", "write_lock"]
+if TYPE_CHECKING:
+    from kura.workspace import Workspace
+
+__all__ = ["LOCK_VERSION", "LockWritten", "build_lock", "lock_bundle", "lock_text", "write_lock"]
 
 LOCK_VERSION = 1
 
@@ -111,3 +117,47 @@ def lock_text(document: dict[str, Any]) -> str:
 def write_lock(path: Path, document: dict[str, Any]) -> bool:
     """Write ``document`` to ``path`` if its text differs from what is there; say whether it did."""
     return write_text_if_changed(path, lock_text(document))
+
+
+@dataclass(frozen=True)
+class LockWritten:
+    """``kura model lock``: the lock document (the file's own format, :func:`build_lock`)
+    at ``lock_path``, and whether its bytes changed (``written``)."""
+
+    lock: Mapping[str, Any]
+    lock_path: str
+    written: bool
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "model-lock"
+
+    @property
+    def bundle(self) -> str:
+        return str(self.lock["bundle"])
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **self.lock,
+            "lock_path": self.lock_path,
+            "written": self.written,
+            "next": next_list(*self.next),
+        }
+
+
+def lock_bundle(
+    workspace: Workspace, bundle_id: str, paths: tuple[str, ...] | list[str] = ()
+) -> LockWritten:
+    """Resolve ``bundle_id`` in the workspace (``ROLE=FILE`` ``paths`` first) and write
+    ``models/<bundle>.lock.json`` when its bytes change."""
+    from kura.models.bundles import get_bundle
+    from kura.models.resolve import parse_path_overrides, resolve_bundle
+
+    bundle = get_bundle(bundle_id)
+    resolution = resolve_bundle(
+        bundle, models_dir=workspace.models_dir, paths=parse_path_overrides(paths, bundle)
+    )
+    document = build_lock(resolution)
+    target = workspace.models_dir / f"{bundle.id}.lock.json"
+    with workspace.lock():
+        written = write_lock(target, document)
+    return LockWritten(lock=document, lock_path=str(target), written=written)

@@ -6,20 +6,74 @@ the recorded digest (when unchanged since), and a bundle's file with its publish
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar, Literal
 
 from kura.errors import CheckFailed, InvalidInput, KuraError
 from kura.models.digests import DigestCache
 from kura.models.header import read_header
 from kura.models.identify import shard_siblings
+from kura.nextsteps import NextStep, next_list
 
-__all__ = ["verify_target"]
+__all__ = ["FileVerification", "Verification", "verify_target"]
+
+VerifyStatus = Literal["ok", "mismatch", "invalid"]
+
+
+@dataclass(frozen=True)
+class FileVerification:
+    """One file re-hashed: ``ok``, a ``mismatch`` with the digest it should have, or
+    ``invalid`` (not a whole file, or unreadable); ``sha256`` None where none was read."""
+
+    path: str
+    expected_sha256: str | None
+    status: VerifyStatus
+    sha256: str | None
+    sha256_source: str | None
+    problems: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "expected_sha256": self.expected_sha256,
+            "status": self.status,
+            "sha256": self.sha256,
+            "sha256_source": self.sha256_source,
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class Verification:
+    """``kura model verify``: every file of ``target`` (a file, with its shards, or a
+    bundle's found files) re-hashed; ``ok`` when all of them match."""
+
+    target: str
+    target_kind: Literal["file", "bundle"]
+    files: tuple[FileVerification, ...]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "model-verify"
+
+    @property
+    def ok(self) -> bool:
+        return all(f.status == "ok" for f in self.files)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "ok": self.ok,
+            "files": [f.to_dict() for f in self.files],
+            "next": next_list(*self.next),
+        }
 
 
 def verify_target(
     target: str, *, models_dir: Path | None = None, digests: DigestCache | None = None
-) -> dict[str, Any]:
+) -> Verification:
     """Verify a file path, or every file of the bundle named ``target`` that resolves."""
     digests = digests or DigestCache()
     path = Path(target).expanduser()
@@ -29,7 +83,7 @@ def verify_target(
         )
     if path.exists():
         items: list[tuple[Path, str | None]] = [(p, None) for p in (shard_siblings(path) or [path])]
-        kind = "file"
+        kind: Literal["file", "bundle"] = "file"
     else:
         from kura.models.resolve import resolve_bundle
 
@@ -41,14 +95,8 @@ def verify_target(
             files = list(role.shards) or [role.path]
             items += [(p, role.spec.sha256 if i == 0 else None) for i, p in enumerate(files)]
         kind = "bundle"
-    entries = [_verify_one(p, expected, digests) for p, expected in items]
-    return {
-        "kind": "model-verify",
-        "target": target,
-        "target_kind": kind,
-        "ok": all(e["status"] == "ok" for e in entries),
-        "files": entries,
-    }
+    entries = tuple(_verify_one(p, expected, digests) for p, expected in items)
+    return Verification(target=target, target_kind=kind, files=entries)
 
 
 def _structure_problem(path: Path) -> str | None:
@@ -64,43 +112,28 @@ def _structure_problem(path: Path) -> str | None:
     return None
 
 
-def _verify_one(path: Path, expected: str | None, digests: DigestCache) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": str(path), "expected_sha256": expected}
+def _verify_one(path: Path, expected: str | None, digests: DigestCache) -> FileVerification:
+    def unread(status: VerifyStatus, problem: str) -> FileVerification:
+        return FileVerification(str(path), expected, status, None, None, (problem,))
+
     if (problem := _structure_problem(path)) is not None:
-        return {
-            **entry,
-            "status": "invalid",
-            "sha256": None,
-            "sha256_source": None,
-            "problems": [problem],
-        }
+        return unread("invalid", problem)
     try:
         record = digests.digest(path, verify=True)
     except CheckFailed as error:
-        return {
-            **entry,
-            "status": "mismatch",
-            "sha256": None,
-            "sha256_source": None,
-            "problems": [error.message],
-        }
+        return unread("mismatch", error.message)
     except KuraError as error:
-        return {
-            **entry,
-            "status": "invalid",
-            "sha256": None,
-            "sha256_source": None,
-            "problems": [error.message],
-        }
+        return unread("invalid", error.message)
     problems = (
-        []
+        ()
         if expected in (None, record.sha256)
-        else [f"sha256 {record.sha256} differs from the published {expected}"]
+        else (f"sha256 {record.sha256} differs from the published {expected}",)
     )
-    return {
-        **entry,
-        "status": "mismatch" if problems else "ok",
-        "sha256": record.sha256,
-        "sha256_source": record.source,
-        "problems": problems,
-    }
+    return FileVerification(
+        path=str(path),
+        expected_sha256=expected,
+        status="mismatch" if problems else "ok",
+        sha256=record.sha256,
+        sha256_source=record.source,
+        problems=problems,
+    )

@@ -10,17 +10,31 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, ClassVar
 
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import SECTIONS, entry_line, insert_entry, parse_card, read_card
+from kura.nextsteps import NextStep, next_list
 from kura.runs.store import load_run
 from kura.workspace import Workspace
 
-__all__ = ["PROMOTED_KEYS", "evaluate_run", "promote_run"]
+if TYPE_CHECKING:
+    from kura.spec.run import RunSpec
+
+__all__ = [
+    "PROMOTED_KEYS",
+    "Checkpoint",
+    "Measured",
+    "Promotion",
+    "RunEvaluation",
+    "evaluate_run",
+    "promote_run",
+]
 
 PROMOTED_KEYS = (
     "training.learning_rate",
@@ -34,31 +48,138 @@ PROMOTED_KEYS = (
 )
 
 
-def _value(spec: Any, key: str) -> Any:
-    node: Any = spec
+def _value(spec: RunSpec, key: str) -> object:
+    """The run's value at a dotted ``training.…`` path."""
+    node: object = spec
     for part in key.split(".")[0:]:
         node = getattr(node, part)
     return node
 
 
-def _measured(workspace: Workspace, run_id: str, backend: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Measured:
+    """What a run's files say about it at evaluation: the plan's GPU and estimated peak
+    (``planned``: a plan.json exists) and the attempt's state, speed and step
+    (``launched``: a state.json exists)."""
+
+    planned: bool = False
+    gpu: str | None = None
+    estimated_peak_gib: float | None = None
+    launched: bool = False
+    state: str | None = None
+    seconds_per_step: float | None = None
+    steps: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        facts: dict[str, object] = {}
+        if self.planned:
+            facts["gpu"] = self.gpu
+            facts["estimated_peak_gib"] = self.estimated_peak_gib
+        if self.launched:
+            facts["state"] = self.state
+            facts["seconds_per_step"] = self.seconds_per_step
+            facts["steps"] = self.steps
+        return facts
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The checkpoint a person chose as best: ``unit`` ``epoch`` or ``step``, its number."""
+
+    unit: str
+    value: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"unit": self.unit, "value": self.value}
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """``kura run evaluate``: the judgement appended to the run's notes.md at ``path``."""
+
+    run: str
+    rating: int | None
+    notes: str | None
+    chosen: Checkpoint | None
+    measured: Measured
+    path: str
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "run-evaluation"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "run": self.run,
+            "rating": self.rating,
+            "notes": self.notes,
+            "chosen": None if self.chosen is None else self.chosen.to_dict(),
+            "measured": self.measured.to_dict(),
+            "path": self.path,
+            "next": next_list(*self.next),
+        }
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """``kura knowledge promote``: the recipe values ``added`` to the card at ``card``
+    (none when they were there already), with the checkpoint length chosen."""
+
+    run: str
+    architecture: str
+    task: str
+    added: Mapping[str, object]
+    chosen: Checkpoint | None
+    card: str
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "knowledge-promote"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "run": self.run,
+            "architecture": self.architecture,
+            "task": self.task,
+            "added": dict(self.added),
+            "chosen": None if self.chosen is None else self.chosen.to_dict(),
+            "card": self.card,
+            "next": next_list(*self.next),
+        }
+
+
+def _float(value: object) -> float | None:
+    """A number of plan.json as written (an int stays one), None for anything else."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _measured(workspace: Workspace, run_id: str, backend: str) -> Measured:
     run_dir = workspace.run_dir(run_id)
-    facts: dict[str, Any] = {}
+    found = Measured()
     plan = run_dir / "plan.json"
     if plan.is_file():
         doc = json.loads(plan.read_text(encoding="utf-8"))
-        facts["gpu"] = doc.get("gpu", {}).get("name")
-        facts["estimated_peak_gib"] = doc.get("estimate", {}).get("peak_vram_gib")
+        name = doc.get("gpu", {}).get("name")
+        found = replace(
+            found,
+            planned=True,
+            gpu=None if name is None else str(name),
+            estimated_peak_gib=_float(doc.get("estimate", {}).get("peak_vram_gib")),
+        )
     if (run_dir / "state.json").exists():
         from kura.backends.registry import get_backend
         from kura.execution.summary import run_summary
 
         summary = run_summary(run_dir, progress=get_backend(backend).progress)
-        facts["state"] = summary.state.status
         progress = summary.progress
-        facts["seconds_per_step"] = progress.seconds_per_step if progress else None
-        facts["steps"] = progress.step if progress else None
-    return facts
+        found = replace(
+            found,
+            launched=True,
+            state=summary.state.status,
+            seconds_per_step=progress.seconds_per_step if progress else None,
+            steps=progress.step if progress else None,
+        )
+    return found
 
 
 _CHOSEN = re.compile(r"^- chosen: (epoch|step) (\d+)\b", re.MULTILINE)
@@ -84,7 +205,7 @@ def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | No
     return (found[-1][0], int(found[-1][1])) if found else None
 
 
-def _architecture(spec: Any) -> str:
+def _architecture(spec: RunSpec) -> str:
     from kura.models.bundles import get_bundle
 
     return get_bundle(spec.model.base).architecture
@@ -98,7 +219,7 @@ def evaluate_run(
     notes: str | None,
     epoch: int | None = None,
     step: int | None = None,
-) -> dict[str, Any]:
+) -> RunEvaluation:
     """Append a judgement to notes.md; ``epoch``/``step`` records the checkpoint chosen as
     best ("epoch 10 was best"), which promote then writes instead of the configured length."""
     chosen = _chosen_label(epoch, step)
@@ -128,30 +249,29 @@ def evaluate_run(
     )
     lines.append("- flags: " + (", ".join(f"{k}={v}" for k, v in sorted(flags.items())) or "none"))
     lines.append(
-        f"- hardware: {measured.get('gpu') or 'unknown'} × {spec.execution.gpus}; "
-        f"state {measured.get('state', 'not launched')}; "
-        f"{measured.get('seconds_per_step') or '?'} s/step measured"
+        f"- hardware: {measured.gpu or 'unknown'} × {spec.execution.gpus}; "
+        f"state {measured.state if measured.launched else 'not launched'}; "
+        f"{measured.seconds_per_step or '?'} s/step measured"
     )
     path = workspace.run_dir(run_id) / "notes.md"
     with workspace.lock():
         text = path.read_text(encoding="utf-8") if path.exists() else f"# Notes on run {run_id}\n\n"
         atomic_write_text(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
-    return {
-        "kind": "run-evaluation",
-        "run": run_id,
-        "rating": rating,
-        "notes": notes,
-        "chosen": None if chosen is None else {"unit": chosen[0], "value": chosen[1]},
-        "measured": measured,
-        "path": workspace.relative(path),
-        "next": [
-            {
-                "command": f"kura knowledge promote {run_id} --arch {_architecture(spec)} "
+    return RunEvaluation(
+        run=run_id,
+        rating=rating,
+        notes=notes,
+        chosen=None if chosen is None else Checkpoint(*chosen),
+        measured=measured,
+        path=workspace.relative(path),
+        next=(
+            NextStep(
+                f"kura knowledge promote {run_id} --arch {_architecture(spec)} "
                 f"--task {spec.task or 'TASK'}",
-                "why": "write this run's recipe (and the chosen checkpoint) into the card",
-            }
-        ],
-    }
+                "write this run's recipe (and the chosen checkpoint) into the card",
+            ),
+        ),
+    )
 
 
 def promote_run(
@@ -162,7 +282,7 @@ def promote_run(
     task: str,
     epoch: int | None = None,
     step: int | None = None,
-) -> dict[str, Any]:
+) -> Promotion:
     """Write the run's recipe into the card. The length written is the chosen checkpoint's
     (``epoch``/``step`` here, else the latest ``- chosen:`` of ``kura run evaluate``), not
     the configured length, when one was chosen."""
@@ -173,7 +293,7 @@ def promote_run(
         )
     spec, _ = load_run(workspace, run_id)
     source = f"run {run_id}"
-    added: dict[str, Any] = {}
+    added: dict[str, object] = {}
     with workspace.lock():
         path = card_path(workspace, architecture)
         text = read_card(path) or f"# {architecture} — knowledge card\n"
@@ -192,12 +312,11 @@ def promote_run(
             added[key] = value
         if added:
             atomic_write_text(path, text)
-    return {
-        "kind": "knowledge-promote",
-        "run": run_id,
-        "architecture": architecture,
-        "task": task,
-        "added": added,
-        "chosen": None if chosen is None else {"unit": chosen[0], "value": chosen[1]},
-        "card": workspace.relative(path),
-    }
+    return Promotion(
+        run=run_id,
+        architecture=architecture,
+        task=task,
+        added=added,
+        chosen=None if chosen is None else Checkpoint(*chosen),
+        card=workspace.relative(path),
+    )

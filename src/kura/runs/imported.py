@@ -10,18 +10,48 @@ whether it finished.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
+from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace, new_run_id
 
-__all__ = ["IMPORT_FILE", "import_run", "imported_runs"]
+if TYPE_CHECKING:
+    from kura.backends.base import ImportedRun
+
+__all__ = ["IMPORT_FILE", "RunImport", "import_run", "imported_runs"]
 
 IMPORT_FILE = "import.json"
+
+
+@dataclass(frozen=True)
+class RunImport:
+    """``kura run import-aitk``: the run record ``id`` written from the trainer's own job
+    and logs (``record``), with the GPU class it ran on when named, and what to run next."""
+
+    id: str
+    record: ImportedRun
+    gpu: str | None
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "imported-run"
+
+    def record_document(self) -> dict[str, object]:
+        """The ``import.json`` document (everything but the job text and ``next``)."""
+        return {
+            "kind": self.kind,
+            **{k: v for k, v in asdict(self.record).items() if k != "job_text"},
+            "losses": [list(pair) for pair in self.record.losses],
+            "gpu": self.gpu,
+            "id": self.id,
+        }
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.record_document(), "next": next_list(*self.next)}
 
 
 def import_run(
@@ -31,7 +61,7 @@ def import_run(
     backend: str,
     gpu: str | None = None,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> RunImport:
     from kura.backends.base import Importer
     from kura.backends.registry import get_backend
 
@@ -43,23 +73,18 @@ def import_run(
         from kura.planning.gpus import get_gpu_class
 
         gpu = get_gpu_class(gpu).id
-    document = {
-        "kind": "imported-run",
-        **{k: v for k, v in asdict(record).items() if k != "job_text"},
-        "losses": [list(pair) for pair in record.losses],
-        "gpu": gpu,
-    }
     with workspace.lock():
         run_id = new_run_id(workspace.runs_dir, now)
         folder = workspace.run_dir(run_id)
         folder.mkdir(parents=True)
-        document["id"] = run_id
+        imported = RunImport(id=run_id, record=record, gpu=gpu)
         suffix = Path(record.source).suffix or ".yaml"
         atomic_write_text(folder / f"imported-job{suffix}", record.job_text)
         atomic_write_text(
-            folder / IMPORT_FILE, json.dumps(document, indent=2, sort_keys=True) + "\n"
+            folder / IMPORT_FILE,
+            json.dumps(imported.record_document(), indent=2, sort_keys=True) + "\n",
         )
-    return document
+    return imported
 
 
 def imported_runs(workspace: Workspace) -> list[dict[str, Any]]:

@@ -329,25 +329,10 @@ def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:
     """The backend's estimate document, with every step's cost under ``steps``."""
-    detail = written.detail.get("estimate")
-    document: dict[str, Any] = (
-        dict(detail.to_dict()) if hasattr(detail, "to_dict") else dict(written.detail)
-    )
-    document["steps"] = [
-        {
-            "step": c.step,
-            "kind": c.kind,
-            "peak_gib": c.peak_gib,
-            "upper_gib": c.upper_gib,
-            "host_ram_gib": c.host_ram_gib,
-            "seconds": c.seconds,
-            "seconds_band": c.seconds_band,
-            "fits": c.fits,
-            "source": c.source,
-            "notes": list(c.notes),
-        }
-        for c in written.costs
-    ]
+    from kura.runs.estimate import backend_estimate, cost_row
+
+    document: dict[str, Any] = backend_estimate(written)
+    document["steps"] = [cost_row(c) for c in written.costs]
     return document
 
 

@@ -10,17 +10,28 @@ step's cost comes with the backend's source, and the verdict is the worst step's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.errors import UsageError
+from kura.nextsteps import NextStep, next_list
+from kura.runs.estimate import Verdict, backend_estimate, cost_row, verdict
 from kura.spec.base import parse_value, set_dotted, validate_spec
 from kura.spec.run import RunSpec
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend, Evaluation, PlanInputs, StepCost
 
-__all__ = ["WHATIF_DATASET", "WhatIf", "estimate_whatif", "verdict", "whatif_inputs"]
+__all__ = [
+    "WHATIF_DATASET",
+    "WhatIf",
+    "WhatIfEstimate",
+    "WhatIfSettings",
+    "estimate_whatif",
+    "verdict",
+    "whatif_inputs",
+]
 
 WHATIF_DATASET = "what-if"
 """The one dataset of a what-if: a single item at ``--resolution`` (× ``--frames``)."""
@@ -49,8 +60,8 @@ class WhatIf:
     step: str | None = None
 
 
-def _assignments(sets: tuple[str, ...]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
+def _assignments(sets: tuple[str, ...]) -> dict[str, object]:
+    values: dict[str, object] = {}
     for assignment in sets:
         key, sep, raw = assignment.partition("=")
         if not sep or not key.strip():
@@ -62,7 +73,7 @@ def _assignments(sets: tuple[str, ...]) -> dict[str, Any]:
     return values
 
 
-def _check_keys(backend: Backend, architecture: str, explicit: dict[str, Any]) -> None:
+def _check_keys(backend: Backend, architecture: str, explicit: Mapping[str, object]) -> None:
     """Refuse a ``backend.config`` key the backend does not read for ``architecture``."""
     known = backend.config_keys(architecture)
     unknown = sorted(
@@ -141,35 +152,68 @@ def whatif_inputs(question: WhatIf) -> tuple[Backend, RunSpec, PlanInputs]:
     return backend, spec, inputs
 
 
-def verdict(costs: tuple[StepCost, ...]) -> dict[str, Any]:
-    """The verdict of the worst step: False when any step does not fit, None when a step
-    cannot be sized (or no GPU was named), True when every step fits."""
-    fits: bool | None
-    if any(c.fits is False for c in costs):
-        fits = False
-    elif costs and all(c.fits is True for c in costs):
-        fits = True
-    else:
-        fits = None
-    failing = [c for c in costs if c.fits is False]
-    sized = [c for c in costs if c.upper_gib is not None]
-    worst = max(failing or sized or list(costs), key=lambda c: c.upper_gib or 0.0, default=None)
-    return {
-        "fits": fits,
-        "worst_step": worst.step if worst else None,
-        "unsized": [c.step for c in costs if c.peak_gib is None and c.fits is not True],
-    }
+@dataclass(frozen=True)
+class WhatIfSettings:
+    """The configuration a what-if estimated, as the run spec it built has it."""
+
+    base: str
+    resolution: tuple[int, int]
+    frames: int
+    effective_batch: int
+    rank: int
+    optimizer: str
+    steps: int | None
+    items: int
+    backend_config: Mapping[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "base": self.base,
+            "resolution": list(self.resolution),
+            "frames": self.frames,
+            "effective_batch": self.effective_batch,
+            "rank": self.rank,
+            "optimizer": self.optimizer,
+            "steps": self.steps,
+            "items": self.items,
+            "backend_config": dict(self.backend_config),
+        }
 
 
-def _document(
+@dataclass(frozen=True)
+class WhatIfEstimate:
+    """``kura estimate``: the backend's own ``estimate`` document, every step's cost (or
+    the one step asked for), the configuration estimated and the worst step's verdict."""
+
+    estimate: Mapping[str, object]
+    steps: tuple[StepCost, ...]
+    backend: str
+    gpu: str | None
+    whatif: WhatIfSettings
+    verdict: Verdict
+    time_and_cost: Mapping[str, object] | None = None
+    """Every shown step's time summed with its band and priced (``TimeCost.to_dict``)."""
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "run-estimate"
+
+    def to_dict(self) -> dict[str, object]:
+        document = dict(self.estimate)
+        document["steps"] = [cost_row(c) for c in self.steps]
+        document.setdefault("kind", self.kind)
+        document["backend"] = self.backend
+        document["gpu"] = self.gpu
+        document["whatif"] = self.whatif.to_dict()
+        document["verdict"] = self.verdict.to_dict()
+        document["time_and_cost"] = None if self.time_and_cost is None else dict(self.time_and_cost)
+        document["next"] = next_list(*self.next)
+        return document
+
+
+def _result(
     backend: Backend, spec: RunSpec, written: Evaluation, question: WhatIf
-) -> dict[str, Any]:
-    from kura.runs.plan import estimate_document
-
-    document = estimate_document(written)
-    document.setdefault("kind", "run-estimate")
-    for row, cost in zip(document["steps"], written.costs, strict=True):
-        row["notes"] = list(cost.notes)
+) -> WhatIfEstimate:
+    estimate = backend_estimate(written)
     costs = written.costs
     if question.step is not None:
         names = [c.step for c in costs]
@@ -179,26 +223,31 @@ def _document(
                 hint=f"its steps: {', '.join(names)}",
             )
         costs = tuple(c for c in costs if c.step == question.step)
-        document["steps"] = [s for s in document["steps"] if s["step"] == question.step]
-    document["backend"] = backend.name
-    document.setdefault("gpu", question.gpu)
-    document["whatif"] = {
-        "base": spec.model.base,
-        "resolution": [question.width, question.height],
-        "frames": question.frames,
-        "effective_batch": spec.training.effective_batch,
-        "rank": spec.training.network.rank,
-        "optimizer": spec.training.optimizer,
-        "steps": spec.training.max_steps,
-        "items": 1,
-        "backend_config": dict(spec.backend.config),
-    }
-    document["verdict"] = verdict(costs)
-    document["time_and_cost"] = _time_and_cost(document, question, spec.execution.gpus)
-    return document
+    gpu = estimate.get("gpu") if "gpu" in estimate else question.gpu
+    return WhatIfEstimate(
+        estimate=estimate,
+        steps=costs,
+        backend=backend.name,
+        gpu=None if gpu is None else str(gpu),
+        whatif=WhatIfSettings(
+            base=spec.model.base,
+            resolution=(question.width, question.height),
+            frames=question.frames,
+            effective_batch=spec.training.effective_batch,
+            rank=spec.training.network.rank,
+            optimizer=spec.training.optimizer,
+            steps=spec.training.max_steps,
+            items=1,
+            backend_config=dict(spec.backend.config),
+        ),
+        verdict=verdict(costs),
+        time_and_cost=_time_and_cost(costs, question, spec.execution.gpus),
+    )
 
 
-def _time_and_cost(document: dict[str, Any], question: WhatIf, gpus: int) -> dict[str, Any]:
+def _time_and_cost(
+    costs: tuple[StepCost, ...], question: WhatIf, gpus: int
+) -> dict[str, object]:
     """Every shown step's time summed with its band, priced at the GPU class's cheapest
     offer (for all of the run's GPUs) when it has one."""
     from kura.planning.gpus import get_gpu_class
@@ -206,16 +255,17 @@ def _time_and_cost(document: dict[str, Any], question: WhatIf, gpus: int) -> dic
 
     offer = get_gpu_class(question.gpu).cheapest_offer() if question.gpu else None
     price = offer.usd_per_hour if offer is not None else None
-    return time_and_cost(document, None if price is None else price * gpus).to_dict()
+    rows = {"steps": [cost_row(c) for c in costs]}
+    return time_and_cost(rows, None if price is None else price * gpus).to_dict()
 
 
-def estimate_whatif(question: WhatIf) -> dict[str, Any]:
-    """The ``run-estimate`` document of ``question``: the backend's own estimate document,
-    every step's cost under ``steps`` (or the one ``question.step`` names), the verdict."""
+def estimate_whatif(question: WhatIf) -> WhatIfEstimate:
+    """The estimate of ``question``: the backend's own estimate document, every step's cost
+    (or the one ``question.step`` names), the verdict."""
     from kura.planning.gpus import get_gpu_class
 
     gpu = get_gpu_class(question.gpu) if question.gpu else None
     backend, spec, inputs = whatif_inputs(question)
     backend.check_settings(spec, inputs)
     written = backend.estimate(spec, inputs, gpu)
-    return _document(backend, spec, written, question)
+    return _result(backend, spec, written, question)

@@ -1,0 +1,251 @@
+"""The verbs typed after launch/status/list: each returns one frozen value whose
+``to_dict()`` is the command's ``--json`` document, key for key and in order, with the
+``next`` the CLI layer decides (:func:`kura.cli.nexts.followed`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.web.workspace_builder import BUNDLE, WebWorkspace, build_workspace
+
+from kura.backends.base import Finding, StepCost
+from kura.cli import nexts
+from kura.cli._output import escape_value, finite_json
+from kura.cli.main import main
+from kura.dataset.registry import DatasetList, DatasetSet, list_datasets, set_dataset_values
+from kura.doctor import DoctorResult, backend_doctor
+from kura.export.ema import EmaMerge, merge_ema
+from kura.images import ImageBuild
+from kura.models.checks import RoleVerdict
+from kura.models.fetch import FetchedFile, FetchResult
+from kura.models.filecheck import FileCheck, ModelCheck, check_files
+from kura.models.lockdoc import LockWritten, lock_bundle
+from kura.models.verify import Verification, verify_target
+from kura.nextsteps import NextStep
+from kura.runs.estimate import RunEstimate, Verdict, estimate_run, verdict
+from kura.runs.evidence import (
+    Checkpoint,
+    Measured,
+    Promotion,
+    RunEvaluation,
+    evaluate_run,
+    promote_run,
+)
+from kura.runs.whatif import WhatIf, WhatIfEstimate, estimate_whatif
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebWorkspace]:
+    from tests.export.lorafiles import musubi_lora, write_lora
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        built = build_workspace(tmp_path_factory.mktemp("typed"), monkeypatch)
+        output = built.workspace.run_dir(built.finished) / "output"
+        for seed, path in enumerate(sorted(output.glob("*.safetensors"))):
+            write_lora(path, musubi_lora("flux2", seed=seed))
+        yield built
+
+
+def _cli(*argv: str | Path) -> dict[str, Any]:
+    out = io.StringIO()
+    main(["--json", *map(str, argv)], stdout=out)
+    document: dict[str, Any] = json.loads(out.getvalue())
+    assert "error" not in document, document
+    return document
+
+
+def _as_json(value: Any) -> Any:
+    """``value.to_dict()`` as ``--json`` writes it (tuples as lists, NaN as null)."""
+    return json.loads(json.dumps(finite_json(value.to_dict()), default=str))
+
+
+def _same(value: Any, document: dict[str, Any]) -> None:
+    written = _as_json(value)
+    assert written == document
+    assert list(written) == list(document), "the keys keep their order"
+    assert written["kind"] == type(value).kind
+
+
+def test_run_and_whatif_estimates_are_their_documents(web: WebWorkspace) -> None:
+    ws = ["-w", str(web.workspace.root)]
+    estimate = estimate_run(web.workspace, web.drafted, gpu="rtx-4090")
+    assert isinstance(estimate, RunEstimate) and estimate.next == ()
+    assert all(isinstance(c, StepCost) for c in estimate.steps)
+    followed = nexts.followed(estimate, nexts.after_run_estimate)
+    assert [step.command for step in followed.next] == [f"kura run plan {web.drafted}"]
+    _same(followed, _cli(*ws, "run", "estimate", web.drafted, "--gpu", "rtx-4090"))
+    assert estimate.verdict == verdict(estimate.steps)
+
+    question = WhatIf(base="zimage-base", width=1024, height=1024, gpu="rtx-4090", step="train")
+    whatif = estimate_whatif(question)
+    assert isinstance(whatif, WhatIfEstimate)
+    assert [c.step for c in whatif.steps] == ["train"]
+    assert whatif.whatif.resolution == (1024, 1024) and whatif.backend == "musubi-tuner"
+    document = _cli(
+        *ws, "estimate", "--base", "zimage-base", "--gpu", "rtx-4090", "--step", "train"
+    )
+    _same(nexts.followed(whatif, nexts.after_whatif), document)
+    assert list(document)[-4:] == ["backend", "whatif", "verdict", "next"]
+
+
+def test_an_estimate_without_a_kind_of_its_own_gets_one_after_its_steps() -> None:
+    """AI-Toolkit's estimate document carries no ``kind``: it follows ``steps``."""
+    whatif = estimate_whatif(WhatIf(base="aitk-qwen-image", width=1024, height=1024))
+    document = _as_json(whatif)
+    keys = list(document)
+    assert "kind" not in whatif.estimate
+    assert keys.index("kind") == keys.index("steps") + 1
+    assert document["verdict"] == {"fits": None, "worst_step": "prepare", "unsized": ["train"]}
+
+
+def test_the_verdict_is_the_worst_step() -> None:
+    def cost(step: str, upper: float | None, fits: bool | None) -> StepCost:
+        return StepCost(step, "train", upper, upper, None, None, fits, "test")
+
+    costs = (cost("cache", 30.0, True), cost("train", 20.0, False), cost("sample", None, None))
+    assert verdict(costs) == Verdict(False, "train", ("sample",))
+    assert verdict(costs).to_dict() == {"fits": False, "worst_step": "train", "unsized": ["sample"]}
+    assert verdict(costs[:1]) == Verdict(True, "cache", ())
+    assert verdict(()) == Verdict(None, None, ())
+
+
+def test_evaluate_promote_and_merge_are_their_documents(web: WebWorkspace) -> None:
+    ws = ["-w", str(web.workspace.root)]
+    finished = web.finished
+    evaluation = evaluate_run(web.workspace, finished, rating=4, notes="fine", epoch=2)
+    assert isinstance(evaluation, RunEvaluation)
+    assert evaluation.chosen == Checkpoint("epoch", 2)
+    assert evaluation.measured.launched and evaluation.measured.state == "succeeded"
+    assert evaluation.next[0].command.startswith(f"kura knowledge promote {finished} --arch")
+    document = _cli(
+        *ws, "run", "evaluate", finished, "--rating", "4", "--notes", "fine", "--epoch", "2"
+    )
+    _same(evaluation, document)
+
+    promotion = promote_run(web.workspace, finished, architecture="flux2", task="style")
+    assert isinstance(promotion, Promotion) and promotion.chosen == Checkpoint("epoch", 2)
+    again = _cli(*ws, "knowledge", "promote", finished, "--arch", "flux2", "--task", "style")
+    assert again["added"] == {}  # written once, by the call above
+    promoted_again = promote_run(web.workspace, finished, architecture="flux2", task="style")
+    _same(nexts.followed(promoted_again, nexts.after_knowledge_promote), again)
+
+    merged = merge_ema(web.workspace, finished, beta=0.9)
+    assert isinstance(merged, EmaMerge) and merged.labels == ("epoch 1", "final")
+    assert merged.betas == (0.9,) and merged.beta2 == 0.9
+    merged_doc = _cli(*ws, "export", "merge-ema", finished, "--beta", "0.9")
+    _same(nexts.followed(merged, nexts.after_ema), merged_doc)
+
+
+def test_measured_facts_are_there_only_when_their_file_is() -> None:
+    assert Measured().to_dict() == {}
+    planned = Measured(planned=True, gpu="RTX 4090", estimated_peak_gib=20)
+    assert planned.to_dict() == {"gpu": "RTX 4090", "estimated_peak_gib": 20}
+    launched = Measured(launched=True, state="failed")
+    assert launched.to_dict() == {"state": "failed", "seconds_per_step": None, "steps": None}
+
+
+def test_dataset_set_and_list_are_their_documents(web: WebWorkspace) -> None:
+    ws = ["-w", str(web.workspace.root)]
+    changed = set_dataset_values(web.workspace, "myaku", ["intent.task=character"])
+    assert isinstance(changed, DatasetSet) and changed.intent.task == "character"
+    document = _cli(*ws, "dataset", "set", "myaku", "intent.task=character")
+    _same(nexts.followed(changed, nexts.after_dataset_set), document)
+    listing = list_datasets(web.workspace)
+    assert isinstance(listing, DatasetList) and [d.name for d in listing.datasets] == ["myaku"]
+    _same(nexts.followed(listing, nexts.after_dataset_list), _cli(*ws, "dataset", "list"))
+
+
+def test_model_verbs_are_their_documents(web: WebWorkspace, tmp_path: Path) -> None:
+    ws = ["-w", str(web.workspace.root)]
+    models = web.workspace.models_dir
+    verified = verify_target(BUNDLE, models_dir=models)
+    assert isinstance(verified, Verification) and verified.target_kind == "bundle"
+    document = _cli(*ws, "model", "verify", BUNDLE)
+    _same(nexts.followed(verified, nexts.after_model_verify), document)
+
+    locked = lock_bundle(web.workspace, BUNDLE)
+    assert isinstance(locked, LockWritten) and locked.bundle == BUNDLE and locked.written
+    document = _cli(*ws, "model", "lock", BUNDLE)
+    assert document["written"] is False  # the same files: the same bytes
+    again = lock_bundle(web.workspace, BUNDLE)
+    _same(nexts.followed(again, nexts.after_model_lock), document)
+
+    missing = tmp_path / "nothing.safetensors"
+    checked = check_files([missing])
+    assert isinstance(checked, ModelCheck) and checked.unreadable and not checked.ok
+    (entry,) = checked.files
+    assert entry.report is None and entry.error is not None
+    assert entry.to_dict()["verdict"] == {
+        "status": "refused",
+        "refusals": [entry.verdict.refusals[0]],
+        "warnings": [],
+    }
+    _same(nexts.followed(checked, nexts.after_model_check), _cli(*ws, "model", "check", missing))
+
+
+def test_an_unreadable_file_check_names_its_error() -> None:
+    refused = RoleVerdict("flux2", "dit", "refused", refusals=("bad",))
+    unreadable = FileCheck("/m/a.safetensors", None, refused, error={"message": "bad"})
+    assert unreadable.to_dict() == {
+        "path": "/m/a.safetensors",
+        "error": {"message": "bad"},
+        "verdict": {"status": "refused", "refusals": ["bad"], "warnings": []},
+    }
+
+
+def test_a_skipped_fetch_has_no_download_facts() -> None:
+    skipped = FetchedFile(
+        "text_encoder", "org/repo", None, "main", "skipped", None, None, (), ("snapshot",)
+    )
+    assert list(skipped.to_dict()) == [
+        "slot",
+        "repo",
+        "filename",
+        "revision",
+        "status",
+        "path",
+        "problems",
+        "warnings",
+    ]
+    result = FetchResult("zimage-base", "cache", (skipped,))
+    assert result.ok and result.to_dict()["ok"] is True
+
+
+def test_doctor_documents_of_the_machine_and_of_a_backend() -> None:
+    machine = DoctorResult(findings=(Finding("gpu", "warn", "none"),))
+    assert list(machine.to_dict()) == ["kind", "ok", "findings", "next"]
+    from kura.backends.base import DoctorReport
+
+    failed = Finding("env", "fail", "missing", "kura backend install toy")
+    report = DoctorReport("toy", (failed,), {"image": "kura/toy:1"})
+    result = nexts.followed(backend_doctor(report), nexts.after_backend_doctor)
+    document = result.to_dict()
+    assert list(document) == ["kind", "scope", "ok", "image", "findings", "next"]
+    assert document["ok"] is False and result.next == (
+        NextStep("kura backend install toy", "env: missing"),
+    )
+
+
+def test_image_build_is_its_document(web: WebWorkspace) -> None:
+    from kura.backends.registry import command_backend
+    from kura.images import build_image
+
+    built = build_image(command_backend("musubi").image(None), run=False)
+    assert isinstance(built, ImageBuild) and built.argv[:2] == ("docker", "build")
+    _same(
+        nexts.followed(built, nexts.after_image_build),
+        _cli("-w", web.workspace.root, "image", "build", "musubi"),
+    )
+
+
+def test_renderers_get_escaped_typed_values() -> None:
+    """People's output is drawn from the typed value with its strings escaped for Rich."""
+    evaluation = RunEvaluation("r", 3, "[bold]x", None, Measured(), "runs/[red]/notes.md")
+    escaped = escape_value(evaluation)
+    assert isinstance(escaped, RunEvaluation) and escaped.path == "runs/\\[red]/notes.md"
+    assert escaped.measured == Measured()
