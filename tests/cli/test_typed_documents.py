@@ -90,7 +90,8 @@ def test_run_and_whatif_estimates_are_their_documents(web: WebWorkspace) -> None
         *ws, "estimate", "--base", "zimage-base", "--gpu", "rtx-4090", "--step", "train"
     )
     _same(nexts.followed(whatif, nexts.after_whatif), document)
-    assert list(document)[-4:] == ["backend", "whatif", "verdict", "next"]
+    assert list(document)[-5:] == ["backend", "whatif", "verdict", "time_and_cost", "next"]
+    assert document["time_and_cost"]["by_step_hours"].keys() == {"train"}
 
 
 def test_an_estimate_without_a_kind_of_its_own_gets_one_after_its_steps() -> None:
