@@ -185,13 +185,19 @@ def parse_plain_yaml(text: str, *, source: str) -> dict[str, Any]:
     return data
 
 
+def _line(event: Any) -> str:
+    """The 1-based line an event starts on ("?" where libyaml gives no mark)."""
+    mark = event.start_mark
+    return "?" if mark is None else str(mark.line + 1)
+
+
 def _fast_step(event: Any, depth: int, source: str) -> int:
     """:func:`_step` for libyaml's events (the same rules, its own event classes)."""
     import yaml as pyyaml
 
     if isinstance(event, pyyaml.AliasEvent):
         raise InvalidInput(
-            f"{source} uses a YAML alias (line {event.start_mark.line + 1}); Kura files "
+            f"{source} uses a YAML alias (line {_line(event)}); Kura files "
             "allow no anchors or aliases",
             hint="write the value out in full where the alias (*name) stands",
             path=source,
@@ -206,7 +212,7 @@ def _fast_step(event: Any, depth: int, source: str) -> int:
         if not _encodable(event.value):
             raise InvalidInput(
                 f"{source} holds a string that is not valid Unicode (line "
-                f"{event.start_mark.line + 1}; a lone surrogate such as \\ud800)",
+                f"{_line(event)}; a lone surrogate such as \\ud800)",
                 hint="remove that escape or write the character it stands for",
                 path=source,
             )

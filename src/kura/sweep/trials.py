@@ -63,7 +63,7 @@ def trial_document(
         ]
     if gpu_class is not None:
         document.setdefault("execution", {})["gpu_class"] = gpu_class
-    return document
+    return dict(document)
 
 
 def make_trial_run(workspace: Workspace, document: dict[str, Any]) -> str:

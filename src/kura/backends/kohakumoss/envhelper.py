@@ -77,7 +77,7 @@ def _version(name: str) -> str | None:
 def _root() -> Path:
     from kohakumoss.cli.config.validate import repo_root
 
-    return repo_root()
+    return Path(repo_root())
 
 
 def cmd_versions(_: dict[str, Any]) -> dict[str, Any]:

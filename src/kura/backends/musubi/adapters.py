@@ -22,6 +22,7 @@ from kura.backends.musubi.adapter_model import (
     ConfigKey,
     Default,
     RoleFlag,
+    StepName,
     Variant,
 )
 
@@ -55,7 +56,7 @@ def _defaults(doc: str, **overrides: Default) -> dict[str, Default]:
     return base
 
 
-def _te_fp8(name: str, steps: tuple, help_text: str) -> ConfigKey:
+def _te_fp8(name: str, steps: tuple[StepName, ...], help_text: str) -> ConfigKey:
     return ConfigKey(name=name, kind="bool", flag=f"--{name}", steps=steps, help=help_text)
 
 
@@ -100,8 +101,8 @@ def _wan_variant(
     boundary: int | None = None,
     note: str = "",
 ) -> Variant:
-    step_flags: dict = {}
-    step_roles: dict = {}
+    step_flags: dict[StepName, tuple[str, ...]] = {}
+    step_roles: dict[StepName, tuple[RoleFlag, ...]] = {}
     if clip:
         step_roles["cache_latents"] = (RoleFlag("image_encoder", "--clip"),)
         step_roles["train"] = (RoleFlag("image_encoder", "--clip", required=False),)

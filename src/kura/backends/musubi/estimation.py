@@ -248,7 +248,7 @@ def steps_per_epoch(
     buckets: tuple[Any, ...], micro_batch: int, accumulation: int, gpus: int
 ) -> int:
     """Optimizer steps per epoch: batches never mix buckets (Musubi groups by bucket)."""
-    batches = sum(math.ceil(b.count / micro_batch) for b in buckets)
+    batches = sum(math.ceil(int(b.count) / micro_batch) for b in buckets)
     return max(1, math.ceil(batches / (accumulation * gpus)))
 
 
@@ -368,8 +368,8 @@ def control_area_factor(use: Any, variant: Any) -> int:
         control = [int(variant.control_resolution.value)]
     if control is None:
         return 1
-    c_width, c_height = (list(control) * 2)[:2]
-    return max(1, math.ceil(c_width * c_height / (width * height)))
+    c_width, c_height = (int(v) for v in (list(control) * 2)[:2])
+    return max(1, math.ceil(c_width * c_height / (int(width) * int(height))))
 
 
 def config_changes(estimate_config: Any) -> dict[str, Any]:
