@@ -65,8 +65,10 @@ def main() -> None:
             start = time.perf_counter()
             plan_run(workspace, run_id, gpu="rtx-4090")  # type: ignore[arg-type]
             warm.append(time.perf_counter() - start)
-        print(f"images {args.images}: first plan {cold:.2f} s, warm median "
-              f"{statistics.median(warm):.3f} s (min {min(warm):.3f}, target < 1 s)")
+        print(
+            f"images {args.images}: first plan {cold:.2f} s, warm median "
+            f"{statistics.median(warm):.3f} s (min {min(warm):.3f}, target < 1 s)"
+        )
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()

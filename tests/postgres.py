@@ -58,7 +58,10 @@ class PostgresServer:
     def run(self, tool: str, *args: str) -> None:
         subprocess.run(
             [*self.prefix, str(self.bindir / tool), *args],
-            check=True, capture_output=True, text=True, timeout=120,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     def new_database(self) -> str:
@@ -86,8 +89,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     try:
         server.run("initdb", "-D", str(data), "-A", "trust", "-U", "kura", "--no-sync")
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
-        server.run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w",
-                   "start")
+        server.run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start")
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(root, ignore_errors=True)
         pytest.fail(f"could not start PostgreSQL: {exc.stderr or exc.stdout}")
@@ -96,6 +98,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-            capture_output=True, check=False, timeout=120,
+            capture_output=True,
+            check=False,
+            timeout=120,
         )
         shutil.rmtree(root, ignore_errors=True)

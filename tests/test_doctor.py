@@ -140,9 +140,12 @@ def test_a_host_checkout_kura_toml_names_must_be_the_trainers(
             1,
         )
     )
-    assert _by_check(backend_doctor(command_backend("musubi").doctor(workspace)))[
-        "musubi checkout"
-    ]["status"] == "ok"
+    assert (
+        _by_check(backend_doctor(command_backend("musubi").doctor(workspace)))["musubi checkout"][
+            "status"
+        ]
+        == "ok"
+    )
     found = _by_check(backend_doctor(get_backend("ai-toolkit").doctor(workspace)))
     assert found["ai-toolkit checkout"]["status"] == "fail"
     assert "aitk_checkout" in found["ai-toolkit checkout"]["fix"]

@@ -77,7 +77,8 @@ def test_command_modules_do_not_import_the_entry_point() -> None:
     offenders = [
         str(path.relative_to(SRC))
         for path in modules("cli")
-        if path.name != "main.py" and "kura.cli.main" in imports(path)
+        if path.name != "main.py"
+        and "kura.cli.main" in imports(path)
         and path.name != "demo.py"  # the demo runs the entry point, inside its function
     ]
     assert offenders == []

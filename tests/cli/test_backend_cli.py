@@ -49,8 +49,10 @@ def test_a_failing_install_command_stops_with_its_exit_code(kura, moss_env: Path
     assert not (moss_env / "bin" / "python").exists()
 
 
-@pytest.mark.parametrize(("name", "how"), [("musubi", "kura image build musubi-tuner"),
-                                           ("ai-toolkit", "kura image build ai-toolkit")])
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [("musubi", "kura image build musubi-tuner"), ("ai-toolkit", "kura image build ai-toolkit")],
+)
 def test_a_trainer_kura_does_not_install_says_how_it_comes(kura, name: str, how: str) -> None:
     result = kura("backend", "install", name, "--json")
     assert result.exit_code != 0

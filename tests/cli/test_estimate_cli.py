@@ -49,7 +49,13 @@ def test_one_step_is_shown_with_its_own_verdict(kura) -> None:
     rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
     assert [row.split("│")[1].strip() for row in rows] == ["cache_latents"]
     doc = kura(
-        "estimate", "--base", "zimage-base", "--gpu", "rtx-4090", "--step", "cache_latents",
+        "estimate",
+        "--base",
+        "zimage-base",
+        "--gpu",
+        "rtx-4090",
+        "--step",
+        "cache_latents",
         "--json",
     ).json()
     assert [s["step"] for s in doc["steps"]] == ["cache_latents"]
@@ -122,8 +128,14 @@ def test_batch_is_the_recipes_effective_batch(kura) -> None:
     assert doc["whatif"]["effective_batch"] == 4
     assert (doc["config"]["micro_batch"], doc["config"]["grad_accum"]) == (1, 4)
     micro = kura(
-        "estimate", "--base", "zimage-base", "--batch", "4",
-        "--set", "backend.config.batch_size=2", "--json",
+        "estimate",
+        "--base",
+        "zimage-base",
+        "--batch",
+        "4",
+        "--set",
+        "backend.config.batch_size=2",
+        "--json",
     ).json()
     assert (micro["config"]["micro_batch"], micro["config"]["grad_accum"]) == (2, 2)
 

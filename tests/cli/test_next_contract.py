@@ -333,8 +333,12 @@ def test_a_backend_doctor_points_at_each_fix_that_is_a_command() -> None:
         "scope": "kohakumoss",
         "ok": False,
         "findings": [
-            {"check": "environment", "status": "fail", "detail": "missing",
-             "fix": "kura backend install kohakumoss"},
+            {
+                "check": "environment",
+                "status": "fail",
+                "detail": "missing",
+                "fix": "kura backend install kohakumoss",
+            },
             {"check": "gpu", "status": "warn", "detail": "no GPU", "fix": "run on a GPU machine"},
             {"check": "python", "status": "ok", "detail": "3.11", "fix": ""},
         ],
@@ -356,8 +360,7 @@ def test_an_image_build_says_run_it_then_check_it() -> None:
 
 
 def test_a_whatif_estimate_leads_to_a_run() -> None:
-    doc = {"whatif": {"base": "zimage-base"}, "backend": "musubi-tuner",
-           "verdict": {"fits": False}}
+    doc = {"whatif": {"base": "zimage-base"}, "backend": "musubi-tuner", "verdict": {"fits": False}}
     (step,) = nexts.after_whatif(doc)
     assert step["command"] == (
         "kura run new --dataset NAME --base zimage-base --backend musubi-tuner"

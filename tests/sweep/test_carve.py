@@ -37,8 +37,13 @@ early_stop: {enabled: false}
 # targets 0..5; 0–3 have one control (same stem), 4 and 5 two each (_0, _1); 1_x.png is a
 # target of its own whose stem starts with another target's: pairing claims longest first
 CONTROLS = {
-    "0": ["0.png"], "1": ["1.png"], "2": ["2.jpg"], "3": ["3.png"],
-    "4": ["4_0.png", "4_1.png"], "5": ["5_0.png", "5_1.png"], "1_x": ["1_x.png"],
+    "0": ["0.png"],
+    "1": ["1.png"],
+    "2": ["2.jpg"],
+    "3": ["3.png"],
+    "4": ["4_0.png", "4_1.png"],
+    "5": ["5_0.png", "5_1.png"],
+    "1_x": ["1_x.png"],
 }
 
 
@@ -58,9 +63,13 @@ def _add_paired(ws: Workspace, tmp_path: Path, name: str = "edits") -> None:
     targets, control = _paired(tmp_path / "incoming-pairs")
     add_dataset(ws, name, targets, control=control, resolution=(512, 512))
     set_dataset_values(
-        ws, name,
-        ["intent.task=paired-edit", "intent.trigger=myaku",
-         "intent.pair_direction=control-to-target"],
+        ws,
+        name,
+        [
+            "intent.task=paired-edit",
+            "intent.trigger=myaku",
+            "intent.pair_direction=control-to-target",
+        ],
     )
 
 
@@ -74,8 +83,12 @@ def _paired_run(ws: Workspace) -> str:
         datasets=["edits"],
         base="zimage-base",
         backend="toy-trainer",
-        sets=["execution.executor=host", "training.epochs=", "training.max_steps=4",
-              "datasets=[{name: edits, resolution: [512, 512], control_resolution: [768, 768]}]"],
+        sets=[
+            "execution.executor=host",
+            "training.epochs=",
+            "training.max_steps=4",
+            "datasets=[{name: edits, resolution: [512, 512], control_resolution: [768, 768]}]",
+        ],
         now=datetime(2026, 12, 1, 9, 30),
     ).run_id
 
@@ -114,9 +127,7 @@ def test_paired_data_is_carved_pair_by_pair_and_trials_train_on_the_training_par
             source = originals / ("control" if path.parent == controls[part] else "media")
             assert path.stat().st_ino == (source / path.name).stat().st_ino
     assert seen_targets == set(CONTROLS)
-    assert {p.removesuffix(".png") for p in held} == {
-        p.stem for p in parts["val"].glob("*.png")
-    }
+    assert {p.removesuffix(".png") for p in held} == {p.stem for p in parts["val"].glob("*.png")}
     assert sorted(split["held_out_controls"]["edits"]) == sorted(
         c for p in held for c in CONTROLS[p.removesuffix(".png")]
     )
@@ -189,8 +200,10 @@ def test_paired_data_is_carved_pair_by_pair_and_trials_train_on_the_training_par
     ("controls", "named"),
     [
         ({**CONTROLS, "3": []}, ["3.png (no control image)"]),
-        ({**CONTROLS, "3": ["3.png", "3_a.png"]},
-         ["3.png (control(s) 3_a.png do not end in _<number>)"]),
+        (
+            {**CONTROLS, "3": ["3.png", "3_a.png"]},
+            ["3.png (control(s) 3_a.png do not end in _<number>)"],
+        ),
         ({**CONTROLS, "extra": []}, ["extra.png (no control image)"]),
     ],
 )
@@ -218,9 +231,7 @@ def test_an_orphan_control_is_refused(ws: Workspace, tmp_path: Path) -> None:
         carve_split(ws, "sw-x", tmp_path / "sw-x", ["edits"], 0.3)
 
 
-def test_a_video_dataset_loses_no_clip_caption_or_frame_fact(
-    ws: Workspace, tmp_path: Path
-) -> None:
+def test_a_video_dataset_loses_no_clip_caption_or_frame_fact(ws: Workspace, tmp_path: Path) -> None:
     clips = Builder(tmp_path / "clips")
     for index, frames in enumerate((9, 13, 17, 21)):
         clips.video(f"clip{index}.mp4", frames, fps=8 + index, caption=f"myaku clip {index}")
@@ -242,14 +253,13 @@ def test_a_video_dataset_loses_no_clip_caption_or_frame_fact(
                 clips.root / f"{clip.stem}.txt"
             ).read_text()
     assert carved == rows
-    assert split.held_out["clips"] == [
-        p for p in split.held_out["clips"] if p.endswith(".mp4")
-    ] and len(split.held_out["clips"]) == 1
+    assert (
+        split.held_out["clips"] == [p for p in split.held_out["clips"] if p.endswith(".mp4")]
+        and len(split.held_out["clips"]) == 1
+    )
 
 
-def test_videos_with_a_control_folder_are_not_carved_blind(
-    ws: Workspace, tmp_path: Path
-) -> None:
+def test_videos_with_a_control_folder_are_not_carved_blind(ws: Workspace, tmp_path: Path) -> None:
     clips = Builder(tmp_path / "clips")
     for index in range(3):
         clips.video(f"clip{index}.mp4", 9)

@@ -28,8 +28,7 @@ def test_the_cli_does_not_import_optuna_at_start_up() -> None:
         "import sys; from kura.cli.main import main; main(['sweep', '--help']); "
         "print('optuna' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
@@ -37,8 +36,9 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     run = base_run(ws)
     root = str(ws.root)
     space = str(write_space(tmp_path))
-    code, created = _json("-w", root, "sweep", "new", "--from", run, "--space", space,
-                          "--trials", "2")
+    code, created = _json(
+        "-w", root, "sweep", "new", "--from", run, "--space", space, "--trials", "2"
+    )
     assert code == 0 and created["kind"] == "sweep"
     sweep_id = created["id"]
     code, error = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie")
@@ -47,8 +47,9 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     assert code == 0 and _commands(plan) == [f"kura sweep approve {sweep_id}"]
     code, approval = _json("-w", root, "sweep", "approve", sweep_id)
     assert code == 0 and _commands(approval) == [f"kura sweep worker {sweep_id}"]
-    code, worker = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie",
-                         "--seed", "5")
+    code, worker = _json(
+        "-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie", "--seed", "5"
+    )
     assert code == 0 and len(worker["trials"]) == 2, worker
     assert _commands(worker) == [f"kura sweep status {sweep_id}", f"kura sweep report {sweep_id}"]
     code, status = _json("-w", root, "sweep", "status", sweep_id)

@@ -32,11 +32,27 @@ LEASE = "3"
 
 
 def _worker(ws: Workspace, sweep_id: str, seed: int, env: dict[str, str]) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "kura", "--json", "-w", str(ws.root), "sweep", "worker",
-            sweep_id, "--gpu", "h100-pcie", "--seed", str(seed), "--lease-seconds", LEASE]
+    argv = [
+        sys.executable,
+        "-m",
+        "kura",
+        "--json",
+        "-w",
+        str(ws.root),
+        "sweep",
+        "worker",
+        sweep_id,
+        "--gpu",
+        "h100-pcie",
+        "--seed",
+        str(seed),
+        "--lease-seconds",
+        LEASE,
+    ]
     log = open(ws.root / f"worker-{seed}.log", "wb")  # noqa: SIM115  (closed by the process end)
-    return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def _study(url: str, name: str):  # type: ignore[no-untyped-def]
@@ -51,11 +67,13 @@ def test_workers_share_a_postgres_study_and_a_dead_workers_trial_is_requeued_onc
     ws: Workspace, tmp_path: Path, pg_url: str, toy_env: dict[str, str]
 ) -> None:
     run = base_run(ws, "backend.config.step_sleep=1.0")
-    sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=TRIALS,
-                      storage=pg_url)
+    sweep = new_sweep(
+        ws, base_run=run, space=write_space(tmp_path, SPACE), trials=TRIALS, storage=pg_url
+    )
     sweep_id = sweep["id"]
-    assert json.loads((ws.root / "sweeps" / sweep_id / "sweep.json").read_text())["storage"] \
-        == pg_url
+    assert (
+        json.loads((ws.root / "sweeps" / sweep_id / "sweep.json").read_text())["storage"] == pg_url
+    )
     plan_sweep(ws, sweep_id, gpu="h100-pcie")
     approve_sweep(ws, sweep_id)
     env = {**toy_env, "PYTHONPATH": toy_env["PYTHONPATH"]}
@@ -67,9 +85,12 @@ def test_workers_share_a_postgres_study_and_a_dead_workers_trial_is_requeued_onc
     while time.monotonic() < deadline and victim is None:
         for trial in _study(pg_url, sweep_id).get_trials(deepcopy=False):
             run_id = trial.user_attrs.get("kura.run_id")
-            if (trial.state.name == "RUNNING" and run_id
-                    and trial.user_attrs.get("kura.worker", "").endswith(f":{doomed.pid}")
-                    and (ws.run_dir(run_id) / "logs" / "train.log").exists()):
+            if (
+                trial.state.name == "RUNNING"
+                and run_id
+                and trial.user_attrs.get("kura.worker", "").endswith(f":{doomed.pid}")
+                and (ws.run_dir(run_id) / "logs" / "train.log").exists()
+            ):
                 victim = trial
         time.sleep(0.2)
     assert victim is not None, (ws.root / "worker-11.log").read_text()
@@ -77,7 +98,7 @@ def test_workers_share_a_postgres_study_and_a_dead_workers_trial_is_requeued_onc
     doomed.wait(timeout=30)
     others = [_worker(ws, sweep_id, seed, env) for seed in (12, 13)]
     for process in others:
-        assert process.wait(timeout=300) == 0, (ws.root / f"worker-{process.args[-5]}.log")
+        assert process.wait(timeout=300) == 0, ws.root / f"worker-{process.args[-5]}.log"
 
     trials = _study(pg_url, sweep_id).get_trials(deepcopy=False)
     lost = [t for t in trials if t.user_attrs.get("kura.lost")]
@@ -104,7 +125,8 @@ def test_workers_share_a_postgres_study_and_a_dead_workers_trial_is_requeued_onc
     # caches once on this machine
     prepared = [
         read_state(ws.run_dir(r.run_id)).step("prepare").status
-        for r in records.values() if r.status == "complete"
+        for r in records.values()
+        if r.status == "complete"
     ]
     assert prepared.count("succeeded") <= 1 and prepared.count("skipped") >= TRIALS - 1
     assert {r.gpu_class for r in records.values()} == {"h100-pcie"}

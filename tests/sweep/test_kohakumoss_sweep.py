@@ -43,9 +43,11 @@ def test_a_kohakumoss_sweep_scores_real_trials_by_their_held_out_loss(
     axis = "training.learning_rate"
     assert axis in keys.keys
     space = tmp_path / "space.yaml"
-    space.write_text(f"axes:\n  {axis}: {{low: 1.0e-5, high: 1.0e-3, log: true}}\n"
-                     "objective: {metric: heldout_loss, validation_fraction: 0.25}\n"
-                     "early_stop: {enabled: false}\n")
+    space.write_text(
+        f"axes:\n  {axis}: {{low: 1.0e-5, high: 1.0e-3, log: true}}\n"
+        "objective: {metric: heldout_loss, validation_fraction: 0.25}\n"
+        "early_stop: {enabled: false}\n"
+    )
     sweep = new_sweep(workspace, base_run=run_id, space=space, trials=2)
     plan_sweep(workspace, sweep["id"], gpu="h100-pcie")
     approve_sweep(workspace, sweep["id"])

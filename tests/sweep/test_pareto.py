@@ -51,6 +51,7 @@ def _space(tmp_path: Path, judge_name: str = "judge", extra: str = "") -> Path:
 
 def _front(points: dict[int, tuple[float, float]]) -> set[int]:
     """Trials no other beats on both (loss down, judge up), computed here independently."""
+
     def beats(a: tuple[float, float], b: tuple[float, float]) -> bool:
         return a[0] <= b[0] and a[1] >= b[1] and a != b
 
@@ -59,12 +60,15 @@ def _front(points: dict[int, tuple[float, float]]) -> set[int]:
 
 def _ready(ws: Workspace, tmp_path: Path, space: Path, trials: int) -> str:
     card = ws.knowledge_dir / "zimage.md"
-    card.write_text(card.read_text() + '\n## character\n- sweep.curated.mid: '
-                    '{"training.learning_rate": 0.0003} — source: agent (test)\n')
+    card.write_text(
+        card.read_text() + "\n## character\n- sweep.curated.mid: "
+        '{"training.learning_rate": 0.0003} — source: agent (test)\n'
+    )
     run = base_run(ws, "training.learning_rate=0.0001")
     created = new_sweep(ws, base_run=run, space=space, trials=trials)
-    assert created["early_stop"]["enabled"] is False and "cannot prune" in created[
-        "early_stop_note"]
+    assert (
+        created["early_stop"]["enabled"] is False and "cannot prune" in created["early_stop_note"]
+    )
     plan = plan_sweep(ws, created["id"], gpu="h100-pcie")
     assert plan["objective"]["mode"] == "pareto" and "judge_weight" not in plan["objective"]
     approve_sweep(ws, created["id"])
@@ -173,8 +177,11 @@ def test_a_trial_the_judge_did_not_score_is_told_failed_and_says_why(
 @pytest.mark.parametrize(
     ("objective", "early_stop", "message"),
     [
-        ('{mode: pareto, judge: "m:f"}', "early_stop: {min_resource: 2}\n",
-         "early_stop with objective.mode pareto"),
+        (
+            '{mode: pareto, judge: "m:f"}',
+            "early_stop: {min_resource: 2}\n",
+            "early_stop with objective.mode pareto",
+        ),
         ("{mode: pareto, judge: ratings}", "", "cannot use judge `ratings`"),
         ("{mode: pareto}", "", "mode pareto needs a judge"),
         ('{mode: pareto, judge: "m:f", judge_weight: 0.3}', "", "judge_weight folds"),
@@ -204,8 +211,12 @@ def test_a_weighted_space_keeps_its_digest_and_documents(tmp_path: Path) -> None
     assert "mode" not in document["objective"] and document["early_stop"]["enabled"] is True
     before = {
         "axes": document["axes"],
-        "objective": {"metric": "heldout_loss", "validation_fraction": 0.2, "judge": None,
-                      "judge_weight": 0.5},
+        "objective": {
+            "metric": "heldout_loss",
+            "validation_fraction": 0.2,
+            "judge": None,
+            "judge_weight": 0.5,
+        },
         "early_stop": {"enabled": True, "min_resource": 2, "reduction_factor": 3},
     }
     canonical = json.dumps(before, sort_keys=True)

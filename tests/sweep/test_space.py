@@ -38,15 +38,27 @@ def test_a_good_space_has_typed_axes(tmp_path: Path, toy_env: object) -> None:
 @pytest.mark.parametrize(
     ("axis", "message", "hint"),
     [
-        ("training.scheduler: {choices: [cosine]}", "not a key backend toy-trainer lets",
-         "searchable keys: training.learning_rate"),
-        ("backend.config.shrink_activations: {choices: [true, false]}", "not a recipe key",
-         "memory aids"),
-        ("training.learning_rate: {low: 0.0, high: 0.1}", "outside the trainer's limits",
-         "narrow the range to (0.0, 1.0]"),
+        (
+            "training.scheduler: {choices: [cosine]}",
+            "not a key backend toy-trainer lets",
+            "searchable keys: training.learning_rate",
+        ),
+        (
+            "backend.config.shrink_activations: {choices: [true, false]}",
+            "not a recipe key",
+            "memory aids",
+        ),
+        (
+            "training.learning_rate: {low: 0.0, high: 0.1}",
+            "outside the trainer's limits",
+            "narrow the range to (0.0, 1.0]",
+        ),
         ("training.network.rank: {low: 1, high: 4096}", "4096 is outside", "[1, 512]"),
-        ("training.optimizer: {choices: [prodigy]}", "not a value the trainer accepts",
-         "adamw, sgd"),
+        (
+            "training.optimizer: {choices: [prodigy]}",
+            "not a value the trainer accepts",
+            "adamw, sgd",
+        ),
         ("training.network.rank: {low: 1.5, high: 8}", "takes whole numbers", ""),
     ],
 )
@@ -61,8 +73,9 @@ def test_bad_axes_name_the_fix(
 
 def test_an_unknown_key_in_the_space_file_is_refused(tmp_path: Path, toy_env: object) -> None:
     with pytest.raises(SpecError, match="unknown key `trials`"):
-        _check(tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n"
-               "trials: 4\n")
+        _check(
+            tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\ntrials: 4\n"
+        )
 
 
 def test_musubi_exposes_its_parsers_keys_and_no_heldout_loss(tmp_path: Path) -> None:
@@ -72,8 +85,11 @@ def test_musubi_exposes_its_parsers_keys_and_no_heldout_loss(tmp_path: Path) -> 
     assert not any(k.startswith("backend.") for k in keys.keys)
     assert "rex" in keys.keys["training.scheduler"].choices
     with pytest.raises(SpecError, match="reports no held-out loss") as caught:
-        _check(tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n",
-               backend="musubi-tuner")
+        _check(
+            tmp_path,
+            "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n",
+            backend="musubi-tuner",
+        )
     assert "train_loss" in (caught.value.hint or "")
     # an optimizer class by dotted path is accepted, as Musubi's get_optimizer does
     _check(
@@ -88,8 +104,10 @@ def test_kohakumoss_accepts_the_held_out_loss_objective(tmp_path: Path) -> None:
     keys = get_backend("kohakumoss").search_keys("moss_image")
     assert keys.heldout_loss is True
     path = tmp_path / "space.yaml"
-    path.write_text("axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n"
-                    "objective: {metric: heldout_loss}\n")
+    path.write_text(
+        "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n"
+        "objective: {metric: heldout_loss}\n"
+    )
     spec, digest = load_space(path)
     space = check_space(spec, digest, keys, backend="kohakumoss", source=path)
     assert space.spec.objective.metric == "heldout_loss"  # type: ignore[attr-defined]

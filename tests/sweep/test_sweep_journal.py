@@ -94,8 +94,17 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     report = sweep_report(ws, sweep_id)
     # a weighted sweep's report is what it was before objective modes (the web page reads it)
     assert set(report) == {
-        "kind", "sweep", "base_run", "objective", "rows", "best", "best_interval",
-        "best_interval_note", "importance", "importance_note", "step_times_by_gpu_class",
+        "kind",
+        "sweep",
+        "base_run",
+        "objective",
+        "rows",
+        "best",
+        "best_interval",
+        "best_interval_note",
+        "importance",
+        "importance_note",
+        "step_times_by_gpu_class",
         "parallel_coordinates",
     }
     assert set(report["objective"]) == {"metric", "validation_fraction", "judge", "judge_weight"}
@@ -172,8 +181,12 @@ def test_an_unreachable_storage_is_a_clear_error(ws: Workspace, tmp_path: Path) 
     run = base_run(ws)
     unreachable = r"cannot reach the sweep storage postgresql://kura@127\.0\.0\.1:1/x"
     with pytest.raises(CheckFailed, match=unreachable) as caught:
-        new_sweep(ws, base_run=run, space=write_space(tmp_path, GATED),
-                  storage="postgresql://kura:secret@127.0.0.1:1/x")
+        new_sweep(
+            ws,
+            base_run=run,
+            space=write_space(tmp_path, GATED),
+            storage="postgresql://kura:secret@127.0.0.1:1/x",
+        )
     assert "secret" not in caught.value.message
     assert "start PostgreSQL" in caught.value.hint
     assert not (ws.root / "sweeps").exists() or not list((ws.root / "sweeps").iterdir())
@@ -182,8 +195,13 @@ def test_an_unreachable_storage_is_a_clear_error(ws: Workspace, tmp_path: Path) 
 def test_a_space_outside_the_trainers_limits_writes_nothing(ws: Workspace, tmp_path: Path) -> None:
     run = base_run(ws)
     with pytest.raises(SpecError, match="outside the trainer's limits"):
-        new_sweep(ws, base_run=run, space=write_space(
-            tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 3.0}\n"))
+        new_sweep(
+            ws,
+            base_run=run,
+            space=write_space(
+                tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 3.0}\n"
+            ),
+        )
     assert not (ws.root / "sweeps").exists() or not list((ws.root / "sweeps").iterdir())
 
 

@@ -92,9 +92,7 @@ def build_sweep_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> SweepW
     add_dataset(workspace, "myaku", write_folder(root / "incoming", 5), resolution=(1024, 1024))
     set_dataset_values(workspace, "myaku", ["intent.task=character"])
     run = base_run(workspace)
-    created = new_sweep(
-        workspace, base_run=run, space=write_space(root, SPACE), trials=TRIALS
-    )
+    created = new_sweep(workspace, base_run=run, space=write_space(root, SPACE), trials=TRIALS)
     sweep_id = str(created["id"])
     plan_sweep(workspace, sweep_id, gpu="h100-pcie")
     approve_sweep(workspace, sweep_id)

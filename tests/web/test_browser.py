@@ -230,8 +230,12 @@ def test_pareto_sweep_page_draws_its_front(
 ) -> None:
     from kura.sweep.report import analyse_sweep
 
-    front = [r.number for r in analyse_sweep(pareto_swept.workspace, pareto_swept.sweep,
-                                             read_only=True).pareto_front]
+    front = [
+        r.number
+        for r in analyse_sweep(
+            pareto_swept.workspace, pareto_swept.sweep, read_only=True
+        ).pareto_front
+    ]
     page.goto(pareto_url + "/sweeps")
     sync_api.expect(page.locator(f'tr[data-sweep="{pareto_swept.sweep}"]')).to_contain_text(
         f"Pareto front: {len(front)} trials"
@@ -245,10 +249,12 @@ def test_pareto_sweep_page_draws_its_front(
     sync_api.expect(scatter.locator("circle.front-dot")).to_have_count(len(front))
     sync_api.expect(scatter.locator("polyline.pareto-front")).to_be_visible()
     sync_api.expect(page.locator("table.front tbody tr")).to_have_count(len(front))
-    sync_api.expect(page.locator('[data-chart="importance-loss"] svg rect.bar').first
-                    ).to_be_visible()
-    sync_api.expect(page.locator('[data-chart="parallel"] svg polyline.pc-best').first
-                    ).to_be_visible()
+    sync_api.expect(
+        page.locator('[data-chart="importance-loss"] svg rect.bar').first
+    ).to_be_visible()
+    sync_api.expect(
+        page.locator('[data-chart="parallel"] svg polyline.pc-best').first
+    ).to_be_visible()
     sync_api.expect(page.locator(f'[data-field="promote-{front[0]}"]')).to_have_text(
         f"kura sweep promote {pareto_swept.sweep} --trial {front[0]}"
     )

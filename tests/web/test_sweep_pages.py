@@ -176,8 +176,9 @@ def test_parallel_coordinates_draw_one_line_per_complete_trial(swept: SweepWorks
     chart = text[text.index('data-chart="parallel"') :]
     chart = chart[: chart.index("</svg>")]
     assert chart.count("<svg") == 1 and "<script" not in chart
-    lines = re.findall(r'<polyline class="pc-trial[^"]*" data-trial="(\d+)" points="([^"]+)"',
-                       chart)
+    lines = re.findall(
+        r'<polyline class="pc-trial[^"]*" data-trial="(\d+)" points="([^"]+)"', chart
+    )
     assert sorted(int(n) for n, _ in lines) == sorted(r["number"] for r in complete)
     assert all(len(points.split()) == 4 for _, points in lines)  # 3 params + the objective
     scales = dict(re.findall(r'class="pc-axis" data-axis="([^"]+)" data-scale="(\w+)"', chart))
@@ -207,11 +208,24 @@ def test_an_axis_widens_to_a_value_outside_the_space() -> None:
     lr = CheckedAxis("training.learning_rate", "float", 1e-4, 1e-2, True, None, (), "t")
     opt = CheckedAxis("training.optimizer", "choice", None, None, False, None, ("adamw",), "t")
     row = TrialRow(
-        number=0, state="COMPLETE", status="complete",
+        number=0,
+        state="COMPLETE",
+        status="complete",
         params={"training.learning_rate": 1e-5, "training.optimizer": "lion"},
-        source="baseline", objective=0.5, told=0.5, loss=0.5, judge_scores=[],
-        gpu_class=None, host=None, worker=None, run=None, estimate=None, stopped=None,
-        reason=None, requeued_from=None, gpu_hours=None,
+        source="baseline",
+        objective=0.5,
+        told=0.5,
+        loss=0.5,
+        judge_scores=[],
+        gpu_class=None,
+        host=None,
+        worker=None,
+        run=None,
+        estimate=None,
+        stopped=None,
+        reason=None,
+        requeued_from=None,
+        gpu_hours=None,
     )
     axes = pc_axes([lr, opt], [row])
     assert axes[0].low == 1e-5 and axes[0].high == 1e-2
@@ -279,8 +293,12 @@ def _add_hostile_trial(workspace: Workspace, sweep_id: str) -> dict[str, str]:
             distributions=space.distributions(),
             user_attrs={
                 "kura.status": "pruned",
-                "kura.stopped": {"by": "successive halving (asynchronous)", "step": 2,
-                                 "loss": 0.8, "why": hostile["reason"]},
+                "kura.stopped": {
+                    "by": "successive halving (asynchronous)",
+                    "step": 2,
+                    "loss": 0.8,
+                    "why": hostile["reason"],
+                },
             },
         )
     )
@@ -364,17 +382,42 @@ def test_a_missing_journal_is_an_error_and_is_not_created(
 def test_the_report_json_document_keeps_its_shape(swept: SweepWorkspace) -> None:
     report = sweep_report(swept.workspace, swept.sweep)
     assert list(report) == [
-        "kind", "sweep", "base_run", "objective", "rows", "best", "best_interval",
-        "best_interval_note", "importance", "importance_note", "step_times_by_gpu_class",
+        "kind",
+        "sweep",
+        "base_run",
+        "objective",
+        "rows",
+        "best",
+        "best_interval",
+        "best_interval_note",
+        "importance",
+        "importance_note",
+        "step_times_by_gpu_class",
         "parallel_coordinates",
     ]
     assert list(report["rows"][0]) == [
-        "number", "state", "status", "params", "source", "objective", "told", "loss",
-        "judge_scores", "gpu_class", "host", "worker", "run", "estimate", "stopped", "reason",
-        "requeued_from", "gpu_hours",
+        "number",
+        "state",
+        "status",
+        "params",
+        "source",
+        "objective",
+        "told",
+        "loss",
+        "judge_scores",
+        "gpu_class",
+        "host",
+        "worker",
+        "run",
+        "estimate",
+        "stopped",
+        "reason",
+        "requeued_from",
+        "gpu_hours",
     ]
-    assert report["best"] == next(r for r in report["rows"] if r["number"] == report["best"]
-                                  ["number"])
+    assert report["best"] == next(
+        r for r in report["rows"] if r["number"] == report["best"]["number"]
+    )
     scored = [r for r in report["rows"] if r["objective"] is not None]
     assert report["parallel_coordinates"] == [
         {**r["params"], "objective": r["objective"]} for r in scored
@@ -387,8 +430,7 @@ def test_the_web_app_does_not_import_optuna_or_the_sweep_modules() -> None:
         "import sys; import kura.web.app; "
         "print('optuna' in sys.modules, 'kura.sweep.report' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"
 
 
@@ -410,8 +452,11 @@ def test_a_postgresql_sweep_page_reads_the_server(
 
     copy = _copy(swept, tmp_path)
     url = pg_server.new_database()
-    sweep_id = str(new_sweep(copy, base_run=swept.base_run, space=write_space(tmp_path, SPACE),
-                             trials=1, storage=url)["id"])
+    sweep_id = str(
+        new_sweep(
+            copy, base_run=swept.base_run, space=write_space(tmp_path, SPACE), trials=1, storage=url
+        )["id"]
+    )
     plan_sweep(copy, sweep_id, gpu="h100-pcie")
     approve_sweep(copy, sweep_id)
     run_worker(copy, sweep_id, gpu="h100-pcie", seed=1)

@@ -133,7 +133,8 @@ def test_the_scatter_is_loss_against_judge_with_the_front_highlighted(
         int(n): (kind, float(cx), float(cy))
         for kind, n, cx, cy in re.findall(
             r'<circle class="series-dot (\S+) series-\d" data-trial="(\d+)" '
-            r'cx="([\d.]+)" cy="([\d.]+)"', chart
+            r'cx="([\d.]+)" cy="([\d.]+)"',
+            chart,
         )
     }
     scored = {r["number"]: r["values"] for r in report["rows"] if r["values"] is not None}
@@ -165,8 +166,9 @@ def test_parallel_coordinates_end_in_both_objectives(pareto_swept: ParetoWorkspa
         ("judge_score", "linear"),
     ]
     assert ">judge score<" in chart
-    lines = re.findall(r'<polyline class="(pc-trial[^"]*)" data-trial="(\d+)" points="([^"]+)"',
-                       chart)
+    lines = re.findall(
+        r'<polyline class="(pc-trial[^"]*)" data-trial="(\d+)" points="([^"]+)"', chart
+    )
     complete = [r for r in report["rows"] if r["state"] == "COMPLETE"]
     assert sorted(int(n) for _, n, _ in lines) == sorted(r["number"] for r in complete)
     assert all(len(points.split()) == 4 for _, _, points in lines)
@@ -180,8 +182,7 @@ def test_parallel_coordinates_end_in_both_objectives(pareto_swept: ParetoWorkspa
 def _bars(chart: str) -> dict[str, float]:
     return {
         k: float(v)
-        for k, v in re.findall(r'class="bar[^"]*" data-param="([^"]+)" data-value="([^"]+)"',
-                               chart)
+        for k, v in re.findall(r'class="bar[^"]*" data-param="([^"]+)" data-value="([^"]+)"', chart)
     }
 
 
@@ -218,8 +219,11 @@ def test_a_front_trials_promote_command_is_the_clis(
     )
     winner = json.loads((copy.root / "sweeps" / pareto_swept.sweep / "winner.json").read_text())
     assert winner["number"] == chosen["number"] and winner["values"] == chosen["values"]
-    not_on_front = next(r["number"] for r in report["rows"]
-                        if r["number"] not in {f["number"] for f in report["pareto_front"]})
+    not_on_front = next(
+        r["number"]
+        for r in report["rows"]
+        if r["number"] not in {f["number"] for f in report["pareto_front"]}
+    )
     assert f'data-field="promote-{not_on_front}"' not in text
 
 
@@ -229,8 +233,9 @@ def test_reading_the_pareto_page_writes_nothing(pareto_swept: ParetoWorkspace) -
     for url in ("/sweeps", f"/sweeps/{pareto_swept.sweep}"):
         assert site.get(url).status_code == 200, url
     assert snapshot(pareto_swept.workspace.root) == before
-    assert not (pareto_swept.workspace.root / "sweeps" / pareto_swept.sweep / "winner.json"
-                ).exists()
+    assert not (
+        pareto_swept.workspace.root / "sweeps" / pareto_swept.sweep / "winner.json"
+    ).exists()
 
 
 def _add_hostile_front_trial(workspace: Workspace, sweep_id: str) -> dict[str, str]:
@@ -270,9 +275,14 @@ def _add_hostile_front_trial(workspace: Workspace, sweep_id: str) -> dict[str, s
                 "kura.run_id": hostile["run"],
                 "kura.worker": hostile["worker"],
                 "kura.source": hostile["source"],
-                "kura.objective": {"value": 0.01, "loss": 0.01, "judge_score": 0.99,
-                                   "judge_scores": [0.99], "mode": "pareto",
-                                   "values": [0.01, 0.99]},
+                "kura.objective": {
+                    "value": 0.01,
+                    "loss": 0.01,
+                    "judge_score": 0.99,
+                    "judge_scores": [0.99],
+                    "mode": "pareto",
+                    "values": [0.01, 0.99],
+                },
             },
         )
     )
@@ -301,11 +311,26 @@ def test_hostile_values_on_the_front_are_escaped(
 
 def _row(number: int, values: tuple[float, float] | None) -> TrialRow:
     return TrialRow(
-        number=number, state="COMPLETE" if values else "FAIL", status="complete",
-        params={"training.learning_rate": 1e-4}, source="t", objective=None, told=None,
-        loss=None if values is None else values[0], judge_scores=[], gpu_class=None,
-        host=None, worker=None, run=None, estimate=None, stopped=None, reason=None,
-        requeued_from=None, gpu_hours=None, pareto=True, values=values,
+        number=number,
+        state="COMPLETE" if values else "FAIL",
+        status="complete",
+        params={"training.learning_rate": 1e-4},
+        source="t",
+        objective=None,
+        told=None,
+        loss=None if values is None else values[0],
+        judge_scores=[],
+        gpu_class=None,
+        host=None,
+        worker=None,
+        run=None,
+        estimate=None,
+        stopped=None,
+        reason=None,
+        requeued_from=None,
+        gpu_hours=None,
+        pareto=True,
+        values=values,
         judge_score=None if values is None else values[1],
     )
 
@@ -329,6 +354,7 @@ def test_a_pareto_rows_document_has_its_values_and_a_weighted_rows_has_not() -> 
     pareto: dict[str, Any] = _row(3, (0.4, 0.6)).to_dict()
     assert list(pareto)[-2:] == ["values", "judge_score"]
     assert pareto["values"] == [0.4, 0.6] and pareto["judge_score"] == 0.6
-    weighted = TrialRow(**{**_row(3, (0.4, 0.6)).__dict__, "pareto": False, "values": None,
-                           "judge_score": None}).to_dict()
+    weighted = TrialRow(
+        **{**_row(3, (0.4, 0.6)).__dict__, "pareto": False, "values": None, "judge_score": None}
+    ).to_dict()
     assert "values" not in weighted and "judge_score" not in weighted

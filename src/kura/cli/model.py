@@ -223,9 +223,7 @@ def fetch_command(ctx: click.Context, bundle_id: str, slots: tuple[str, ...], de
 def _render_fetch(console: Console, fetched: FetchResult) -> None:
     for entry in fetched.files:
         style = _STATUS_STYLE.get(entry.status, "")
-        console.print(
-            f"{entry.slot:<16} [{style}]{entry.status:<10}[/] {entry.path or entry.repo}"
-        )
+        console.print(f"{entry.slot:<16} [{style}]{entry.status:<10}[/] {entry.path or entry.repo}")
         for line in entry.problems:
             console.print(f"    [red]{line}[/]")
 

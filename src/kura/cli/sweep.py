@@ -36,23 +36,37 @@ def sweep_group() -> None:
 
 @sweep_group.command("new")
 @click.option("--from", "base_run", required=True, help="The base run (its recipe: the baseline).")
-@click.option("--space", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              help="The space file (axes, objective, early stop).")
+@click.option(
+    "--space",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="The space file (axes, objective, early stop).",
+)
 @click.option("--trials", type=int, default=20, show_default=True)
 @click.option("--budget-hours", type=float, default=None, help="GPU-hours the sweep may use.")
 @click.option("--budget-usd", type=float, default=None, help="Dollars the sweep may use.")
 @click.option("--storage", default="journal", show_default=True, help=_STORAGE_HELP)
 @click.pass_obj
 def new_command(
-    state: AppState, base_run: str, space: Path, trials: int, budget_hours: float | None,
-    budget_usd: float | None, storage: str,
+    state: AppState,
+    base_run: str,
+    space: Path,
+    trials: int,
+    budget_hours: float | None,
+    budget_usd: float | None,
+    storage: str,
 ) -> None:
     """Create a sweep: check the space, carve the validation split, warm-start the study."""
     from kura.sweep.new import new_sweep
 
     doc = new_sweep(
-        state.workspace(), base_run=base_run, space=space, trials=trials,
-        budget_hours=budget_hours, budget_usd=budget_usd, storage=storage,
+        state.workspace(),
+        base_run=base_run,
+        space=space,
+        trials=trials,
+        budget_hours=budget_hours,
+        budget_usd=budget_usd,
+        storage=storage,
     )
     state.out.result(doc, _render_new)
 
@@ -77,14 +91,24 @@ def _render_new(console: Console, doc: dict[str, Any]) -> None:
 @click.option("--budget-usd", type=float, default=None)
 @click.pass_obj
 def plan_command(
-    state: AppState, sweep_id: str, gpu_id: str | None, trials: int | None,
-    budget_hours: float | None, budget_usd: float | None,
+    state: AppState,
+    sweep_id: str,
+    gpu_id: str | None,
+    trials: int | None,
+    budget_hours: float | None,
+    budget_usd: float | None,
 ) -> None:
     """The one review: space, trial count, time and cost band, what trials change."""
     from kura.sweep.envelope import plan_sweep
 
-    doc = plan_sweep(state.workspace(), sweep_id, gpu=gpu_id, trials=trials,
-                     budget_hours=budget_hours, budget_usd=budget_usd)
+    doc = plan_sweep(
+        state.workspace(),
+        sweep_id,
+        gpu=gpu_id,
+        trials=trials,
+        budget_hours=budget_hours,
+        budget_usd=budget_usd,
+    )
     state.out.result(with_next(doc, after_sweep_plan(doc)), and_next(_render_plan))
 
 
@@ -92,10 +116,13 @@ def _render_plan(console: Console, doc: dict[str, Any]) -> None:
     from rich.markdown import Markdown
 
     est = doc["estimate"]
-    console.print(Markdown(
-        f"**Sweep {doc['sweep']}**: {doc['trials']} trials on {doc['gpu']['id']}, "
-        f"{est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours; plan.md in the sweep folder"
-    ))
+    console.print(
+        Markdown(
+            f"**Sweep {doc['sweep']}**: {doc['trials']} trials on {doc['gpu']['id']}, "
+            f"{est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours; "
+            "plan.md in the sweep folder"
+        )
+    )
 
 
 @sweep_group.command("approve")
@@ -121,22 +148,36 @@ def approve_command(state: AppState, sweep_id: str) -> None:
 @click.option("--lease-seconds", type=float, default=None, help="Lease on a running trial.")
 @click.pass_obj
 def worker_command(
-    state: AppState, sweep_id: str, gpu_id: str | None, storage: str | None, seed: int | None,
-    max_trials: int | None, lease_seconds: float | None,
+    state: AppState,
+    sweep_id: str,
+    gpu_id: str | None,
+    storage: str | None,
+    seed: int | None,
+    max_trials: int | None,
+    lease_seconds: float | None,
 ) -> None:
     """Ask for a trial, plan it on this GPU, run it, report; repeat until done."""
     from kura.sweep.worker import run_worker
 
-    doc = run_worker(state.workspace(), sweep_id, gpu=gpu_id, storage_url=storage, seed=seed,
-                     max_trials=max_trials, lease_seconds=lease_seconds)
+    doc = run_worker(
+        state.workspace(),
+        sweep_id,
+        gpu=gpu_id,
+        storage_url=storage,
+        seed=seed,
+        max_trials=max_trials,
+        lease_seconds=lease_seconds,
+    )
     state.out.result(with_next(doc, after_sweep_worker(doc)), and_next(_render_worker))
 
 
 def _render_worker(console: Console, doc: dict[str, Any]) -> None:
     console.print(f"Worker {doc['worker']} ({doc['gpu_class']}, seed {doc['seed']})")
     for trial in doc["trials"]:
-        console.print(f"  trial {trial['number']} ({trial['run']}): {trial['status']} "
-                      f"{'' if trial['objective'] is None else trial['objective']}")
+        console.print(
+            f"  trial {trial['number']} ({trial['run']}): {trial['status']} "
+            f"{'' if trial['objective'] is None else trial['objective']}"
+        )
     console.print(f"stopped: {doc['stopped']}")
 
 
@@ -145,13 +186,19 @@ def _table(rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         value, values = row["objective"], row.get("values")
         shown = (
-            f"{value:.4f}" if value is not None
-            else f"loss {values[0]:.4f}, judge {values[1]:.3f}" if values else ""
+            f"{value:.4f}"
+            if value is not None
+            else f"loss {values[0]:.4f}, judge {values[1]:.3f}"
+            if values
+            else ""
         )
         table.add_row(
-            str(row["number"]), row["status"], shown,
+            str(row["number"]),
+            row["status"],
+            shown,
             ", ".join(f"{k.removeprefix('training.')}={v}" for k, v in row["params"].items()),
-            row["gpu_class"] or "", row["source"],
+            row["gpu_class"] or "",
+            row["source"],
         )
     return table
 
@@ -192,8 +239,10 @@ def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
             console.print(d["pareto_front_note"] + "; " + d["best_interval_note"])
         best = d["best"]
         if best:
-            console.print(f"best: trial {best['number']} objective {best['objective']:.4f} "
-                          f"({d['best_interval_note']})")
+            console.print(
+                f"best: trial {best['number']} objective {best['objective']:.4f} "
+                f"({d['best_interval_note']})"
+            )
         console.print(f"importance: {d['importance'] or d['importance_note']}")
 
     state.out.result(with_next(doc, after_sweep_report(doc)), and_next(render))
@@ -202,8 +251,12 @@ def report_command(state: AppState, sweep_id: str, storage: str | None) -> None:
 @sweep_group.command("promote")
 @click.argument("sweep_id")
 @click.option("--task", default=None, help="Card section (default: the base run's task).")
-@click.option("--trial", type=int, default=None,
-              help="A pareto sweep: the trial of its front to promote (the report lists them).")
+@click.option(
+    "--trial",
+    type=int,
+    default=None,
+    help="A pareto sweep: the trial of its front to promote (the report lists them).",
+)
 @click.pass_obj
 def promote_command(state: AppState, sweep_id: str, task: str | None, trial: int | None) -> None:
     """Write the winner into the architecture's card (`source: sweep <id>`)."""
@@ -218,8 +271,13 @@ def promote_command(state: AppState, sweep_id: str, task: str | None, trial: int
 
 @sweep_group.command("collect")
 @click.argument("sweep_id")
-@click.option("--from", "sources", multiple=True, type=click.Path(path_type=Path),
-              help="Another machine's workspace (mounted or synced); repeatable.")
+@click.option(
+    "--from",
+    "sources",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Another machine's workspace (mounted or synced); repeatable.",
+)
 @click.option("--storage", default=None, help=_STORAGE_HELP + " (default: the sweep's).")
 @click.pass_obj
 def collect_command(

@@ -105,7 +105,6 @@ class DatasetChecked:
         }
 
 
-
 @dataclass(frozen=True)
 class DatasetSet:
     """``kura dataset set``: the values ``changed`` in dataset.yaml (by their dotted key)
@@ -167,6 +166,7 @@ class DatasetList:
             "datasets": [item.to_dict() for item in self.datasets],
             "next": next_list(*self.next),
         }
+
 
 def _after_add(name: str, inspection: dict[str, Any]) -> list[dict[str, str]]:
     """Answer the inspection's questions first, then validate."""

@@ -33,6 +33,7 @@ def default_sources() -> dict[str, str]:
     data = parse_yaml(text, source=f"kura/{_DEFAULTS_FILE}")
     return {str(key): " ".join(str(value).split()) for key, value in data.items()}
 
+
 _CARD_ORDER = ("owner", "run", "sweep", "agent", "upstream")
 _ORIGIN_LABEL = {
     "explicit": "your instruction",

@@ -114,6 +114,7 @@ class FetchResult:
             "next": next_list(*self.next),
         }
 
+
 DESTINATIONS = ("cache", "models")
 _SHARD_RE = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.safetensors$")
 

@@ -225,9 +225,7 @@ def _fit_problems(plan: PlanRecord) -> list[str]:
     return problems
 
 
-def _check_datasets_now(
-    workspace: Workspace, run_id: str, lock: RunLock, plan: PlanRecord
-) -> None:
+def _check_datasets_now(workspace: Workspace, run_id: str, lock: RunLock, plan: PlanRecord) -> None:
     """Each dataset as it is now: the same content the plan checked, no blocking problem,
     and still read from the folder the lock names."""
     from kura.dataset.registry import validate_dataset
@@ -251,8 +249,7 @@ def _check_datasets_now(
     failed = [c for c in plan.checks if c.status == "failed" and c.blocking]
     if failed:
         raise CheckFailed(
-            "the plan's own checks failed: "
-            + "; ".join(f"{c.check}: {c.detail}" for c in failed),
+            "the plan's own checks failed: " + "; ".join(f"{c.check}: {c.detail}" for c in failed),
             hint=f"fix what they name, then `kura run plan {run_id}` and approve",
         )
 

@@ -217,9 +217,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
     )
 
 
-def _lock(
-    workspace: Workspace, spec: RunSpec, resolution: Any, release: str
-) -> dict[str, Any]:
+def _lock(workspace: Workspace, spec: RunSpec, resolution: Any, release: str) -> dict[str, Any]:
     """The run lock (schema :class:`kura.spec.lock.RunLock`, written only here). Each dataset
     names the folder the trainer reads, resolved, so a ``media:`` moved to a copy is seen."""
     from kura.dataset.registry import control_dir, media_dir, read_dataset

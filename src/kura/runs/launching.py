@@ -158,8 +158,7 @@ def _check_image(context: RunContext, image: str) -> None:
     if found != backend.release:
         state = "is not built" if found is None else f"holds {backend.title} {found}"
         raise CheckFailed(
-            f"image {image} {state}; this run was compiled for {backend.title} "
-            f"{backend.release}",
+            f"image {image} {state}; this run was compiled for {backend.title} {backend.release}",
             hint=f"run `kura image build {backend.name} --run`, then launch again",
         )
 

@@ -245,9 +245,7 @@ def _result(
     )
 
 
-def _time_and_cost(
-    costs: tuple[StepCost, ...], question: WhatIf, gpus: int
-) -> dict[str, object]:
+def _time_and_cost(costs: tuple[StepCost, ...], question: WhatIf, gpus: int) -> dict[str, object]:
     """Every shown step's time summed with its band, priced at the GPU class's cheapest
     offer (for all of the run's GPUs) when it has one."""
     from kura.planning.gpus import get_gpu_class

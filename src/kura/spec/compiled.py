@@ -15,7 +15,6 @@ from kura.spec.machine import MachineFile
 __all__ = ["ContainerFile", "MountEntry", "StepEntry", "StepsFile"]
 
 
-
 class StepEntry(MachineFile):
     name: str
     kind: Literal["prepare", "cache", "train", "sample"]

@@ -131,9 +131,7 @@ class BackendSection(StrictModel):
         from kura.backends.registry import backend_names
 
         if name not in backend_names():
-            raise ValueError(
-                f"unknown backend {name!r}; registered: {', '.join(backend_names())}"
-            )
+            raise ValueError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}")
         return name
 
     @model_validator(mode="after")

@@ -23,8 +23,15 @@ from kura.workspace import Workspace
 
 __all__ = ["collect_sweep", "gather_run"]
 
-_RUN_FILES = ("run.yaml", "plan.md", "plan.json", "state.json", "sweep-stop.json",
-              "compiled/steps.json", "compiled/run.lock")
+_RUN_FILES = (
+    "run.yaml",
+    "plan.md",
+    "plan.json",
+    "state.json",
+    "sweep-stop.json",
+    "compiled/steps.json",
+    "compiled/run.lock",
+)
 
 
 def _sha256(path: Path) -> str:
@@ -80,8 +87,10 @@ def collect_sweep(
     for source in sources:
         root = source.expanduser().resolve()
         if not root.is_dir():
-            raise UsageError(f"--from {source} is not a folder", hint="name another "
-                             "machine's workspace (mounted or synced)")
+            raise UsageError(
+                f"--from {source} is not a folder",
+                hint="name another machine's workspace (mounted or synced)",
+            )
         roots.append(root / "sweeps" / sweep_id)
     study = load_study(workspace, sweep, storage_url=storage_url)
     report: dict[str, list[Any]] = {"present": [], "copied": [], "missing": [], "conflicts": []}
@@ -92,8 +101,11 @@ def collect_sweep(
                 report["conflicts"].append({"path": item["path"], "why": "not inside the sweep"})
                 continue
             here = folder / relative
-            entry = {"trial": trial.number, "path": item["path"],
-                     "host": trial.user_attrs.get("kura.host")}
+            entry = {
+                "trial": trial.number,
+                "path": item["path"],
+                "host": trial.user_attrs.get("kura.host"),
+            }
             if here.is_file():
                 if _sha256(here) == item["sha256"]:
                     report["present"].append(entry)
@@ -101,8 +113,11 @@ def collect_sweep(
                     report["conflicts"].append({**entry, "why": "a different file is here; kept"})
                 continue
             found = next(
-                (root / relative for root in roots
-                 if (root / relative).is_file() and _sha256(root / relative) == item["sha256"]),
+                (
+                    root / relative
+                    for root in roots
+                    if (root / relative).is_file() and _sha256(root / relative) == item["sha256"]
+                ),
                 None,
             )
             if found is None:
@@ -113,6 +128,9 @@ def collect_sweep(
             shutil.copy2(found, partial)
             os.replace(partial, here)
             report["copied"].append({**entry, "from": str(found)})
-    return {"kind": "sweep-collect", "sweep": sweep_id,
-            **report,
-            "counts": {k: len(v) for k, v in report.items()}}
+    return {
+        "kind": "sweep-collect",
+        "sweep": sweep_id,
+        **report,
+        "counts": {k: len(v) for k, v in report.items()},
+    }

@@ -47,7 +47,10 @@ def checked_space(workspace: Workspace, sweep: SweepRecord, backend: Any) -> Che
             path=path,
         )
     return check_space(
-        spec, digest, backend.search_keys(sweep.architecture), backend=sweep.backend,
+        spec,
+        digest,
+        backend.search_keys(sweep.architecture),
+        backend=sweep.backend,
         source=path,
     )
 
@@ -101,7 +104,11 @@ def plan_sweep(
     ladder_keys: set[str] = set()
     for name, params in configs:
         document = trial_document(
-            base_doc, sweep, params, run_id=f"{sweep.id}-plan", gpu_class=gpu_class.id,
+            base_doc,
+            sweep,
+            params,
+            run_id=f"{sweep.id}-plan",
+            gpu_class=gpu_class.id,
             source=name,
         )
         spec = validate_spec(RunSpec, document, source=f"sweep {sweep.id} config {name}")
@@ -118,8 +125,10 @@ def plan_sweep(
         fit = backend.fit(spec, inputs, gpu_class, host_ram_gib=None)
         if fit.fits:
             ladder_keys |= {k for k, v in fit.settings.items() if v not in (None, False, 0)}
-            config = {**spec.backend.config, **{k: v for k, v in fit.settings.items()
-                                                 if v is not None}}
+            config = {
+                **spec.backend.config,
+                **{k: v for k, v in fit.settings.items() if v is not None},
+            }
             spec = spec.model_copy(
                 update={"backend": spec.backend.model_copy(update={"config": config})}
             )

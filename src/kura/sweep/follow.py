@@ -55,12 +55,7 @@ def follow_trial(
         if log.exists():
             latest = progress(log)
             value = latest.loss_ema if latest.loss_ema is not None else latest.loss
-            if (
-                report
-                and latest.step is not None
-                and latest.step > last_step
-                and value is not None
-            ):
+            if report and latest.step is not None and latest.step > last_step and value is not None:
                 last_step = latest.step
                 trial.report(float(value), latest.step)
                 if prune and stopped is None and not state.is_terminal and trial.should_prune():
@@ -80,8 +75,10 @@ def follow_trial(
         if state.is_terminal:
             if log.exists():
                 latest = progress(log)
-            status = state.status if stopped is None else (
-                "lost" if stopped["by"] == "lease lost" else "pruned"
+            status = (
+                state.status
+                if stopped is None
+                else ("lost" if stopped["by"] == "lease lost" else "pruned")
             )
             return Followed(status, stopped, latest, time.monotonic() - started)
         time.sleep(poll)

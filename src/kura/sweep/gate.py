@@ -46,14 +46,16 @@ def gate(plan: dict[str, Any], usable_gib: float) -> Gate:
     margin = (upper - usable_gib) if upper is not None else 0.0
     if plan["ask_first"]:
         return Gate(
-            False, max(margin, 1e-3),
+            False,
+            max(margin, 1e-3),
             "fits only with a memory aid that slows training past the ladder's ask-first "
             "line; the sweep's approval does not cover it",
             estimate,
         )
     if not plan["fits"]:
         return Gate(
-            False, max(margin, 1e-3),
+            False,
+            max(margin, 1e-3),
             f"does not fit {plan['gpu']['id']} even with the fit ladder "
             f"(upper edge {upper} GiB > usable {usable_gib} GiB)",
             estimate,

@@ -59,8 +59,11 @@ def new_sweep(
     architecture = context.bundle.architecture
     spec, digest = load_space(space)
     checked = check_space(
-        spec, digest, context.backend.search_keys(architecture),
-        backend=context.backend.name, source=space,
+        spec,
+        digest,
+        context.backend.search_keys(architecture),
+        backend=context.backend.name,
+        source=space,
     )
     quiet_optuna()
     if storage != JOURNAL:
@@ -74,7 +77,10 @@ def new_sweep(
         split = None
         if spec.objective.metric == "heldout_loss":
             split = carve_split(
-                workspace, sweep_id, folder, [d.name for d in base.datasets],
+                workspace,
+                sweep_id,
+                folder,
+                [d.name for d in base.datasets],
                 spec.objective.validation_fraction,
             )
         study = optuna.create_study(
@@ -94,7 +100,11 @@ def new_sweep(
         for key, attr in attrs.items():
             study.set_user_attr(key, attr)
         configs, notes = warm_start(
-            workspace, checked, base, architecture=architecture, task=base.task,
+            workspace,
+            checked,
+            base,
+            architecture=architecture,
+            task=base.task,
             exclude_sweep=sweep_id,
         )
         for config in configs:

@@ -116,25 +116,48 @@ def score(
         )
     if objective.judge is None:
         return Score(
-            loss, objective.metric, loss, None, None, (), "loss only: no judge set",
+            loss,
+            objective.metric,
+            loss,
+            None,
+            None,
+            (),
+            "loss only: no judge set",
             values=(loss,),
         )
     values = judge_scores(objective.judge, run_dir, samples)
     if objective.mode == "pareto":
         if not values:
             return Score(
-                loss, objective.metric, loss, objective.judge, None, (),
-                f"judge {objective.judge} has no score for this trial", mode="pareto",
+                loss,
+                objective.metric,
+                loss,
+                objective.judge,
+                None,
+                (),
+                f"judge {objective.judge} has no score for this trial",
+                mode="pareto",
             )
         mean = sum(values) / len(values)
         return Score(
-            loss, objective.metric, loss, objective.judge, mean, values,
-            f"pareto: {objective.metric} (minimized) and judge (maximized)", mode="pareto",
+            loss,
+            objective.metric,
+            loss,
+            objective.judge,
+            mean,
+            values,
+            f"pareto: {objective.metric} (minimized) and judge (maximized)",
+            mode="pareto",
             values=(loss, mean),
         )
     if not values:
         return Score(
-            loss, objective.metric, loss, objective.judge, None, (),
+            loss,
+            objective.metric,
+            loss,
+            objective.judge,
+            None,
+            (),
             f"loss only: judge {objective.judge} has no score for this trial yet",
             values=(loss,),
         )
@@ -142,6 +165,12 @@ def score(
     weight = objective.judge_weight
     value = (1 - weight) * loss + weight * (1 - mean)
     return Score(
-        value, objective.metric, loss, objective.judge, mean, values,
-        f"(1 − {weight})·{objective.metric} + {weight}·(1 − judge)", values=(value,),
+        value,
+        objective.metric,
+        loss,
+        objective.judge,
+        mean,
+        values,
+        f"(1 − {weight})·{objective.metric} + {weight}·(1 − judge)",
+        values=(value,),
     )

@@ -34,9 +34,7 @@ __all__ = [
 ]
 
 SWEEP_NAME = "sweep.json"
-TrialStatus = Literal[
-    "running", "complete", "pruned", "infeasible", "failed", "lost", "unscored"
-]
+TrialStatus = Literal["running", "complete", "pruned", "infeasible", "failed", "lost", "unscored"]
 
 
 class Split(StrictModel):

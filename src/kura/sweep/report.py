@@ -63,9 +63,7 @@ def bootstrap_ci(
     if len(values) < 2:
         return None
     rng = random.Random(seed)
-    means = sorted(
-        statistics.fmean(rng.choices(values, k=len(values))) for _ in range(rounds)
-    )
+    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(rounds))
     low = means[int((1 - level) / 2 * rounds)]
     high = means[min(rounds - 1, int((1 + level) / 2 * rounds))]
     return (low, high)
@@ -173,7 +171,8 @@ def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
                 gpu_hours=attrs.get("kura.gpu_hours"),
                 pareto=pareto,
                 values=(float(trial.values[0]), float(trial.values[1]))
-                if pareto and complete else None,
+                if pareto and complete
+                else None,
                 judge_score=recorded.get("judge_score") if pareto else None,
             )
         )
@@ -214,16 +213,23 @@ def _open(
 
 
 def sweep_status(
-    workspace: Workspace, sweep_id: str, *, storage_url: str | None = None, reap: bool = True,
+    workspace: Workspace,
+    sweep_id: str,
+    *,
+    storage_url: str | None = None,
+    reap: bool = True,
     lease_seconds: float | None = None,
 ) -> dict[str, Any]:
     from kura.sweep.lease import DEFAULT_LEASE_SECONDS, reap_stale
 
     sweep, space, study = _open(workspace, sweep_id, storage_url)
     reaped = (
-        [r.to_dict() for r in reap_stale(study, lease_seconds=lease_seconds or
-                                         DEFAULT_LEASE_SECONDS)]
-        if reap else []
+        [
+            r.to_dict()
+            for r in reap_stale(study, lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS)
+        ]
+        if reap
+        else []
     )
     rows = _rows(workspace, study, space.spec.objective)
     counts = _counts(rows)
@@ -342,8 +348,7 @@ class SweepAnalysis:
             "best_interval_note": self.best_interval_note,
             "importance": dict(self.importance.values),
             "importance_note": self.importance.note
-            + (" (to reach the Pareto front)" if self.pareto and self.importance.computed
-               else ""),
+            + (" (to reach the Pareto front)" if self.pareto and self.importance.computed else ""),
             "step_times_by_gpu_class": self.step_times_by_gpu_class,
             "parallel_coordinates": [self._coordinates(r) for r in self.scored],
         }
@@ -367,7 +372,10 @@ class SweepAnalysis:
 
 
 def analyse_sweep(
-    workspace: Workspace, sweep_id: str, *, storage_url: str | None = None,
+    workspace: Workspace,
+    sweep_id: str,
+    *,
+    storage_url: str | None = None,
     read_only: bool = False,
 ) -> SweepAnalysis:
     """The trials, the best one with its bootstrap interval, and parameter importance."""
@@ -399,7 +407,10 @@ def analyse_sweep(
 
 
 def _analyse_pareto(
-    workspace: Workspace, sweep: SweepRecord, space: CheckedSpace, study: Any,
+    workspace: Workspace,
+    sweep: SweepRecord,
+    space: CheckedSpace,
+    study: Any,
     rows: list[TrialRow],
 ) -> SweepAnalysis:
     """A two-objective sweep: the front instead of one best (no interval, no winner.json:
@@ -518,14 +529,14 @@ def _chosen(analysis: SweepAnalysis, trial: int | None) -> tuple[TrialRow, str]:
         )
     listed = "; ".join(
         f"{r.number} (loss {r.values[0]:.4g}, judge {r.values[1]:.3g})"
-        for r in front if r.values is not None
+        for r in front
+        if r.values is not None
     )
     chosen = next((r for r in front if r.number == trial), None)
     if chosen is None or chosen.values is None:
         said = "no --trial given" if trial is None else f"trial {trial} is not on the front"
         raise UsageError(
-            f"sweep {sweep_id} is a Pareto sweep ({said}): choose one trial of its front: "
-            f"{listed}",
+            f"sweep {sweep_id} is a Pareto sweep ({said}): choose one trial of its front: {listed}",
             hint=f"`kura sweep promote {sweep_id} --trial N` (`kura sweep report {sweep_id}` "
             "shows each trial's samples and values)",
         )
@@ -537,8 +548,12 @@ def _chosen(analysis: SweepAnalysis, trial: int | None) -> tuple[TrialRow, str]:
 
 
 def promote_winner(
-    workspace: Workspace, sweep_id: str, *, section: str | None = None,
-    storage_url: str | None = None, trial: int | None = None,
+    workspace: Workspace,
+    sweep_id: str,
+    *,
+    section: str | None = None,
+    storage_url: str | None = None,
+    trial: int | None = None,
 ) -> dict[str, Any]:
     """Write the best trial's values (a pareto sweep: the trial of its front a person chose,
     ``trial``) into the architecture's card as ``source: sweep <id>`` lines, plus one

@@ -219,9 +219,7 @@ class CheckedSpace:
                 )
             else:
                 assert axis.low is not None and axis.high is not None
-                out[axis.key] = FloatDistribution(
-                    axis.low, axis.high, log=axis.log, step=axis.step
-                )
+                out[axis.key] = FloatDistribution(axis.low, axis.high, log=axis.log, step=axis.step)
         return out
 
 
@@ -330,8 +328,9 @@ def _check_number(value: Any, declared: SearchKey, where: str, source: Path | st
     above = high is not None and value > high
     if below or above:
         bound = (
-            f"{'above' if declared.exclusive_minimum else 'at least'} {low}" if below else
-            f"at most {high}"
+            f"{'above' if declared.exclusive_minimum else 'at least'} {low}"
+            if below
+            else f"at most {high}"
         )
         raise SpecError(
             f"{where}: {value} is outside the trainer's limits (must be {bound})",
@@ -341,8 +340,10 @@ def _check_number(value: Any, declared: SearchKey, where: str, source: Path | st
 
 
 def _limits(declared: SearchKey) -> str:
-    low = "–∞" if declared.minimum is None else (
-        f"({declared.minimum}" if declared.exclusive_minimum else f"[{declared.minimum}"
+    low = (
+        "–∞"
+        if declared.minimum is None
+        else (f"({declared.minimum}" if declared.exclusive_minimum else f"[{declared.minimum}")
     )
     high = "∞)" if declared.maximum is None else f"{declared.maximum}]"
     return f"{low}, {high}"

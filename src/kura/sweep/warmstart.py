@@ -68,8 +68,11 @@ def warm_start(
                 candidates.append(WarmConfig(name, {"?": entry.value}, entry.source))
                 continue
             candidates.append(
-                WarmConfig(name, {**baseline, **entry.value}, f"card {architecture} × "
-                           f"{section}: {entry.source}")
+                WarmConfig(
+                    name,
+                    {**baseline, **entry.value},
+                    f"card {architecture} × {section}: {entry.source}",
+                )
             )
     candidates += _past_winners(workspace, architecture, task, exclude_sweep, baseline)
     configs: list[WarmConfig] = []

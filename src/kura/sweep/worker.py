@@ -100,8 +100,12 @@ class _Worker:
         self.gpu_class, self.gpu_source = choose_gpu(gpu, None)
         self.host = socket.gethostname()
         self.worker = f"{self.host}:{os.getpid()}"
-        self.seed = seed if seed is not None else int.from_bytes(
-            hashlib.sha256(f"{self.worker}:{time.time_ns()}".encode()).digest()[:4], "big"
+        self.seed = (
+            seed
+            if seed is not None
+            else int.from_bytes(
+                hashlib.sha256(f"{self.worker}:{time.time_ns()}".encode()).digest()[:4], "big"
+            )
         )
         self.storage_url = storage_url or sweep.storage
         self.lease_seconds = lease_seconds
@@ -190,8 +194,9 @@ class _Worker:
             if record.number == trial.number and record.status == "running":
                 write_trial(
                     self.workspace,
-                    record.model_copy(update={"status": "lost", "reason": reason,
-                                              "finished_at": _now()}),
+                    record.model_copy(
+                        update={"status": "lost", "reason": reason, "finished_at": _now()}
+                    ),
                 )
 
     def run(self, max_trials: int | None) -> dict[str, Any]:
@@ -264,14 +269,23 @@ class _Worker:
         }.items():
             trial.set_user_attr(key, value)
         record = TrialRecord(
-            sweep=self.sweep.id, number=trial.number, run_id=run_id, params=params,
-            source=source, status="running", worker=self.worker, host=self.host,
-            gpu_class=self.gpu_class.id, seed=self.seed,
-            requeued_from=trial.user_attrs.get("kura.requeued_from"), started_at=_now(),
+            sweep=self.sweep.id,
+            number=trial.number,
+            run_id=run_id,
+            params=params,
+            source=source,
+            status="running",
+            worker=self.worker,
+            host=self.host,
+            gpu_class=self.gpu_class.id,
+            seed=self.seed,
+            requeued_from=trial.user_attrs.get("kura.requeued_from"),
+            started_at=_now(),
         )
         self._write(record)
         lease = Lease(
-            lambda: open_storage(self.storage_url, self.folder), trial._trial_id,
+            lambda: open_storage(self.storage_url, self.folder),
+            trial._trial_id,
             self.lease_seconds,
         )
         lease.start(self.study._storage)
@@ -280,8 +294,11 @@ class _Worker:
         except (SpecError, Unsupported) as exc:
             # the trainer's rules refuse this config: it used a trial, the sweep goes on
             record = record.model_copy(
-                update={"status": "failed", "reason": f"refused: {exc.message}",
-                        "finished_at": _now()}
+                update={
+                    "status": "failed",
+                    "reason": f"refused: {exc.message}",
+                    "finished_at": _now(),
+                }
             )
             self._tell_fail(trial, record.reason or "", counted=True)
         except BaseException as exc:
@@ -295,8 +312,12 @@ class _Worker:
         finally:
             lease.stop()
         self._write(record)
-        return {"number": record.number, "run": run_id, "status": record.status,
-                "objective": (record.objective or {}).get("value")}
+        return {
+            "number": record.number,
+            "run": run_id,
+            "status": record.status,
+            "objective": (record.objective or {}).get("value"),
+        }
 
     def _write(self, record: TrialRecord) -> None:
         from kura.sweep.records import write_trial
@@ -304,8 +325,13 @@ class _Worker:
         write_trial(self.workspace, record)
 
     def _trial_body(
-        self, trial: Any, record: TrialRecord, params: dict[str, Any], source: str,
-        run_id: str, lease: Any,
+        self,
+        trial: Any,
+        record: TrialRecord,
+        params: dict[str, Any],
+        source: str,
+        run_id: str,
+        lease: Any,
     ) -> TrialRecord:
         from optuna.trial import TrialState
 
@@ -316,7 +342,11 @@ class _Worker:
         from kura.sweep.trials import check_envelope, make_trial_run, trial_document
 
         document = trial_document(
-            self.base_doc, self.sweep, params, run_id=run_id, gpu_class=self.gpu_class.id,
+            self.base_doc,
+            self.sweep,
+            params,
+            run_id=run_id,
+            gpu_class=self.gpu_class.id,
             source=source,
         )
         make_trial_run(self.workspace, document)
@@ -333,9 +363,7 @@ class _Worker:
             return record.model_copy(
                 update={"status": "infeasible", "reason": verdict.reason, "finished_at": _now()}
             )
-        check_envelope(
-            self.workspace, run_id, document, params, frozenset(plan["applied"])
-        )
+        check_envelope(self.workspace, run_id, document, params, frozenset(plan["applied"]))
         approve_run(self.workspace, run_id, via=f"sweep {self.sweep.id}")
         with contextlib.ExitStack() as held:
             cache, skip, pending = self._caches(run_id, held)
@@ -395,9 +423,14 @@ class _Worker:
                 held.close()
 
         return follow_trial(
-            run_dir, trial, progress=self.backend.progress,
-            prune=self.space.spec.early_stop.enabled, lease_lost=lease.lost.is_set,
-            on_state=on_state, poll=self.poll, report=not self.pareto,
+            run_dir,
+            trial,
+            progress=self.backend.progress,
+            prune=self.space.spec.early_stop.enabled,
+            lease_lost=lease.lost.is_set,
+            on_state=on_state,
+            poll=self.poll,
+            report=not self.pareto,
         )
 
     def _finish(self, trial: Any, record: TrialRecord, run_id: str, followed: Any) -> TrialRecord:
@@ -454,7 +487,8 @@ class _Worker:
                 self.space.spec.objective,
                 heldout_loss=getattr(latest, "validation_loss", None),
                 train_loss=(latest.loss_ema if latest.loss_ema is not None else latest.loss)
-                if latest is not None else None,
+                if latest is not None
+                else None,
                 run_dir=run_dir,
                 samples=outputs.samples,
             )
@@ -468,8 +502,16 @@ class _Worker:
             # missing value, so the trial is told failed (it used its slot) and says why
             reason = f"unscored: {result.note}; a pareto study needs both values"
             update.update(status="unscored", reason=reason, objective=result.to_dict())
-            self._set(trial, {**attrs, "kura.status": "unscored", "kura.reason": reason,
-                              "kura.objective": result.to_dict(), "kura.counted": True})
+            self._set(
+                trial,
+                {
+                    **attrs,
+                    "kura.status": "unscored",
+                    "kura.reason": reason,
+                    "kura.objective": result.to_dict(),
+                    "kura.counted": True,
+                },
+            )
             self.study.tell(trial, state=TrialState.FAIL)
             return record.model_copy(update=update)
         update.update(status="complete", objective=result.to_dict())
@@ -509,7 +551,12 @@ def run_worker(
 
     sweep = load_sweep(workspace, sweep_id)
     worker = _Worker(
-        workspace, sweep, gpu=gpu, storage_url=storage_url, seed=seed,
-        lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS, poll=poll,
+        workspace,
+        sweep,
+        gpu=gpu,
+        storage_url=storage_url,
+        seed=seed,
+        lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS,
+        poll=poll,
     )
     return worker.run(max_trials)

@@ -69,9 +69,7 @@ class FileCache:
     what the next request sees."""
 
     def __init__(self, limit: int = 256) -> None:
-        self._items: OrderedDict[Hashable, tuple[tuple[FileSignature, ...], object]] = (
-            OrderedDict()
-        )
+        self._items: OrderedDict[Hashable, tuple[tuple[FileSignature, ...], object]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
         self.hits = 0

@@ -262,13 +262,12 @@ class PcAxis:
             return [(self.position(m) or 0.0, _number(m)) for m in marks]
         if self.low == self.high:
             return [(0.5, _number(self.low))]
-        return [
-            (i / 4, _number(self.low + (self.high - self.low) * i / 4)) for i in range(5)
-        ]
+        return [(i / 4, _number(self.low + (self.high - self.low) * i / 4)) for i in range(5)]
 
 
-def _numeric_axis(key: str, values: list[float], log: bool, low: float | None,
-                  high: float | None) -> PcAxis:
+def _numeric_axis(
+    key: str, values: list[float], log: bool, low: float | None, high: float | None
+) -> PcAxis:
     span = [v for v in (low, high, *values) if v is not None and (v > 0 or not log)]
     lo, hi = (min(span), max(span)) if span else (0.0, 1.0)
     return PcAxis(key, "log" if log else "linear", float(lo), float(hi))
@@ -302,7 +301,10 @@ def pc_axes(axes: Sequence[CheckedAxis], rows: Sequence[TrialRow]) -> list[PcAxi
 
 
 def parallel_coordinates(
-    axes: Sequence[CheckedAxis], rows: Sequence[TrialRow], *, best: int | None = None,
+    axes: Sequence[CheckedAxis],
+    rows: Sequence[TrialRow],
+    *,
+    best: int | None = None,
     front: Sequence[int] = (),
 ) -> str:
     """One polyline per complete trial across the space's axes to its objective (a pareto
@@ -351,8 +353,9 @@ def parallel_coordinates(
     for index, pc in enumerate(pcs):
         x = ax(index)
         parts.append(f'<g class="pc-axis" data-axis="{escape(pc.key)}" data-scale="{pc.scale}">')
-        parts.append(f'<line class="axis-line" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" '
-                     f'y2="{TOP + plot_h}"/>')
+        parts.append(
+            f'<line class="axis-line" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>'
+        )
         for fraction, text in pc.ticks():
             ty = ay(fraction)
             parts.append(

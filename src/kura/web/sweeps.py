@@ -22,8 +22,14 @@ if TYPE_CHECKING:
     from kura.sweep.report import SweepAnalysis, TrialRow
     from kura.sweep.space import CheckedAxis, Objective
 
-__all__ = ["ObjectiveImportance", "SweepPage", "SweepSummary", "TrialLine", "sweep_list",
-           "sweep_page"]
+__all__ = [
+    "ObjectiveImportance",
+    "SweepPage",
+    "SweepSummary",
+    "TrialLine",
+    "sweep_list",
+    "sweep_page",
+]
 
 COUNTED = ("complete", "running", "pruned", "infeasible", "failed")
 
@@ -193,8 +199,11 @@ def sweep_page(workspace: Workspace, sweep_id: str) -> SweepPage:
             promote_section=section,
             front=tuple(line(row) for row in analysis.pareto_front),
             importance_by_objective=tuple(
-                ObjectiveImportance(name, labels.get(name, name),
-                                    importance_bars(values, title=labels.get(name, name)))
+                ObjectiveImportance(
+                    name,
+                    labels.get(name, name),
+                    importance_bars(values, title=labels.get(name, name)),
+                )
                 for name, values in (analysis.importance_by_objective or {}).items()
             ),
         )

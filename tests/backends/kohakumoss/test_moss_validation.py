@@ -52,13 +52,19 @@ def test_validation_datasets_compile_into_kohakumoss_validation_and_their_own_ca
     compiled = compile_moss(_with_validation(tmp_path))
     train = _knobs(compiled.files["compiled/kohakumoss/train.py"])
     val_entry = {
-        "source": "folder", "path": (tmp_path / "val").as_posix(), "txt_as": "tags", "weight": 1.0
+        "source": "folder",
+        "path": (tmp_path / "val").as_posix(),
+        "txt_as": "tags",
+        "weight": 1.0,
     }
     # the training data are the training dataset only; the held-out one is VALIDATION's
     assert [d["path"] for d in train["DATASETS"]] == [(tmp_path / "ds").as_posix()]
     assert train["VALIDATE_EVERY"] == 2  # STEPS 6, metrics every step: 2, 4, 6 (the last)
     assert train["VALIDATION"] == {
-        "datasets": [val_entry], "sigmas": [0.25, 0.5, 0.75], "seed": 0, "batches": 4
+        "datasets": [val_entry],
+        "sigmas": [0.25, 0.5, 0.75],
+        "seed": 0,
+        "batches": 4,
     }
     # the held-out items are cached by the same cache scripts over a config of their own
     val_data = compiled.files["compiled/kohakumoss/val_data.py"]
@@ -67,7 +73,12 @@ def test_validation_datasets_compile_into_kohakumoss_validation_and_their_own_ca
     assert _knobs(val_data) == {"DATASETS": [val_entry], "TEXT_DROP": 0.0}
     names = [s.name for s in compiled.steps]
     assert names == [
-        "inspect", "cache_text", "cache_latents", "cache_val_text", "cache_val_latents", "train"
+        "inspect",
+        "cache_text",
+        "cache_latents",
+        "cache_val_text",
+        "cache_val_latents",
+        "train",
     ]
     by_name = {s.name: s for s in compiled.steps}
     val_config = str(compiled.data_config.parent / "val_data.py")
@@ -186,13 +197,19 @@ def test_the_held_out_loss_is_read_back_into_progress_and_the_loss_history(
     attempt = AttemptRef(1, 100.0, current=True, folder=run)
     history = loss_history(run, [attempt])
     (only,) = history.attempts
+
     def series(key: str) -> tuple[list[int], list[float]]:
         return [s for s, _ in only.others[key]], [v for _, v in only.others[key]]
 
     assert series("val_loss") == ([2, 4], pytest.approx([0.7, 0.5]))
     assert series("val_loss@0.75") == ([2, 4], pytest.approx([0.8, 0.6]))
-    assert set(only.others) == {"grad_norm", "val_loss", "val_loss@0.25", "val_loss@0.5",
-                                "val_loss@0.75"}
+    assert set(only.others) == {
+        "grad_norm",
+        "val_loss",
+        "val_loss@0.25",
+        "val_loss@0.5",
+        "val_loss@0.75",
+    }
     assert [p.step for p in only.points] == [1, 2, 3, 4]
 
 

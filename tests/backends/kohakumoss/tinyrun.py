@@ -37,5 +37,3 @@ def images(folder: Path) -> Path:
         image.save(folder / f"img{i}.png")
         (folder / f"img{i}.txt").write_text(caption, encoding="utf-8")
     return folder
-
-

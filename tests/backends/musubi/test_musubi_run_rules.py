@@ -69,8 +69,11 @@ def test_an_attention_library_kuras_image_lacks_is_refused(attention: str) -> No
 def test_kuras_own_image_named_by_the_workspace_is_refused_too() -> None:
     """kura.toml's default musubi_image is Kura's image: naming it is not a custom image."""
     err = refused(
-        "krea2", None, config(attention="xformers", split_attn=True),
-        container_image=f"kura/musubi-tuner:{MUSUBI_RELEASE}", error=Unsupported,
+        "krea2",
+        None,
+        config(attention="xformers", split_attn=True),
+        container_image=f"kura/musubi-tuner:{MUSUBI_RELEASE}",
+        error=Unsupported,
     )
     assert "xformers" in err.message
 
@@ -332,8 +335,12 @@ def test_a_selected_wan22_expert_is_passed_alone_with_its_timestep_range(
         config(dit_expert=expert),
         spec_datasets=[{"name": "clips", "frames": [1]}],
         datasets=[video_dataset()],
-        roles={"dit": "/m/low.safetensors", "dit_high_noise": "/m/high.safetensors",
-               "vae": "/m/vae.safetensors", "text_encoder": "/m/t5.pth"},
+        roles={
+            "dit": "/m/low.safetensors",
+            "dit_high_noise": "/m/high.safetensors",
+            "vae": "/m/vae.safetensors",
+            "text_encoder": "/m/t5.pth",
+        },
     )
     argv = list(result.steps[-1].argv)
     assert _flag(argv, "--dit") == f"/m/{expert}.safetensors"
@@ -348,8 +355,11 @@ def test_only_the_high_noise_expert_given_trains_it_alone() -> None:
         "t2v-A14B",
         spec_datasets=[{"name": "clips", "frames": [1]}],
         datasets=[video_dataset()],
-        roles={"dit_high_noise": "/m/high.safetensors", "vae": "/m/vae.safetensors",
-               "text_encoder": "/m/t5.pth"},
+        roles={
+            "dit_high_noise": "/m/high.safetensors",
+            "vae": "/m/vae.safetensors",
+            "text_encoder": "/m/t5.pth",
+        },
     )
     argv = list(result.steps[-1].argv)
     assert _flag(argv, "--dit") == "/m/high.safetensors"

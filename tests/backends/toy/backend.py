@@ -58,8 +58,12 @@ _VALIDATION = re.compile(r"toy: val_loss=([\d.]+)")
 SEARCH = SearchKeys(
     keys={
         "training.learning_rate": SearchKey(
-            "training.learning_rate", "float", "toy_trainer.py", minimum=0.0,
-            exclusive_minimum=True, maximum=1.0,
+            "training.learning_rate",
+            "float",
+            "toy_trainer.py",
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=1.0,
         ),
         "training.network.rank": SearchKey(
             "training.network.rank", "int", "toy_trainer.py", minimum=1, maximum=512

@@ -266,7 +266,8 @@ class KohakuMossBackend:
         metrics_every = knobs.get("METRICS_EVERY")
         cadence = (
             metrics_every
-            if isinstance(metrics_every, int) and not isinstance(metrics_every, bool)
+            if isinstance(metrics_every, int)
+            and not isinstance(metrics_every, bool)
             and metrics_every > 0
             else log_every
         )
@@ -939,8 +940,10 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
 def _validation_line(validation: MossValidationSettings, steps: int | None) -> str:
     """The validation's cost, which KohakuMoss's estimator does not count (unsized)."""
     count = validation.validations(steps) if steps else None
-    when = f"{count} time(s), every {validation.every} steps" if count else (
-        f"every {validation.every} steps"
+    when = (
+        f"{count} time(s), every {validation.every} steps"
+        if count
+        else (f"every {validation.every} steps")
     )
     return (
         f"validation (VALIDATE_EVERY {validation.every}: {validation.source}): {when}, "

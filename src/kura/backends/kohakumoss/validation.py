@@ -90,8 +90,7 @@ def _int(value: object, key: str, minimum: int) -> int:
 def _sigmas(value: object) -> tuple[float, ...]:
     items = value if isinstance(value, (list, tuple)) else None
     if not items or any(
-        isinstance(s, bool) or not isinstance(s, (int, float)) or not 0.0 < s < 1.0
-        for s in items
+        isinstance(s, bool) or not isinstance(s, (int, float)) or not 0.0 < s < 1.0 for s in items
     ):
         raise SpecError(
             f"backend.config.VALIDATION.sigmas must be a non-empty list of noise levels "
@@ -154,8 +153,7 @@ def validation_settings(
             raise SpecError(
                 f"backend.config.VALIDATE_EVERY is 0, but run.yaml lists validation datasets "
                 f"({names}): KohakuMoss would report no held-out loss",
-                hint="remove VALIDATE_EVERY (Kura picks a cadence) or remove run.yaml "
-                "`validation`",
+                hint="remove VALIDATE_EVERY (Kura picks a cadence) or remove run.yaml `validation`",
             )
         if not _allowed(steps, cadence, chosen):
             raise SpecError(

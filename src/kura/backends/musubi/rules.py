@@ -393,9 +393,7 @@ def select_expert(
     dtypes.pop("dit_high_noise", None)
     boundary = int(variant.dual_dit_boundary.value)
     span = (0, boundary) if expert == "low" else (boundary, 1000)
-    return replace(inputs, model_paths=paths, weight_dtypes=dtypes), ExpertRange(
-        expert, *span
-    )
+    return replace(inputs, model_paths=paths, weight_dtypes=dtypes), ExpertRange(expert, *span)
 
 
 def check_dual_dit(
