@@ -10,6 +10,7 @@ long run still draws quickly; the last point is always kept.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 
 from kura.backends.base import AttemptLoss, LossHistory
@@ -22,6 +23,7 @@ __all__ = [
     "gpu_memory_series",
     "line_chart",
     "lr_series",
+    "value_range",
 ]
 
 MAX_POINTS = 400
@@ -117,6 +119,16 @@ def _number(value: float) -> str:
     return f"{value:.4g}"
 
 
+def value_range(values: Sequence[float]) -> tuple[float, float]:
+    """The y-axis of a chart: min to max, widened by 10 % around a single value (or by 1
+    around zero) so a flat series is drawn mid-chart, not on an edge."""
+    low, high = min(values), max(values)
+    if low == high:
+        pad = abs(low) * 0.1 or 1.0
+        return low - pad, high + pad
+    return low, high
+
+
 def line_chart(
     series: dict[str, Series],
     *,
@@ -136,10 +148,7 @@ def line_chart(
     steps = [step for points in [*drawn.values(), *behind.values()] for step, _ in points]
     values = [value for points in [*drawn.values(), *behind.values()] for _, value in points]
     x_low, x_high = min(steps), max(steps)
-    y_low, y_high = min(values), max(values)
-    if y_low == y_high:
-        pad = abs(y_low) * 0.1 or 1.0
-        y_low, y_high = y_low - pad, y_high + pad
+    y_low, y_high = value_range(values)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(step: int) -> float:

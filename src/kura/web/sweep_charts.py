@@ -19,6 +19,7 @@ from typing import Any
 
 from kura.sweep.report import Importance, TrialRow
 from kura.sweep.space import CheckedAxis
+from kura.web.charts import value_range
 
 __all__ = [
     "PcAxis",
@@ -67,10 +68,7 @@ def objective_chart(rows: Sequence[TrialRow], *, width: int = 640) -> str:
     values = [float(r.objective or 0.0) for r in scored]
     numbers = [r.number for r in scored]
     x_low, x_high = min(numbers), max(numbers)
-    y_low, y_high = min(values), max(values)
-    if y_low == y_high:
-        pad = abs(y_low) * 0.1 or 1.0
-        y_low, y_high = y_low - pad, y_high + pad
+    y_low, y_high = value_range(values)
     plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(number: float) -> float:

@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY, connect_read_only
+from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY, open_loss_log
 from kura.backends.base import OutputLayout, StepProgress
 from kura.execution.logs import read_log_tail
 
@@ -99,11 +99,8 @@ def resumed_from(log_text: str) -> str | None:
 
 def read_loss_log(path: Path, *, limit: int | None = None) -> list[LossRow]:
     """``loss/loss`` per logged step, oldest first (read-only; [] when absent)."""
-    if not path.is_file():
-        return []
-    try:
-        con = connect_read_only(path)
-    except sqlite3.Error:
+    con = open_loss_log(path)
+    if con is None:
         return []
     try:
         query = (

@@ -28,6 +28,7 @@ __all__ = [
     "MetricRow",
     "connect_read_only",
     "loss_history",
+    "open_loss_log",
     "read_metrics",
 ]
 
@@ -55,14 +56,22 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True, timeout=1.0)
 
 
+def open_loss_log(path: Path) -> sqlite3.Connection | None:
+    """:func:`connect_read_only` of a ``loss_log.db`` that is there, else None (absent, or
+    not a database yet)."""
+    if not path.is_file():
+        return None
+    try:
+        return connect_read_only(path)
+    except sqlite3.Error:
+        return None
+
+
 def read_metrics(path: Path) -> list[MetricRow]:
     """Every numeric metric row of one ``loss_log.db``, by step ([] when absent or not
     readable yet: the trainer creates its tables at its first log)."""
-    if not path.is_file():
-        return []
-    try:
-        con = connect_read_only(path)
-    except sqlite3.Error:
+    con = open_loss_log(path)
+    if con is None:
         return []
     try:
         rows = con.execute(
