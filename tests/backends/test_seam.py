@@ -109,6 +109,10 @@ def test_the_ladder_walks_the_toys_own_aids(toy_ws: Workspace) -> None:
     plan = plan_run(toy_ws, run_id, gpu="rtx-4090").to_dict()
     assert [r["aid"] for r in plan["fit"]["rungs"]] == ["shrink"]
     assert plan["applied"] == {"shrink_activations": {"from": None, "to": True}}
+    # plan.md lists the aids by the backend's own keys (no trainer's names above the seam)
+    text = (toy_ws.run_dir(run_id) / "plan.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("- Memory aids: ")]
+    assert line.startswith("- Memory aids: shrink_activations=True (fit ladder")
 
 
 def test_an_unknown_backend_lists_the_registered_ones(toy_ws: Workspace) -> None:

@@ -382,6 +382,8 @@ class PlanFit:
     settings: Mapping[str, object]
     reasons: Mapping[str, str]
     document: Mapping[str, object]
+    aid_keys: tuple[str, ...] = ()
+    """The ``backend.config`` keys of the memory aids (plan.md lists those that are on)."""
 
     @property
     def ask_first(self) -> bool:

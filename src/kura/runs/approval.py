@@ -371,7 +371,7 @@ def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) 
 
 
 def diff_values(before: Any, after: Any, prefix: str = "") -> list[str]:
-    """``backend.config.blocks_to_swap 16 → 20`` for every leaf that differs."""
+    """``backend.config.KEY old → new`` for every leaf that differs."""
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
         for key in sorted(set(before) | set(after)):

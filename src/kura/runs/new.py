@@ -86,7 +86,7 @@ def _parse_sets(assignments: list[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UsageError(
                 f"--set {assignment!r} is not key=value",
-                hint="e.g. --set training.network.rank=32 --set backend.config.blocks_to_swap=16",
+                hint="e.g. --set training.network.rank=32 --set backend.config.KEY=VALUE",
             )
         values[key.strip()] = parse_value(raw)
     return values

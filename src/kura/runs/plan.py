@@ -214,6 +214,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         compiled=compiled,
         checks=[c.model_dump() for c in checks],
         plan_id=_PLACEHOLDER,
+        aid_keys=fit.aid_keys,
     )
     # The id is the digest of the plan's own text: the same inputs give the same plan (and
     # bytes), a different plan a different id.

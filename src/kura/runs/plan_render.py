@@ -23,7 +23,11 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
 
 
 def _resources(
-    spec: Any, gpu: dict[str, Any], host: dict[str, Any] | None, compiled: Any
+    spec: Any,
+    gpu: dict[str, Any],
+    host: dict[str, Any] | None,
+    compiled: Any,
+    aid_keys: tuple[str, ...],
 ) -> list[str]:
     out = ["## Resources", ""]
     price = f", ${gpu['usd_per_hour']:.2f}/h" if gpu.get("usd_per_hour") else ""
@@ -49,7 +53,7 @@ def _resources(
         )
         out.append(f"  - {slot}: {where} ({entry['component'] or 'not checked yet'})")
     aids = {k: v for k, v in spec.backend.config.items() if v not in (False, 0, None)}
-    memory = [k for k in aids if k.startswith(("fp8", "gradient_checkpointing", "block", "blocks"))]
+    memory = [k for k in aid_keys if k in aids]
     out.append(
         "- Memory aids: "
         + (
@@ -344,12 +348,15 @@ def render(
     compiled: Any,
     checks: list[dict[str, Any]],
     plan_id: str,
+    aid_keys: tuple[str, ...],
 ) -> str:
+    """plan.md; ``aid_keys`` are the ``backend.config`` keys the backend's fit ladder
+    manages (its memory aids), listed under Resources where they are on."""
     lines = [f"# Plan for run {spec.id}", "", f"Plan id: `{plan_id}`", ""]
     task = spec.task or "unspecified"
     lines.append(f"{task} LoRA on {spec.model.base}; approve with `kura run approve {spec.id}`.")
     lines.append("")
-    lines += _resources(spec, gpu, host, compiled)
+    lines += _resources(spec, gpu, host, compiled, aid_keys)
     lines += _recipe(spec)
     lines += _accommodations(spec)
     lines += _fit(fit, written, applied, kept)

@@ -288,7 +288,8 @@ class ToyBackend:
             "recipe_options": [],
             "notes": list(result.notes),
         }
-        return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document)
+        aid_keys = tuple(key for aid in AIDS for key in aid.keys)
+        return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document, aid_keys)
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
         config = spec.backend.config

@@ -169,7 +169,8 @@ def fit_run(
         ],
         "network": network_document(spec, model),
     }
-    return PlanFit(gpu.id, result.fits, result.rungs, {}, {}, document)
+    aid_keys = tuple(key for aid in problem.aids for key in aid.keys)
+    return PlanFit(gpu.id, result.fits, result.rungs, {}, {}, document, aid_keys)
 
 
 def estimate_run(spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:

@@ -452,7 +452,8 @@ class KohakuMossBackend:
             "recipe_options": problem.recipe_options(),
             "notes": list(result.notes),
         }
-        return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document)
+        aid_keys = tuple(key for aid in problem.aids for key in aid.keys)
+        return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document, aid_keys)
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
         answer, named, validation = self._answer(spec, inputs)

@@ -185,6 +185,8 @@ class MusubiBackend:
             settings=wanted,
             reasons=reasons,
             document=plan.to_dict(),
+            # the micro-batch is a rung too, but plan.md shows it with the recipe
+            aid_keys=tuple(key for key, aid in aid_of.items() if aid != "micro-batch"),
         )
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
