@@ -266,7 +266,11 @@ def judge_file(
         shards = tuple(shard_siblings(path))
     except KuraError as error:
         return RoleResolution(spec, "invalid", path, source, problems=(error.message,))
-    verdict = check_role(report, bundle.architecture, spec.role)
+    from kura.backends.registry import get_backend
+
+    verdict = check_role(
+        report, bundle.architecture, spec.role, backend=get_backend(bundle.backend)
+    )
     problems: list[str] = list(verdict.refusals)
     warnings: list[str] = list(verdict.warnings)
     status = verdict.status
