@@ -3,7 +3,9 @@
 Above the seam nothing imports a trainer package; below it nothing imports the layers that
 use it. ``kura doctor``, ``kura image build``, ``kura estimate`` and ``kura backend
 list|install`` dispatch through the registry (the backends' ``doctor``, ``image``,
-``estimate`` and ``setup`` verbs), so no module above the seam is exempt.
+``estimate`` and ``setup`` verbs), so no module above the seam is exempt. ``models/`` is
+checked the same way: ``kura model check`` and bundle resolution reach a trainer's file rules
+through the registry, never by importing its package.
 """
 
 from __future__ import annotations
@@ -15,7 +17,18 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "kura"
 TRAINERS = ("kura.backends.musubi", "kura.backends.aitoolkit", "kura.backends.kohakumoss")
-ABOVE_THE_SEAM = ("runs", "planning", "execution", "export", "web", "cli", "knowledge", "sweep")
+ABOVE_THE_SEAM = (
+    "runs",
+    "planning",
+    "execution",
+    "export",
+    "web",
+    "cli",
+    "knowledge",
+    "sweep",
+    # models/ applies a trainer's file rules through the registry (``Backend.file_rules``).
+    "models",
+)
 BELOW = {
     # spec validates backend.name against the registry's names (no trainer is imported).
     "spec": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends.musubi"),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kura.models.bundles import Bundle
+    from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
     from kura.planning.ladder import Rung
     from kura.spec.dataset import DatasetSpec
@@ -45,6 +46,7 @@ __all__ = [
     "DoctorReport",
     "DraftedConfig",
     "Evaluation",
+    "FileRules",
     "Finding",
     "FindingStatus",
     "FitProblem",
@@ -754,6 +756,16 @@ class LoraExport:
         return document | {"unmapped": list(self.unmapped), "metadata": dict(self.metadata)}
 
 
+@dataclass(frozen=True)
+class FileRules:
+    """What one trainer's own documented rules say of a model file for an architecture:
+    ``refusals`` (the trainer will not load it) and ``warnings`` (it loads only with some
+    setting, or its support is undocumented). Empty when the trainer documents none."""
+
+    refusals: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
 @runtime_checkable
 class Importer(Protocol):
     """A backend that can read a run made with its trainer outside Kura."""
@@ -879,6 +891,13 @@ class Backend(Protocol):
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         """The run's LoRA files and samples as the trainer wrote them."""
+        ...
+
+    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
+        """The trainer's documented rules on a base-model file (not a LoRA) serving
+        ``report.role`` for ``architecture`` (None: not declared): pre-quantised, fp8 or
+        fp16 files it refuses or takes only with some setting (``kura model check`` and
+        bundle resolution). A trainer that documents none returns ``FileRules()``."""
         ...
 
     def doctor(self, workspace: Workspace | None) -> DoctorReport:

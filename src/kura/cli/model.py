@@ -104,6 +104,8 @@ def _render_check(console: Console, checked: ModelCheck) -> None:
         if report.lora_format:
             detail += f", LoRA format {report.lora_format}, rank {report.rank}"
         console.print(detail)
+        if verdict.rules:
+            console.print(f"  file rules applied: {verdict.rules}'s")
         for line in verdict.refusals:
             console.print(f"  [red]refused:[/] {line}")
         for line in verdict.warnings:

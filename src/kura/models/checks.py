@@ -2,21 +2,26 @@
 
 ``check_role`` turns a :class:`ModelReport` and a declared ``(architecture, role)`` into a
 verdict: refusals (the file cannot serve: wrong family, wrong role, diffusers layout where
-Musubi wants the original, a quantisation Musubi refuses) and warnings (the header cannot
-tell candidates apart, precision constraints Musubi enforces at launch). ``cross_check``
-compares a set of files: text-encoder widths against the DiT's text inputs, VAE latent
-channels against the DiT's, image-encoder widths against the DiT's image inputs.
+Musubi wants the original) and warnings (the header cannot tell candidates apart). The
+trainer's own rules on pre-quantised and reduced-precision files come from the backend whose
+rules apply (its ``file_rules`` verb): the bundle's backend, or for a bare architecture the
+backend that serves it by default (:func:`rules_backend`); the verdict names it (``rules``).
+``cross_check`` compares a set of files: text-encoder widths against the DiT's text inputs,
+VAE latent channels against the DiT's, image-encoder widths against the DiT's image inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import CheckFailed, UsageError
 from kura.models.identify import ModelReport
 from kura.models.signatures import ARCHITECTURES, COMPONENTS, ROLES, component_by_id
+
+if TYPE_CHECKING:
+    from kura.backends.base import Backend
 
 __all__ = [
     "CrossCheck",
@@ -25,22 +30,9 @@ __all__ = [
     "components_for",
     "cross_check",
     "require_role",
+    "rules_backend",
 ]
 
-_QUANTISED = {
-    "fp8-scaled-comfy",
-    "fp8-mixed-comfy",
-    "comfy-mixed",
-    "nvfp4",
-    "mxfp8",
-    "int8",
-    "bnb-4bit",
-    "scaled-other",
-}
-_PRESCALED_OK = {"ideogram4"}
-"""Architectures whose Musubi loader takes ComfyUI pre-quantised files (musubi §1.12)."""
-_PRESCALED_MAYBE = {"krea2"}
-"""Architectures with a special fp8 loader whose accepted file formats are not documented."""
 _ROLE_WORDS = {
     "dit": "a DiT (diffusion transformer)",
     "vae": "a VAE",
@@ -54,13 +46,15 @@ _ROLE_WORDS = {
 @dataclass(frozen=True)
 class RoleVerdict:
     """``status``: ``ok``, ``warning`` (usable, read the warnings), ``unverified`` (Kura has
-    no signature for this architecture and role) or ``refused``."""
+    no signature for this architecture and role) or ``refused``. ``rules``: the backend whose
+    file rules were applied (None when none were)."""
 
     architecture: str | None
     role: str | None
     status: str
     refusals: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    rules: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -73,6 +67,7 @@ class RoleVerdict:
             "status": self.status,
             "refusals": list(self.refusals),
             "warnings": list(self.warnings),
+            "rules": self.rules,
         }
 
 
@@ -101,10 +96,30 @@ def components_for(architecture: str, role: str) -> list[str]:
     return [c.id for c in COMPONENTS if c.role == role and architecture in c.architectures]
 
 
+def rules_backend(architecture: str | None) -> Backend | None:
+    """The backend whose file rules apply when no bundle names one: Kura's default backend
+    (the bundles' default, Musubi) when it trains ``architecture`` (or none is declared),
+    else the one backend that trains it; None when several others do (Kura does not pick
+    one for you) or none does."""
+    from kura.backends.registry import backends_serving, get_backend
+    from kura.models.bundles import BACKEND
+
+    default = get_backend(BACKEND)
+    if architecture is None or default.serves(architecture):
+        return default
+    serving = backends_serving(architecture)
+    return get_backend(serving[0]) if len(serving) == 1 else None
+
+
 def check_role(
-    report: ModelReport, architecture: str | None = None, role: str | None = None
+    report: ModelReport,
+    architecture: str | None = None,
+    role: str | None = None,
+    *,
+    backend: Backend | None = None,
 ) -> RoleVerdict:
-    """Judge whether ``report``'s file can serve ``role`` for ``architecture`` in Musubi.
+    """Judge whether ``report``'s file can serve ``role`` for ``architecture``, with the file
+    rules of ``backend`` (None: :func:`rules_backend` of the architecture).
 
     Either may be None: without an architecture only the role is checked (and the file's own
     quantisation warnings given); without a role the file's own role is assumed."""
@@ -155,8 +170,14 @@ def check_role(
         note = _component_note(report) or "Musubi needs the original single-file weights"
         if not any(note in r for r in refusals):
             refusals.append(f"a diffusers-format file: {note}")
+    rules: str | None = None
     if report.role != "lora":
-        _precision_rules(report, architecture, refusals, warnings)
+        trainer = backend if backend is not None else rules_backend(architecture)
+        if trainer is not None:
+            found = trainer.file_rules(report, architecture)
+            refusals += found.refusals
+            warnings += found.warnings
+            rules = trainer.name
     if report.candidates and not refusals:
         warnings.append(
             f"the header cannot tell {', '.join(report.candidates)} apart; Kura trusts the "
@@ -168,12 +189,14 @@ def check_role(
             "prefix, the standalone DiT file is smaller"
         )
     status = "refused" if refusals else "warning" if warnings else "ok"
-    return RoleVerdict(architecture, role, status, tuple(refusals), tuple(warnings))
+    return RoleVerdict(architecture, role, status, tuple(refusals), tuple(warnings), rules)
 
 
-def require_role(report: ModelReport, architecture: str, role: str) -> RoleVerdict:
+def require_role(
+    report: ModelReport, architecture: str, role: str, *, backend: Backend | None = None
+) -> RoleVerdict:
     """Like :func:`check_role` but raise :class:`CheckFailed` on a refusal."""
-    verdict = check_role(report, architecture, role)
+    verdict = check_role(report, architecture, role, backend=backend)
     if not verdict.accepted:
         raise CheckFailed(
             f"{report.path}: {'; '.join(verdict.refusals)}",
@@ -199,73 +222,6 @@ def _needs(architecture: str | None, role: str | None, *, bare: bool = False) ->
     else:
         what = " or ".join(titles)
     return what if bare else f"{ARCHITECTURES[architecture]} needs {what} here"
-
-
-def _precision_rules(
-    report: ModelReport, architecture: str | None, refusals: list[str], warnings: list[str]
-) -> None:
-    """Musubi's documented constraints on pre-quantised and reduced-precision files."""
-    quant = report.quantization
-    if quant in _QUANTISED or quant.startswith("mixed:"):
-        label = _quant_label(report)
-        if architecture in _PRESCALED_OK:
-            return
-        if architecture in _PRESCALED_MAYBE:
-            warnings.append(
-                f"{label}: Musubi's {ARCHITECTURES[architecture]} fp8 loader is special; Kura "
-                "cannot confirm it takes this file — prefer the bf16 file"
-            )
-        elif report.role == "dit":
-            refusals.append(
-                f"{label}: Musubi does not load pre-quantised DiTs (it quantises bf16/fp16 "
-                "weights itself with --fp8_base --fp8_scaled); supply the bf16 or fp16 file"
-            )
-        else:
-            warnings.append(
-                f"{label}: Musubi documents no support for pre-quantised "
-                f"{report.role.replace('_', ' ')} files; prefer the bf16/fp16 file"
-            )
-        return
-    if quant == "fp8" and report.role == "dit":
-        if architecture == "qwen_image":
-            refusals.append(
-                "plain fp8 (e4m3fn) DiT: the Musubi Qwen-Image docs say fp8_e4m3fn files cannot "
-                "be used; supply the bf16 file"
-            )
-        elif architecture == "wan":
-            warnings.append(
-                "plain fp8 (e4m3fn) DiT: Musubi takes it only with --fp8_base and without "
-                "--fp8_scaled (it refuses to re-scale fp8 weights)"
-            )
-        else:
-            warnings.append(
-                "plain fp8 (e4m3fn) DiT: lossy; usable only as a frozen base with --fp8_base, "
-                "prefer bf16 for training"
-            )
-    if report.dtype == "F16" and report.role == "dit":
-        if architecture == "hunyuan_video_1_5":
-            warnings.append(
-                "fp16 DiT: Musubi refuses to override its dtype to bf16 or fp32; train with "
-                "fp16 (or use the bf16 file)"
-            )
-        elif architecture == "wan":
-            warnings.append(
-                "fp16 DiT: Musubi requires --mixed_precision fp16 (or no) for fp16 Wan weights"
-            )
-
-
-def _quant_label(report: ModelReport) -> str:
-    names = {
-        "fp8-scaled-comfy": "ComfyUI scaled-fp8 checkpoint",
-        "fp8-mixed-comfy": "ComfyUI mixed-precision fp8 checkpoint",
-        "comfy-mixed": "ComfyUI mixed-precision checkpoint",
-        "nvfp4": "ComfyUI NVFP4 checkpoint",
-        "mxfp8": "ComfyUI MXFP8 checkpoint",
-        "int8": "int8-quantised checkpoint",
-        "bnb-4bit": "bitsandbytes 4-bit checkpoint",
-        "scaled-other": "pre-scaled quantised checkpoint (another tool's format)",
-    }
-    return names.get(report.quantization, f"{report.quantization} checkpoint")
 
 
 def cross_check(reports: Sequence[ModelReport]) -> list[CrossCheck]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from kura.errors import KuraError
 from kura.models.checks import CrossCheck, RoleVerdict, check_role, cross_check
 from kura.models.identify import ModelReport, identify
 from kura.nextsteps import NextStep, next_list
+
+if TYPE_CHECKING:
+    from kura.backends.base import Backend
 
 __all__ = ["FileCheck", "ModelCheck", "check_files"]
 
@@ -79,10 +82,15 @@ class ModelCheck:
 
 
 def check_files(
-    paths: Sequence[Path], *, architecture: str | None = None, role: str | None = None
+    paths: Sequence[Path],
+    *,
+    architecture: str | None = None,
+    role: str | None = None,
+    backend: Backend | None = None,
 ) -> ModelCheck:
     """Identify each file (or keep the error that stopped it being read), judge it for the
-    role, and cross-check the readable files."""
+    role with ``backend``'s file rules (None: the backend that serves ``architecture`` by
+    default, :func:`kura.models.checks.rules_backend`), and cross-check the readable files."""
     entries: list[FileCheck] = []
     reports: list[ModelReport] = []
     for path in paths:
@@ -93,7 +101,9 @@ def check_files(
             entries.append(FileCheck(str(path), None, refused, error=error.to_dict()))
             continue
         reports.append(report)
-        entries.append(FileCheck(report.path, report, check_role(report, architecture, role)))
+        entries.append(
+            FileCheck(report.path, report, check_role(report, architecture, role, backend=backend))
+        )
     return ModelCheck(
         architecture=architecture,
         role=role,

@@ -218,8 +218,8 @@ def _candidates(spec: FileSpec, models_dir: Path | None, cache: Path) -> Iterato
 def judge_file(
     path: Path, spec: FileSpec, bundle: Bundle, *, source: str | None = None
 ) -> RoleResolution:
-    """Validate ``path`` for ``spec``'s role in ``bundle``: header identity, Musubi's rules,
-    and the published size where known."""
+    """Validate ``path`` for ``spec``'s role in ``bundle``: header identity, the file rules
+    of the bundle's backend, and the published size where known."""
     if spec.format == "hf-repo":
         if not path.is_dir():
             return RoleResolution(
@@ -266,7 +266,11 @@ def judge_file(
         shards = tuple(shard_siblings(path))
     except KuraError as error:
         return RoleResolution(spec, "invalid", path, source, problems=(error.message,))
-    verdict = check_role(report, bundle.architecture, spec.role)
+    from kura.backends.registry import get_backend
+
+    verdict = check_role(
+        report, bundle.architecture, spec.role, backend=get_backend(bundle.backend)
+    )
     problems: list[str] = list(verdict.refusals)
     warnings: list[str] = list(verdict.warnings)
     status = verdict.status

@@ -28,6 +28,7 @@ from kura.backends.base import (
     DoctorReport,
     DraftedConfig,
     Evaluation,
+    FileRules,
     Finding,
     ImageRecipe,
     LoraExport,
@@ -47,6 +48,7 @@ from kura.backends.base import (
 )
 from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
+from kura.models.identify import ModelReport
 from kura.planning.gpus import GpuClass
 from kura.planning.ladder import walk
 from kura.spec.run import RunSpec
@@ -363,6 +365,9 @@ class ToyBackend:
 
     def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
         return "musubi"
+
+    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
+        return FileRules()
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())

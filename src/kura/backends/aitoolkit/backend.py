@@ -19,6 +19,7 @@ from kura.backends.base import (
     DoctorReport,
     DraftedConfig,
     Evaluation,
+    FileRules,
     ImageRecipe,
     ImportedRun,
     LoraExport,
@@ -35,6 +36,7 @@ from kura.errors import CheckFailed, SpecError
 
 if TYPE_CHECKING:
     from kura.models.bundles import Bundle
+    from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -248,6 +250,11 @@ class AitkBackend:
         from kura.export.exporting import export_run
 
         return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
+
+    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
+        """AI-Toolkit documents no rule refusing a base-model file by its precision: it
+        loads the weights and quantises them itself (``model.quantize``/``qtype``)."""
+        return FileRules()
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         from kura.backends.aitoolkit.follow import outputs

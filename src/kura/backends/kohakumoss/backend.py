@@ -42,6 +42,7 @@ from kura.backends.base import (
     DoctorReport,
     DraftedConfig,
     Evaluation,
+    FileRules,
     ImageRecipe,
     LoraExport,
     LossHistory,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from kura.backends.kohakumoss.queries import CompileFacts, MemoryEstimate, PlanAnswer
     from kura.backends.kohakumoss.validation import MossValidationSettings
     from kura.models.bundles import Bundle
+    from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -609,6 +611,11 @@ class KohakuMossBackend:
             "KohakuMoss LoRA files are not converted by Kura",
             hint="use `kura export RUN --format comfyui|lycoris` (KohakuMoss's own files)",
         )
+
+    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
+        """KohakuMoss documents no rule refusing a base-model file by its precision (its
+        loader reads fp16-fix and pre-quantised fp8 records)."""
+        return FileRules()
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         out = _output_dir(run_dir)

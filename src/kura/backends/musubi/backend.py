@@ -19,6 +19,7 @@ from kura.backends.base import (
     DoctorReport,
     DraftedConfig,
     Evaluation,
+    FileRules,
     ImageRecipe,
     LoraExport,
     LossHistory,
@@ -35,6 +36,7 @@ from kura.errors import CheckFailed, SpecError
 if TYPE_CHECKING:
     from kura.backends.musubi.adapter_model import Adapter
     from kura.models.bundles import Bundle
+    from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -265,6 +267,11 @@ class MusubiBackend:
     def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
         """Musubi writes its own layout (``lora_unet_…``), the one export starts from."""
         return "musubi"
+
+    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
+        from kura.backends.musubi.file_rules import file_rules
+
+        return file_rules(report, architecture)
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         output = run_dir / "output"
