@@ -119,6 +119,23 @@ def image_findings(recipe: ImageRecipe, *, check: str, title: str, command: str)
     ]
 
 
+def checkout_finding(
+    checkout: str, *, check: str, marker: Path, trainer: str, pinned: str, toml_key: str
+) -> Finding:
+    """The host executor's checkout that kura.toml's ``toml_key`` names: it must hold
+    ``marker`` (a file or folder every checkout of ``trainer`` has, ``trainer`` spelled with
+    its article: "a Musubi Tuner"); ``pinned`` is what Kura compiles for."""
+    found = (Path(checkout) / marker).exists()
+    return Finding(
+        check,
+        "ok" if found else "fail",
+        f"{checkout} (host executor; Kura compiles for {pinned})"
+        if found
+        else f"{checkout} has no {marker}: not {trainer} checkout",
+        "" if found else f"set {toml_key} in kura.toml to {trainer} checkout",
+    )
+
+
 def _host(workspace: Workspace | None) -> list[Finding]:
     from kura.planning.host import host_facts
 

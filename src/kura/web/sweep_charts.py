@@ -112,12 +112,7 @@ def objective_chart(rows: Sequence[TrialRow], *, width: int = 640) -> str:
             f'cx="{x(row.number):.1f}" cy="{y(value):.1f}" r="4">'
             f"<title>trial {row.number}: {escape(_number(value))}</title></circle>"
         )
-    for index, name in enumerate(("objective", "best so far")):
-        lx = LEFT + 8 + 130 * index
-        parts.append(
-            f'<rect class="swatch series-{index}" x="{lx}" y="{TOP - 18}" width="12" height="4"/>'
-            f'<text class="legend" x="{lx + 16}" y="{TOP - 12}">{name}</text>'
-        )
+    parts.extend(_legend(("objective", "best so far")))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -175,14 +170,21 @@ def pareto_chart(rows: Sequence[TrialRow], front: Sequence[int], *, width: int =
             f"{escape(_number(judge))}{' (on the front)' if number in on_front else ''}"
             "</title></circle>"
         )
-    for index, name in enumerate(("trial", "Pareto front")):
+    parts.extend(_legend(("trial", "Pareto front")))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(names: Sequence[str]) -> list[str]:
+    """A swatch and a label per series, in a row above the plot."""
+    parts = []
+    for index, name in enumerate(names):
         lx = LEFT + 8 + 130 * index
         parts.append(
             f'<rect class="swatch series-{index}" x="{lx}" y="{TOP - 18}" width="12" height="4"/>'
-            f'<text class="legend" x="{lx + 16}" y="{TOP - 12}">{name}</text>'
+            f'<text class="legend" x="{lx + 16}" y="{TOP - 12}">{escape(name)}</text>'
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def _span(values: list[float]) -> tuple[float, float]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kura.backends.aitoolkit.archs import AITK_COMMIT
 from kura.backends.aitoolkit.container import image_recipe
-from kura.backends.base import DoctorReport, Finding
+from kura.backends.base import DoctorReport
 
 if TYPE_CHECKING:
     from kura.workspace import Workspace
@@ -21,7 +21,7 @@ __all__ = ["aitk_doctor"]
 
 
 def aitk_doctor(workspace: Workspace | None) -> DoctorReport:
-    from kura.doctor import docker_findings, gpu_findings, image_findings
+    from kura.doctor import checkout_finding, docker_findings, gpu_findings, image_findings
 
     recipe = image_recipe()
     findings = [*gpu_findings(), *docker_findings()]
@@ -34,15 +34,14 @@ def aitk_doctor(workspace: Workspace | None) -> DoctorReport:
         )
     checkout = workspace.config().executor.aitk_checkout if workspace else None
     if checkout:
-        found = (Path(checkout) / "run.py").is_file()
         findings.append(
-            Finding(
-                "ai-toolkit checkout",
-                "ok" if found else "fail",
-                f"{checkout} (host executor; Kura compiles for commit {AITK_COMMIT[:7]})"
-                if found
-                else f"{checkout} has no run.py: not an AI-Toolkit checkout",
-                "" if found else "set aitk_checkout in kura.toml to an AI-Toolkit checkout",
+            checkout_finding(
+                checkout,
+                check="ai-toolkit checkout",
+                marker=Path("run.py"),
+                trainer="an AI-Toolkit",
+                pinned=f"commit {AITK_COMMIT[:7]}",
+                toml_key="aitk_checkout",
             )
         )
     return DoctorReport("ai-toolkit", tuple(findings), {"image": recipe.tag})

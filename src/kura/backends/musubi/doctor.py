@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kura.backends.base import DoctorReport, Finding
+from kura.backends.base import DoctorReport
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.container import image_recipe
 
@@ -24,7 +24,7 @@ _ENTRY = Path("src") / "musubi_tuner"
 
 
 def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
-    from kura.doctor import docker_findings, gpu_findings, image_findings
+    from kura.doctor import checkout_finding, docker_findings, gpu_findings, image_findings
 
     recipe = image_recipe(workspace)
     findings = [*gpu_findings(), *docker_findings()]
@@ -34,15 +34,14 @@ def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
         )
     checkout = workspace.config().executor.musubi_checkout if workspace else None
     if checkout:
-        found = (Path(checkout) / _ENTRY).is_dir()
         findings.append(
-            Finding(
-                "musubi checkout",
-                "ok" if found else "fail",
-                f"{checkout} (host executor; Kura compiles for Musubi {MUSUBI_RELEASE})"
-                if found
-                else f"{checkout} has no {_ENTRY}: not a Musubi Tuner checkout",
-                "" if found else "set musubi_checkout in kura.toml to a Musubi Tuner checkout",
+            checkout_finding(
+                checkout,
+                check="musubi checkout",
+                marker=_ENTRY,
+                trainer="a Musubi Tuner",
+                pinned=f"Musubi {MUSUBI_RELEASE}",
+                toml_key="musubi_checkout",
             )
         )
     return DoctorReport("musubi-tuner", tuple(findings), {"image": recipe.tag})
