@@ -20,6 +20,7 @@ from kura.cli import nexts
 from kura.cli._output import escape_value, finite_json
 from kura.cli.main import main
 from kura.dataset.registry import DatasetList, DatasetSet, list_datasets, set_dataset_values
+from kura.demo import DemoLog, DemoStep, run_demo
 from kura.doctor import DoctorResult, backend_doctor
 from kura.export.ema import EmaMerge, merge_ema
 from kura.images import ImageBuild
@@ -349,3 +350,18 @@ def test_a_card_is_escaped_for_people() -> None:
     escaped = escape_value(KnowledgeCard("flux2", "k/[i]f.md", (entry,), ("line [u]1",)))
     assert escaped.path == "k/\\[i]f.md" and escaped.problems == ("line \\[u]1",)
     assert escaped.entries[0].value == ["\\[red]x"] and escaped.entries[0].source == "owner \\[b]"
+
+
+def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The walk as quick start 1 runs it (no KohakuMoss environment), twice in one folder:
+    once by the CLI, once by the library, the commands' own output thrown away."""
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
+    document = _cli("demo", tmp_path / "demo")
+
+    def run_command(argv: list[str], note: str) -> int:
+        return main([*argv, "--json"], stdout=io.StringIO())
+
+    walked = nexts.followed(run_demo(tmp_path / "demo", run_command), nexts.after_demo)
+    assert isinstance(walked, DemoLog) and walked.workspace == f"{walked.root}/workspace"
+    assert walked.steps[0] == DemoStep(("init", walked.workspace), 0, "create the workspace")
+    _same(walked, document)
