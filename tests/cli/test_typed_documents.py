@@ -19,7 +19,14 @@ from kura.backends.install import BackendList, list_backends
 from kura.cli import nexts
 from kura.cli._output import escape_value, finite_json
 from kura.cli.main import main
-from kura.dataset.registry import DatasetList, DatasetSet, list_datasets, set_dataset_values
+from kura.dataset.registry import (
+    DatasetInspection,
+    DatasetList,
+    DatasetSet,
+    inspect_target,
+    list_datasets,
+    set_dataset_values,
+)
 from kura.demo import DemoLog, DemoStep, run_demo
 from kura.doctor import DoctorResult, backend_doctor
 from kura.export.ema import EmaMerge, merge_ema
@@ -365,3 +372,23 @@ def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert isinstance(walked, DemoLog) and walked.workspace == f"{walked.root}/workspace"
     assert walked.steps[0] == DemoStep(("init", walked.workspace), 0, "create the workspace")
     _same(walked, document)
+
+
+def test_dataset_inspection_is_its_document(web: WebWorkspace) -> None:
+    """By name: the stored intent and only the questions it leaves open, after the
+    inspection's keys; by path: the inspection alone."""
+    ws = ["-w", str(web.workspace.root)]
+    inspected = inspect_target(lambda: web.workspace, "myaku", resolution=None)
+    assert isinstance(inspected, DatasetInspection) and inspected.name == "myaku"
+    assert inspected.questions is not None
+    assert len(inspected.questions) < len(inspected.inspection.questions)
+    document = _cli(*ws, "dataset", "inspect", "myaku")
+    _same(nexts.followed(inspected, nexts.after_inspection), document)
+    assert list(document)[-3:] == ["name", "intent", "next"]
+
+    media = str(web.workspace.dataset_dir("myaku") / "media")
+    by_path = inspect_target(lambda: web.workspace, media, resolution=(768, 768))
+    assert by_path.name is None and by_path.intent is None and by_path.questions is None
+    document = _cli(*ws, "dataset", "inspect", media, "--resolution", "768")
+    _same(nexts.followed(by_path, nexts.after_inspection), document)
+    assert "name" not in document and document["resolution"] == [768, 768]
