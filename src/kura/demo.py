@@ -9,30 +9,49 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from kura.errors import UsageError
+from kura.nextsteps import NextStep, next_list
 
-__all__ = ["DemoStep", "run_demo"]
+__all__ = ["DemoLog", "DemoStep", "run_demo"]
 
 MARKER = ".kura-demo"
 
 
-@dataclass
+@dataclass(frozen=True)
 class DemoStep:
-    argv: list[str]
+    """One command the walk ran (its argv after ``--workspace``), its exit code and why."""
+
+    argv: tuple[str, ...]
     exit_code: int
     note: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {"argv": self.argv, "exit_code": self.exit_code, "note": self.note}
+        return {"argv": list(self.argv), "exit_code": self.exit_code, "note": self.note}
 
 
-@dataclass
+@dataclass(frozen=True)
 class DemoLog:
-    root: Path
-    steps: list[DemoStep] = field(default_factory=list)
+    """``kura demo``: the demo folder, its workspace, and every step walked, in order."""
+
+    root: str
+    workspace: str
+    steps: tuple[DemoStep, ...]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "demo"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "root": self.root,
+            "workspace": self.workspace,
+            "steps": [step.to_dict() for step in self.steps],
+            "next": next_list(*self.next),
+        }
 
 
 def prepare_folder(root: Path) -> Path:
@@ -65,13 +84,13 @@ def run_demo(
     from kura.demo_data import TRIGGER, write_demo_data
 
     root = prepare_folder(root)
-    log = DemoLog(root)
+    steps: list[DemoStep] = []
     workspace = root / "workspace"
     data = write_demo_data(root / "incoming")
 
     def step(argv: list[str], note: str) -> int:
         code = run_command(["--workspace", str(workspace), *argv], note)
-        log.steps.append(DemoStep(argv, code, note))
+        steps.append(DemoStep(tuple(argv), code, note))
         return code
 
     step(["init", str(workspace)], "create the workspace")
@@ -123,7 +142,7 @@ def run_demo(
     )
     step(["dataset", "list"], "what the workspace holds now")
     _walk_models_and_plan(root, step)
-    return log
+    return DemoLog(str(root), str(workspace), tuple(steps))
 
 
 DEMO_BUNDLE = "flux2-klein-base-4b"

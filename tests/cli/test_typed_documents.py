@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +15,36 @@ import pytest
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, build_workspace
 
 from kura.backends.base import Finding, StepCost
+from kura.backends.install import BackendList, list_backends
 from kura.cli import nexts
 from kura.cli._output import escape_value, finite_json
 from kura.cli.main import main
-from kura.dataset.registry import DatasetList, DatasetSet, list_datasets, set_dataset_values
+from kura.dataset.registry import (
+    DatasetInspection,
+    DatasetList,
+    DatasetSet,
+    inspect_target,
+    list_datasets,
+    set_dataset_values,
+)
+from kura.demo import DemoLog, DemoStep, run_demo
 from kura.doctor import DoctorResult, backend_doctor
 from kura.export.ema import EmaMerge, merge_ema
 from kura.images import ImageBuild
+from kura.initialize import WorkspaceInit, initialize
+from kura.knowledge.baselines import KnowledgeSync, show_card, sync_cards
+from kura.knowledge.cards import CardEntry, KnowledgeCard
+from kura.knowledge.regrets import RegretRecorded, record_regret
+from kura.models.bundle_list import BundleList, bundle_list
 from kura.models.checks import RoleVerdict
 from kura.models.fetch import FetchedFile, FetchResult
 from kura.models.filecheck import FileCheck, ModelCheck, check_files
 from kura.models.lockdoc import LockWritten, lock_bundle
 from kura.models.verify import Verification, verify_target
 from kura.nextsteps import NextStep
+from kura.planning.detect import LocalGpu
+from kura.planning.gpu_list import GpuList, list_gpus
+from kura.planning.host import HostFacts
 from kura.runs.estimate import RunEstimate, Verdict, estimate_run, verdict
 from kura.runs.evidence import (
     Checkpoint,
@@ -250,3 +268,127 @@ def test_renderers_get_escaped_typed_values() -> None:
     escaped = escape_value(evaluation)
     assert isinstance(escaped, RunEvaluation) and escaped.path == "runs/\\[red]/notes.md"
     assert escaped.measured == Measured()
+
+
+def test_gpus_is_its_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog, a detected GPU and the host facts, as ``kura gpus --json`` writes them
+    (detection and host facts pinned: free RAM moves between two reads)."""
+    import kura.planning.gpu_list as gpu_list
+
+    local = LocalGpu(
+        0, "NVIDIA [b]H100", 79.6, 70.1, "GPU-1", "550.54", "9.0", 5, 16, "h100", "nvml"
+    )
+    host = HostFacts(62.8, 40.5, "/data", 512.25, 16)
+    monkeypatch.setattr(gpu_list, "detect_gpus", lambda: [local])
+    monkeypatch.setattr(gpu_list, "host_facts", lambda path: host)
+    listed = list_gpus()
+    assert isinstance(listed, GpuList) and listed.local == (local,) and listed.host == host
+    document = _cli("gpus")
+    _same(listed, document)
+    assert list(document["gpus"][0]) == [
+        "id",
+        "name",
+        "memory_gib",
+        "bf16_tflops",
+        "fp8",
+        "pcie_gbs",
+        "usd_per_hour",
+        "price_seen",
+        "cloud_types",
+    ]
+    assert escape_value(listed).local[0].name == "NVIDIA \\[b]H100"
+
+
+def test_model_bundles_are_their_document() -> None:
+    listed = bundle_list()
+    assert isinstance(listed, BundleList) and listed.bundles
+    _same(listed, _cli("model", "bundles"))
+    flux2 = bundle_list("flux2")
+    assert flux2.bundles and {e.bundle.architecture for e in flux2.bundles} == {"flux2"}
+    assert all(e.backends for e in flux2.bundles if e.bundle.supported)
+    _same(flux2, _cli("model", "bundles", "--arch", "flux2"))
+    assert list(_as_json(flux2)["bundles"][0])[-2:] == ["roles", "backends"]
+
+
+def test_init_is_its_document(tmp_path: Path) -> None:
+    fresh = initialize(tmp_path / "a")
+    assert isinstance(fresh, WorkspaceInit) and "kura.toml" in fresh.created
+    document = _cli("init", tmp_path / "b")
+    assert list(fresh.created) == document["created"]
+    again = nexts.followed(initialize(tmp_path / "b"), nexts.after_init)
+    assert again.created == () and again.root == str((tmp_path / "b").resolve())
+    _same(replace(again, created=fresh.created), document)
+    _same(again, _cli("init", tmp_path / "b"))
+
+
+def test_backend_list_is_its_document(web: WebWorkspace) -> None:
+    listed = nexts.followed(list_backends(web.workspace), nexts.after_backend_list)
+    assert isinstance(listed, BackendList)
+    assert [e.name for e in listed.backends] == ["ai-toolkit", "kohakumoss", "musubi-tuner"]
+    document = _cli("-w", web.workspace.root, "backend", "list")
+    _same(listed, document)
+    for entry, row in zip(listed.backends, document["backends"], strict=True):
+        assert ("path" in row) is (entry.path is not None)
+
+
+def test_knowledge_verbs_are_their_documents(web: WebWorkspace) -> None:
+    ws = ["-w", str(web.workspace.root)]
+    synced = sync_cards(web.workspace, ["zimage", "flux2"])
+    assert isinstance(synced, KnowledgeSync)
+    assert [c.architecture for c in synced.cards] == ["zimage", "flux2"]
+    _same(synced, _cli(*ws, "knowledge", "sync", "zimage", "flux2"))
+
+    card = show_card(web.workspace, "flux2")
+    assert isinstance(card, KnowledgeCard) and card.entries
+    _same(card, _cli(*ws, "knowledge", "show", "flux2"))
+
+    line = "zzz-typed [red]never -> a reminder"
+    document = _cli(*ws, "knowledge", "regret", web.finished, line)
+    recorded = record_regret(web.workspace, web.finished, line)
+    assert (
+        isinstance(recorded, RegretRecorded) and recorded.regret.trigger == "zzz-typed [red]never"
+    )
+    _same(recorded, document)
+    assert list(document) == ["kind", "run", "trigger", "reminder", "source"]
+
+
+def test_a_card_is_escaped_for_people() -> None:
+    entry = CardEntry("all", "training.optimizer", ["[red]x"], "owner [b]", "owner", 3)
+    escaped = escape_value(KnowledgeCard("flux2", "k/[i]f.md", (entry,), ("line [u]1",)))
+    assert escaped.path == "k/\\[i]f.md" and escaped.problems == ("line \\[u]1",)
+    assert escaped.entries[0].value == ["\\[red]x"] and escaped.entries[0].source == "owner \\[b]"
+
+
+def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The walk as quick start 1 runs it (no KohakuMoss environment), twice in one folder:
+    once by the CLI, once by the library, the commands' own output thrown away."""
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
+    document = _cli("demo", tmp_path / "demo")
+
+    def run_command(argv: list[str], note: str) -> int:
+        return main([*argv, "--json"], stdout=io.StringIO())
+
+    walked = nexts.followed(run_demo(tmp_path / "demo", run_command), nexts.after_demo)
+    assert isinstance(walked, DemoLog) and walked.workspace == f"{walked.root}/workspace"
+    assert walked.steps[0] == DemoStep(("init", walked.workspace), 0, "create the workspace")
+    _same(walked, document)
+
+
+def test_dataset_inspection_is_its_document(web: WebWorkspace) -> None:
+    """By name: the stored intent and only the questions it leaves open, after the
+    inspection's keys; by path: the inspection alone."""
+    ws = ["-w", str(web.workspace.root)]
+    inspected = inspect_target(lambda: web.workspace, "myaku", resolution=None)
+    assert isinstance(inspected, DatasetInspection) and inspected.name == "myaku"
+    assert inspected.questions is not None
+    assert len(inspected.questions) < len(inspected.inspection.questions)
+    document = _cli(*ws, "dataset", "inspect", "myaku")
+    _same(nexts.followed(inspected, nexts.after_inspection), document)
+    assert list(document)[-3:] == ["name", "intent", "next"]
+
+    media = str(web.workspace.dataset_dir("myaku") / "media")
+    by_path = inspect_target(lambda: web.workspace, media, resolution=(768, 768))
+    assert by_path.name is None and by_path.intent is None and by_path.questions is None
+    document = _cli(*ws, "dataset", "inspect", media, "--resolution", "768")
+    _same(nexts.followed(by_path, nexts.after_inspection), document)
+    assert "name" not in document and document["resolution"] == [768, 768]

@@ -107,9 +107,11 @@ def test_inspection_keeps_intent_and_drops_answered_questions(ws: Workspace, sou
 
     add_dataset(ws, "myaku", source)
     set_dataset_values(ws, "myaku", ["intent.task=character"])
-    report = inspect_target(lambda: ws, "myaku", resolution=None)
-    assert report["intent"]["task"] == "character"
-    assert "intent.task" not in {q["key"] for q in report["questions"]}
+    inspected = inspect_target(lambda: ws, "myaku", resolution=None)
+    assert inspected.intent is not None and inspected.intent.task == "character"
+    assert inspected.questions is not None
+    assert "intent.task" not in {q["key"] for q in inspected.questions}
+    assert "intent.task" in {q["key"] for q in inspected.inspection.questions}
 
 
 def test_validate_blocks_on_broken_media_and_passes_once_fixed(ws: Workspace, source: Path) -> None:

@@ -10,18 +10,83 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from kura.backends.base import TrainerSetup
 from kura.backends.registry import backend_names, command_backend, get_backend
 from kura.errors import CheckFailed, KuraError
+from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
 
-__all__ = ["InstallResult", "install_trainer", "trainer_setups"]
+__all__ = [
+    "BackendList",
+    "BackendListEntry",
+    "InstallResult",
+    "install_trainer",
+    "list_backends",
+    "trainer_setups",
+]
 
 
 def trainer_setups(workspace: Workspace | None) -> tuple[TrainerSetup, ...]:
     """Every registered backend's setup, in registry order."""
     return tuple(get_backend(name).setup(workspace) for name in backend_names())
+
+
+@dataclass(frozen=True)
+class BackendListEntry:
+    """One backend as ``kura backend list`` shows it: how its environment is made, whether
+    it is there (None: Kura cannot tell without starting it), whether ``kura backend
+    install`` makes it, and where (None when it lives in an image or a named checkout)."""
+
+    name: str
+    environment: str
+    present: bool | None
+    kura_installs: bool
+    path: str | None
+
+    @classmethod
+    def of(cls, setup: TrainerSetup) -> BackendListEntry:
+        return cls(
+            name=setup.backend,
+            environment=setup.how,
+            present=setup.present,
+            kura_installs=bool(setup.install),
+            path=None if setup.path is None else str(setup.path),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        row: dict[str, object] = {
+            "name": self.name,
+            "environment": self.environment,
+            "present": self.present,
+            "kura_installs": self.kura_installs,
+        }
+        if self.path is not None:
+            row["path"] = self.path
+        return row
+
+
+@dataclass(frozen=True)
+class BackendList:
+    """``kura backend list``: every registered backend's setup, in registry order."""
+
+    backends: tuple[BackendListEntry, ...]
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "backend-list"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "backends": [entry.to_dict() for entry in self.backends],
+            "next": next_list(*self.next),
+        }
+
+
+def list_backends(workspace: Workspace | None) -> BackendList:
+    """:func:`trainer_setups` as ``kura backend list`` reports them."""
+    return BackendList(tuple(BackendListEntry.of(setup) for setup in trainer_setups(workspace)))
 
 
 @dataclass(frozen=True)

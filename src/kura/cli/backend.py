@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +13,7 @@ from kura.errors import WorkspaceNotFound
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.backends.install import BackendList
     from kura.workspace import Workspace
 
 __all__ = ["backend_group"]
@@ -34,32 +35,21 @@ def backend_group() -> None:
 @click.pass_context
 def list_command(ctx: click.Context) -> None:
     """The backends, how each environment is made, and whether it is there."""
-    from kura.backends.install import trainer_setups
-    from kura.cli.nexts import after_backend_list, with_next
+    from kura.backends.install import list_backends
+    from kura.cli.nexts import after_backend_list, followed
 
     state: AppState = ctx.obj
-    rows: list[dict[str, Any]] = []
-    for setup in trainer_setups(_workspace(state)):
-        row: dict[str, Any] = {
-            "name": setup.backend,
-            "environment": setup.how,
-            "present": setup.present,
-            "kura_installs": bool(setup.install),
-        }
-        if setup.path is not None:
-            row["path"] = str(setup.path)
-        rows.append(row)
-    doc = {"kind": "backend-list", "backends": rows}
-    state.out.result(with_next(doc, after_backend_list(doc)), and_next(_render_list))
+    listed = followed(list_backends(_workspace(state)), after_backend_list)
+    state.out.result(listed, and_next(_render_list))
 
 
-def _render_list(console: Console, doc: dict[str, Any]) -> None:
+def _render_list(console: Console, listed: BackendList) -> None:
     table = new_table("backend", "environment", "present", box=None)
-    for row in doc["backends"]:
-        present = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[row["present"]]
+    for entry in listed.backends:
+        present = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[entry.present]
         table.add_row(
-            row["name"],
-            row["environment"] + (f" — {row['path']}" if row.get("path") else ""),
+            entry.name,
+            entry.environment + (f" — {entry.path}" if entry.path else ""),
             present,
         )
     console.print(table)

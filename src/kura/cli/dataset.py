@@ -13,7 +13,7 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from kura.dataset.registry import DatasetList, DatasetSet
+    from kura.dataset.registry import DatasetInspection, DatasetList, DatasetSet
 from kura.errors import UsageError
 
 __all__ = ["dataset_group", "parse_resolution", "render_inspection"]
@@ -100,12 +100,17 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
     from kura.dataset.registry import inspect_target
 
     with state.out.progress("inspecting") as progress:
-        report = inspect_target(
+        inspected = inspect_target(
             state.workspace, target, resolution=parse_resolution(resolution), progress=progress
         )
-    from kura.cli.nexts import after_inspection, with_next
+    from kura.cli.nexts import after_inspection, followed
 
-    state.out.result(with_next(report, after_inspection(report)), and_next(render_inspection))
+    state.out.result(followed(inspected, after_inspection), and_next(_render_inspected))
+
+
+def _render_inspected(console: Console, inspected: DatasetInspection) -> None:
+    # The inspection's view is shared with `dataset add`, whose document nests it.
+    render_inspection(console, inspected.to_dict())
 
 
 @dataset_group.command("set")

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 import click
 
 from kura.cli._output import and_next
 from kura.cli.state import AppState
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kura.demo import DemoLog
 
 __all__ = ["demo_command"]
 
@@ -19,6 +24,7 @@ __all__ = ["demo_command"]
 def demo_command(state: AppState, directory: Path | None) -> None:
     """Build a demo workspace in DIRECTORY (default ./kura-demo) and walk the path in it."""
     from kura.cli.main import main
+    from kura.cli.nexts import after_demo, followed
     from kura.demo import run_demo
 
     out = state.out
@@ -35,23 +41,14 @@ def demo_command(state: AppState, directory: Path | None) -> None:
             out.console.print(f"[dim]exit code {code}[/]")
         return code
 
-    log = run_demo(directory or Path("kura-demo"), run_command)
-    doc = {
-        "kind": "demo",
-        "root": str(log.root),
-        "workspace": str(log.root / "workspace"),
-        "steps": [s.to_dict() for s in log.steps],
-    }
-    from kura.cli.nexts import after_demo, with_next
+    walked = followed(run_demo(directory or Path("kura-demo"), run_command), after_demo)
+    out.result(walked, and_next(_render_demo))
 
-    out.result(
-        with_next(doc, after_demo(doc)),
-        and_next(
-            lambda console, d: console.print(
-                f"\nDemo workspace: [bold]{d['workspace']}[/] — explore it with "
-                f"`kura --workspace {d['workspace']} dataset list`"
-            ),
-        ),
+
+def _render_demo(console: Console, walked: DemoLog) -> None:
+    console.print(
+        f"\nDemo workspace: [bold]{walked.workspace}[/] — explore it with "
+        f"`kura --workspace {walked.workspace} dataset list`"
     )
 
 

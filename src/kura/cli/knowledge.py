@@ -1,8 +1,8 @@
-"""`kura knowledge sync|show`: the cards Kura drafts runs from."""
+"""`kura knowledge sync|show|promote|regret`: the cards Kura drafts runs from."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +12,9 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.knowledge.baselines import KnowledgeSync
+    from kura.knowledge.cards import KnowledgeCard
+    from kura.knowledge.regrets import RegretRecorded
     from kura.runs.evidence import Promotion
 
 __all__ = ["knowledge_group"]
@@ -27,17 +30,15 @@ def knowledge_group() -> None:
 @click.pass_obj
 def sync_command(state: AppState, architectures: tuple[str, ...]) -> None:
     """Write or refresh the upstream baseline lines of the cards (never owner or run lines)."""
-    from kura.knowledge.baselines import sync_baselines
+    from kura.knowledge.baselines import sync_cards
 
-    results = sync_baselines(state.workspace(), list(architectures) or None)
-    doc = {"kind": "knowledge-sync", "cards": [r.to_dict() for r in results]}
-    state.out.result(doc, _render_sync)
+    state.out.result(sync_cards(state.workspace(), list(architectures) or None), _render_sync)
 
 
-def _render_sync(console: Console, doc: dict[str, Any]) -> None:
-    for card in doc["cards"]:
-        state = "created" if card["created"] else f"+{card['added']} ~{card['updated']}"
-        console.print(f"knowledge/{card['architecture']}.md: {state}")
+def _render_sync(console: Console, synced: KnowledgeSync) -> None:
+    for card in synced.cards:
+        state = "created" if card.created else f"+{card.added} ~{card.updated}"
+        console.print(f"knowledge/{card.architecture}.md: {state}")
 
 
 @knowledge_group.command("show")
@@ -45,27 +46,17 @@ def _render_sync(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def show_command(state: AppState, architecture: str) -> None:
     """Show a card's values with their sources, and lines that lack one."""
-    from kura.knowledge.baselines import card_path
-    from kura.knowledge.cards import parse_card, read_card
+    from kura.knowledge.baselines import show_card
 
-    path = card_path(state.workspace(), architecture)
-    entries, problems = parse_card(read_card(path))
-    doc = {
-        "kind": "knowledge-card",
-        "architecture": architecture,
-        "path": str(path),
-        "entries": [e.to_dict() for e in entries],
-        "problems": problems,
-    }
-    state.out.result(doc, _render_card)
+    state.out.result(show_card(state.workspace(), architecture), _render_card)
 
 
-def _render_card(console: Console, doc: dict[str, Any]) -> None:
-    table = new_table("section", "key", "value", "source", box=None, title=doc["architecture"])
-    for entry in doc["entries"]:
-        table.add_row(entry["section"], entry["key"], str(entry["value"]), entry["source"])
+def _render_card(console: Console, card: KnowledgeCard) -> None:
+    table = new_table("section", "key", "value", "source", box=None, title=card.architecture)
+    for entry in card.entries:
+        table.add_row(entry.section, entry.key, str(entry.value), entry.source)
     console.print(table)
-    for problem in doc["problems"]:
+    for problem in card.problems:
         console.print(f"[yellow]{problem}[/]")
 
 
@@ -104,11 +95,13 @@ def _render_promotion(console: Console, promotion: Promotion) -> None:
 @click.pass_obj
 def regret_command(state: AppState, run_id: str, line: str) -> None:
     """Append `trigger -> reminder` to knowledge/regrets.md, citing the run."""
-    from kura.knowledge.regrets import append_regret
+    from kura.knowledge.regrets import record_regret
     from kura.runs.store import read_run
 
     workspace = state.workspace()
     read_run(workspace, run_id)
-    regret = append_regret(workspace, line, source=f"run {run_id}")
-    doc = {"kind": "knowledge-regret", "run": run_id, **regret.to_dict()}
-    state.out.result(doc, lambda console, d: console.print(f"regret recorded: {d['trigger']}"))
+    state.out.result(record_regret(workspace, run_id, line), _render_regret)
+
+
+def _render_regret(console: Console, recorded: RegretRecorded) -> None:
+    console.print(f"regret recorded: {recorded.regret.trigger}")

@@ -17,6 +17,7 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.models.bundle_list import BundleList
     from kura.models.fetch import FetchResult
     from kura.models.filecheck import ModelCheck
     from kura.models.lockdoc import LockWritten
@@ -120,24 +121,19 @@ def _render_check(console: Console, checked: ModelCheck) -> None:
 @click.pass_obj
 def bundles_command(state: AppState, architecture: str | None) -> None:
     """List the known bundles: architecture, trainer setting and the file for each role."""
-    from kura.backends.registry import backends_serving
-    from kura.models.bundles import list_bundles
+    from kura.models.bundle_list import bundle_list
 
-    bundles = [
-        {**b.to_dict(), "backends": list(backends_serving(b.architecture))}
-        for b in list_bundles()
-        if architecture in (None, b.architecture)
-    ]
-    state.out.result({"kind": "model-bundles", "bundles": bundles}, _render_bundles)
+    state.out.result(bundle_list(architecture), _render_bundles)
 
 
-def _render_bundles(console: Console, doc: dict[str, Any]) -> None:
+def _render_bundles(console: Console, listed: BundleList) -> None:
     table = new_table("bundle", "architecture", "backends", "trainer", "roles", box=None)
-    for bundle in doc["bundles"]:
-        trainer = " ".join(f"{k}={v}" for k, v in bundle["trainer"].items())
-        name = bundle["id"] if bundle["supported"] else f"{bundle['id']} (unsupported)"
-        backends = ", ".join(bundle["backends"]) or "none"
-        table.add_row(name, bundle["architecture"], backends, trainer, ", ".join(bundle["roles"]))
+    for entry in listed.bundles:
+        bundle = entry.bundle
+        trainer = " ".join(f"{k}={v}" for k, v in bundle.trainer.items())
+        name = bundle.id if bundle.supported else f"{bundle.id} (unsupported)"
+        backends = ", ".join(entry.backends) or "none"
+        table.add_row(name, bundle.architecture, backends, trainer, ", ".join(bundle.slots))
     console.print(table)
 
 

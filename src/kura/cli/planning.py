@@ -12,6 +12,7 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.planning.gpu_list import GpuList
     from kura.runs.estimate import RunEstimate
     from kura.runs.whatif import WhatIfEstimate
 
@@ -22,53 +23,29 @@ __all__ = ["estimate_command", "gpus_command", "render_estimate"]
 @click.pass_obj
 def gpus_command(state: AppState) -> None:
     """GPU classes Kura can plan for (memory, speed, prices seen), and this machine's GPUs."""
-    from kura.planning.detect import detect_gpus
-    from kura.planning.gpus import GPU_CLASSES
-    from kura.planning.host import host_facts
+    from kura.planning.gpu_list import list_gpus
 
-    gpus = []
-    for gpu in GPU_CLASSES.values():
-        offer = gpu.cheapest_offer()
-        gpus.append(
-            {
-                "id": gpu.id,
-                "name": gpu.name,
-                "memory_gib": gpu.memory_gib,
-                "bf16_tflops": gpu.bf16_tflops,
-                "fp8": gpu.fp8,
-                "pcie_gbs": gpu.pcie_gbs,
-                "usd_per_hour": offer.usd_per_hour if offer else None,
-                "price_seen": offer.price_seen if offer else None,
-                "cloud_types": [f"{o.provider}:{o.type_id}" for o in gpu.offers],
-            }
-        )
-    doc = {
-        "kind": "gpus",
-        "gpus": gpus,
-        "local": [g.to_dict() for g in detect_gpus()],
-        "host": host_facts(".").to_dict(),
-    }
-    state.out.result(doc, _render_gpus)
+    state.out.result(list_gpus("."), _render_gpus)
 
 
-def _render_gpus(console: Console, doc: dict[str, Any]) -> None:
+def _render_gpus(console: Console, listed: GpuList) -> None:
     table = new_table("id", "name", "GiB", "bf16 TFLOPS", "fp8", "$/h", box=None)
-    for gpu in doc["gpus"]:
-        price = f"{gpu['usd_per_hour']:.2f}" if gpu["usd_per_hour"] else "-"
+    for gpu in listed.gpus:
+        price = f"{gpu.usd_per_hour:.2f}" if gpu.usd_per_hour else "-"
         table.add_row(
-            gpu["id"],
-            gpu["name"],
-            f"{gpu['memory_gib']:g}",
-            f"{gpu['bf16_tflops']:g}",
-            "yes" if gpu["fp8"] else "no",
+            gpu.id,
+            gpu.name,
+            f"{gpu.memory_gib:g}",
+            f"{gpu.bf16_tflops:g}",
+            "yes" if gpu.fp8 else "no",
             price,
         )
     console.print(table)
-    local = doc["local"]
+    host = listed.host
     console.print(
         "this machine: "
-        + (", ".join(f"{g['name']} ({g['memory_gib']:.0f} GiB)" for g in local) or "no GPU")
-        + f"; {doc['host']['ram_total_gib']} GiB RAM, {doc['host']['disk_free_gib']:.0f} GiB free"
+        + (", ".join(f"{g.name} ({g.memory_gib:.0f} GiB)" for g in listed.local) or "no GPU")
+        + f"; {host.ram_total_gib} GiB RAM, {host.disk_free_gib:.0f} GiB free"
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +13,8 @@ from kura.cli.state import AppState
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from kura.initialize import WorkspaceInit
 from kura.spec.schemas import SCHEMAS, json_schema
 
 __all__ = ["init_command", "schema_command"]
@@ -23,22 +25,20 @@ __all__ = ["init_command", "schema_command"]
 @click.pass_obj
 def init_command(state: AppState, directory: Path) -> None:
     """Create a workspace (kura.toml, datasets/, models/, runs/, knowledge/) in DIRECTORY."""
-    from kura.initialize import init_workspace
+    from kura.cli.nexts import after_init, followed
+    from kura.initialize import initialize
 
-    workspace, created = init_workspace(directory)
-    from kura.cli.nexts import after_init, with_next
-
-    doc = {"kind": "workspace-init", "root": str(workspace.root), "created": created}
-    state.out.result(with_next(doc, after_init(doc)), and_next(_render_init))
+    state.out.result(followed(initialize(directory), after_init), and_next(_render_init))
 
 
-def _render_init(console: Console, doc: dict[str, Any]) -> None:
-    if doc["created"]:
+def _render_init(console: Console, initialized: WorkspaceInit) -> None:
+    if initialized.created:
         console.print(
-            f"Workspace ready at [bold]{doc['root']}[/] (created {', '.join(doc['created'])})"
+            f"Workspace ready at [bold]{initialized.root}[/] "
+            f"(created {', '.join(initialized.created)})"
         )
     else:
-        console.print(f"Workspace at [bold]{doc['root']}[/] already complete; nothing changed")
+        console.print(f"Workspace at [bold]{initialized.root}[/] already complete; nothing changed")
 
 
 @click.command("schema")

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DatasetAdded",
     "DatasetChecked",
+    "DatasetInspection",
     "DatasetList",
     "DatasetListEntry",
     "DatasetSet",
@@ -125,6 +126,32 @@ class DatasetSet:
             "intent": self.intent.model_dump(),
             "next": next_list(*self.next),
         }
+
+
+@dataclass(frozen=True)
+class DatasetInspection:
+    """``kura dataset inspect``: the inspection of a registered dataset (``name``, its
+    ``intent``, and only the ``questions`` that intent leaves open) or of a folder by path
+    (``name`` and ``intent`` None, the inspection's own questions)."""
+
+    inspection: Inspection
+    name: str | None = None
+    intent: DatasetIntent | None = None
+    questions: tuple[Mapping[str, Any], ...] | None = None
+    next: tuple[NextStep, ...] = ()
+
+    kind: ClassVar[str] = "dataset-inspection"
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = dict(self.inspection.to_dict())
+        if self.name is not None:
+            document["name"] = self.name
+        if self.intent is not None:
+            document["intent"] = self.intent.model_dump()
+        if self.questions is not None:
+            document["questions"] = [dict(question) for question in self.questions]
+        document["next"] = next_list(*self.next)
+        return document
 
 
 @dataclass(frozen=True)
@@ -516,7 +543,7 @@ def inspect_target(
     *,
     resolution: tuple[int, int] | None,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> DatasetInspection:
     """Inspect a registered dataset by name, or any folder by path (which writes nothing)."""
     path = Path(target).expanduser()
     looks_like_path = os.sep in target or target in (".", "..") or path.is_dir()
@@ -528,15 +555,12 @@ def inspect_target(
             inspection = inspect_dataset(
                 folder, resolution=resolution or (1024, 1024), cache=cache, progress=progress
             )
-        return inspection.to_dict()
+        return DatasetInspection(inspection)
     workspace = workspace_finder()
     inspection = inspect_registered(workspace, target, resolution=resolution, progress=progress)
     spec = read_dataset(workspace, target)
-    report = inspection.to_dict()
-    report["name"] = target
-    report["intent"] = spec.intent.model_dump()
-    report["questions"] = open_questions(spec, report)
-    return report
+    questions = open_questions(spec, inspection.to_dict())
+    return DatasetInspection(inspection, target, spec.intent, tuple(questions))
 
 
 def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) -> DatasetSet:

@@ -10,15 +10,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.fsutil import atomic_write_text
-from kura.knowledge.cards import entry_line, insert_entry, parse_card, read_card, replace_line
+from kura.knowledge.cards import (
+    KnowledgeCard,
+    entry_line,
+    insert_entry,
+    parse_card,
+    read_card,
+    replace_line,
+)
 from kura.spec.base import plain
 from kura.workspace import Workspace
 from kura.yamlio import parse_yaml
 
-__all__ = ["CardSync", "baseline_values", "card_path", "sync_baselines"]
+__all__ = [
+    "CardSync",
+    "KnowledgeSync",
+    "baseline_values",
+    "card_path",
+    "show_card",
+    "sync_baselines",
+    "sync_cards",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +50,18 @@ class CardSync:
             "added": self.added,
             "updated": self.updated,
         }
+
+
+@dataclass(frozen=True)
+class KnowledgeSync:
+    """``kura knowledge sync``: what the sync did to each card, in the order synced."""
+
+    cards: tuple[CardSync, ...]
+
+    kind: ClassVar[str] = "knowledge-sync"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "cards": [card.to_dict() for card in self.cards]}
 
 
 @cache
@@ -102,3 +129,15 @@ def sync_baselines(workspace: Workspace, architectures: list[str] | None = None)
                 atomic_write_text(path, text)
             results.append(CardSync(architecture, created, added, updated))
     return results
+
+
+def sync_cards(workspace: Workspace, architectures: list[str] | None = None) -> KnowledgeSync:
+    """:func:`sync_baselines` as ``kura knowledge sync`` reports it."""
+    return KnowledgeSync(tuple(sync_baselines(workspace, architectures)))
+
+
+def show_card(workspace: Workspace, architecture: str) -> KnowledgeCard:
+    """The workspace's card for ``architecture``, parsed (``kura knowledge show``)."""
+    path = card_path(workspace, architecture)
+    entries, problems = parse_card(read_card(path))
+    return KnowledgeCard(architecture, str(path), tuple(entries), tuple(problems))

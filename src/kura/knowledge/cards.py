@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import InvalidInput
 
@@ -22,6 +22,7 @@ __all__ = [
     "SECTIONS",
     "SOURCE_KINDS",
     "CardEntry",
+    "KnowledgeCard",
     "entry_line",
     "insert_entry",
     "parse_card",
@@ -58,6 +59,28 @@ class CardEntry:
             "value": self.value,
             "source": self.source,
             "kind": self.kind,
+        }
+
+
+@dataclass(frozen=True)
+class KnowledgeCard:
+    """``kura knowledge show``: one architecture's card at ``path``, its value lines in file
+    order, and the lines that lack a (known) source."""
+
+    architecture: str
+    path: str
+    entries: tuple[CardEntry, ...]
+    problems: tuple[str, ...]
+
+    kind: ClassVar[str] = "knowledge-card"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "architecture": self.architecture,
+            "path": self.path,
+            "entries": [entry.to_dict() for entry in self.entries],
+            "problems": list(self.problems),
         }
 
 

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
 from kura.knowledge.cards import read_card
 from kura.workspace import Workspace
 
-__all__ = ["Regret", "append_regret", "matching_regrets", "read_regrets"]
+__all__ = [
+    "Regret",
+    "RegretRecorded",
+    "append_regret",
+    "matching_regrets",
+    "read_regrets",
+    "record_regret",
+]
 
 _LINE_RE = re.compile(
     r"^\s*[-*]\s+(?P<trigger>.+?)\s*->\s*(?P<reminder>.+?)"
@@ -36,6 +43,19 @@ class Regret:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trigger": self.trigger, "reminder": self.reminder, "source": self.source}
+
+
+@dataclass(frozen=True)
+class RegretRecorded:
+    """``kura knowledge regret``: the lesson appended, citing ``run``."""
+
+    run: str
+    regret: Regret
+
+    kind: ClassVar[str] = "knowledge-regret"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "run": self.run, **self.regret.to_dict()}
 
 
 def regrets_path(workspace: Workspace) -> Any:
@@ -77,3 +97,9 @@ def append_regret(workspace: Workspace, line: str, *, source: str) -> Regret:
         text += f"- {regret.trigger} -> {regret.reminder} (source: {source})\n"
         atomic_write_text(path, text)
     return regret
+
+
+def record_regret(workspace: Workspace, run_id: str, line: str) -> RegretRecorded:
+    """Append ``line`` citing ``run <run_id>`` (the caller has checked that the run exists:
+    the knowledge layer does not read runs)."""
+    return RegretRecorded(run_id, append_regret(workspace, line, source=f"run {run_id}"))
