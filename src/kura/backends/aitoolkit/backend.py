@@ -219,6 +219,8 @@ class AitkBackend:
 
     def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
         """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        from kura.backends.aitoolkit.doctor import CHECKOUT_MARKER
+
         checkout = workspace.config().executor.aitk_checkout if workspace else None
         path = Path(checkout).expanduser() if checkout else None
         return TrainerSetup(
@@ -226,7 +228,7 @@ class AitkBackend:
             how="a Docker image: `kura image build ai-toolkit --run` (or a checkout at the "
             f"pinned commit {self.release} for the host executor: kura.toml "
             "executor.aitk_checkout)",
-            present=None if path is None else (path / "run.py").is_file(),
+            present=None if path is None else (path / CHECKOUT_MARKER).exists(),
             path=path,
             source="kura.toml" if path else None,
         )

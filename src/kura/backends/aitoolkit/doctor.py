@@ -17,7 +17,10 @@ from kura.backends.base import DoctorReport
 if TYPE_CHECKING:
     from kura.workspace import Workspace
 
-__all__ = ["aitk_doctor"]
+__all__ = ["CHECKOUT_MARKER", "aitk_doctor"]
+
+CHECKOUT_MARKER = Path("run.py")
+"""The entry every AI-Toolkit checkout has at its root."""
 
 
 def aitk_doctor(workspace: Workspace | None) -> DoctorReport:
@@ -38,7 +41,7 @@ def aitk_doctor(workspace: Workspace | None) -> DoctorReport:
             checkout_finding(
                 checkout,
                 check="ai-toolkit checkout",
-                marker=Path("run.py"),
+                marker=CHECKOUT_MARKER,
                 trainer="an AI-Toolkit",
                 pinned=f"commit {AITK_COMMIT[:7]}",
                 toml_key="aitk_checkout",

@@ -288,13 +288,15 @@ class MusubiBackend:
 
     def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
         """An image Kura builds, or a checkout kura.toml names for the host executor."""
+        from kura.backends.musubi.doctor import CHECKOUT_MARKER
+
         checkout = workspace.config().executor.musubi_checkout if workspace else None
         path = Path(checkout).expanduser() if checkout else None
         return TrainerSetup(
             backend=self.name,
             how="a Docker image: `kura image build musubi-tuner --run` (or a Musubi Tuner "
             f"{self.release} checkout for the host executor: kura.toml executor.musubi_checkout)",
-            present=None if path is None else (path / "src" / "musubi_tuner").is_dir(),
+            present=None if path is None else (path / CHECKOUT_MARKER).exists(),
             path=path,
             source="kura.toml" if path else None,
         )

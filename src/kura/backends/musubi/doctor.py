@@ -17,9 +17,9 @@ from kura.backends.musubi.container import image_recipe
 if TYPE_CHECKING:
     from kura.workspace import Workspace
 
-__all__ = ["musubi_doctor"]
+__all__ = ["CHECKOUT_MARKER", "musubi_doctor"]
 
-_ENTRY = Path("src") / "musubi_tuner"
+CHECKOUT_MARKER = Path("src") / "musubi_tuner"
 """The package folder every Musubi checkout has (its scripts live under it)."""
 
 
@@ -38,7 +38,7 @@ def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
             checkout_finding(
                 checkout,
                 check="musubi checkout",
-                marker=_ENTRY,
+                marker=CHECKOUT_MARKER,
                 trainer="a Musubi Tuner",
                 pinned=f"Musubi {MUSUBI_RELEASE}",
                 toml_key="musubi_checkout",
