@@ -6,11 +6,12 @@ import os
 from pathlib import Path
 
 __all__ = [
+    "TRAINER_ENV_VARIABLES",
     "cache_dir",
     "data_dir",
     "debug_enabled",
-    "kohakumoss_env_override",
     "lock_timeout_seconds",
+    "trainer_env_override",
 ]
 
 
@@ -47,8 +48,14 @@ def data_dir() -> Path:
     return Path(user_data_dir("kura"))
 
 
-def kohakumoss_env_override() -> Path | None:
-    """``KURA_KOHAKUMOSS_ENV``: the KohakuMoss environment's folder, over kura.toml and
-    the default under :func:`data_dir`."""
-    raw = os.environ.get("KURA_KOHAKUMOSS_ENV", "")
+TRAINER_ENV_VARIABLES = ("KURA_MUSUBI_ENV", "KURA_AITK_ENV", "KURA_KOHAKUMOSS_ENV")
+"""The variables that name a trainer's environment folder, over kura.toml and the default
+under :func:`data_dir` (``kura.backends.trainer_env``)."""
+
+
+def trainer_env_override(variable: str) -> Path | None:
+    """The folder one of :data:`TRAINER_ENV_VARIABLES` names (None when unset or empty)."""
+    if variable not in TRAINER_ENV_VARIABLES:
+        raise ValueError(f"{variable} is not a trainer environment variable")
+    raw = os.environ.get(variable, "")
     return Path(raw).expanduser() if raw else None

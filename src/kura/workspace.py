@@ -58,8 +58,13 @@ class ExecutorDefaults(StrictModel):
     )
     musubi_checkout: str | None = Field(
         None,
-        description="Host executor: a Musubi Tuner 0.3.4 checkout; steps run `python` and "
-        "`accelerate` from PATH in it (activate its virtual environment first).",
+        description="A Musubi Tuner 0.3.4 checkout: the source `kura backend install musubi` "
+        "installs from when no --source is given.",
+    )
+    musubi_env: str | None = Field(
+        None,
+        description="Musubi Tuner's virtual environment, which the host executor runs "
+        "(`kura backend install musubi` makes it; KURA_MUSUBI_ENV overrides this).",
     )
     kohakumoss_env: str | None = Field(
         None,
@@ -68,8 +73,13 @@ class ExecutorDefaults(StrictModel):
     )
     aitk_checkout: str | None = Field(
         None,
-        description="Host executor: an AI-Toolkit checkout at the pinned commit; steps run "
-        "`python run.py` in it.",
+        description="An AI-Toolkit checkout at the pinned commit: the source `kura backend "
+        "install ai-toolkit` installs from when no --source is given.",
+    )
+    aitk_env: str | None = Field(
+        None,
+        description="AI-Toolkit's virtual environment, which the host executor runs "
+        "(`kura backend install ai-toolkit` makes it; KURA_AITK_ENV overrides this).",
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from kura.backends.trainer_env import EnvRecord
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
@@ -164,6 +165,9 @@ class CompileInputs:
     """The run's bundle id (a backend whose model layout differs per bundle checks it)."""
     model_root: str | None = None
     trainer_facts: TrainerFacts | None = None
+    trainer_bin: str | None = None
+    """The trainer environment's executables folder (``Backend.trainer_bin``); None: the
+    step's own PATH (an image)."""
 
 
 @dataclass(frozen=True)
@@ -679,7 +683,8 @@ class TrainerSetup:
     image or a checkout the person names); ``present`` whether it is there (None: Kura cannot
     tell without starting it); ``install`` the argv lists ``kura backend install`` runs, in
     order, with ``python`` the interpreter that makes it and ``size`` what it costs (empty:
-    Kura installs nothing for this trainer, and ``how`` says what to do instead)."""
+    Kura installs nothing for this trainer, and ``how`` says what to do instead). ``source``
+    says what chose ``path`` (an environment variable, ``kura.toml``, ``default``)."""
 
     backend: str
     how: str
@@ -689,6 +694,11 @@ class TrainerSetup:
     python: str | None = None
     install: tuple[tuple[str, ...], ...] = ()
     size: str | None = None
+    checkout: Path | None = None
+    """The trainer's source folder the environment is installed from (``--source``)."""
+    record: EnvRecord | None = None
+    """What ``kura backend install`` writes into the environment once every command in
+    ``install`` succeeded (``kura-env.json``)."""
 
 
 @dataclass(frozen=True)
@@ -820,6 +830,12 @@ class Backend(Protocol):
         """The trainer's checkout or install as a step sees it (SpecError when unknown)."""
         ...
 
+    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
+        """The folder of the trainer environment's executables (``python``, ``accelerate``)
+        as a host step sees it, so the approved argv names the exact interpreter; None where
+        the step finds them on its own PATH (an image) or the backend names them otherwise."""
+        ...
+
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
         """Ask the installed trainer what ``compile`` needs (run before it; may call the
         trainer's environment). A backend that needs nothing returns None."""
@@ -905,9 +921,17 @@ class Backend(Protocol):
         environment, the GPU it sees), each finding with its fix. Only looks."""
         ...
 
-    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+    def setup(
+        self,
+        workspace: Workspace | None,
+        *,
+        python: str | None = None,
+        source: Path | None = None,
+    ) -> TrainerSetup:
         """How the trainer is installed here and, where Kura installs it, the commands that
-        do (``python`` makes the environment; None: Kura's own). Only looks."""
+        do (``python`` makes the environment, None: Kura's own; ``source`` is the trainer's
+        checkout to install from, checked by the backend, for a trainer installed from
+        source). Only looks."""
         ...
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from kura.backends.base import TrainerSetup
 from kura.backends.registry import backend_names, command_backend, get_backend
+from kura.backends.trainer_env import EnvLocation, write_env_record
 from kura.errors import CheckFailed, KuraError
 from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
@@ -105,6 +107,7 @@ class InstallResult:
             "backend": self.setup.backend,
             "path": str(self.setup.path),
             "source": self.setup.source,
+            "checkout": None if self.setup.checkout is None else str(self.setup.checkout),
             "python": self.setup.python,
             "installed": self.installed,
             "commands": [list(argv) for argv in self.commands],
@@ -116,13 +119,17 @@ def install_trainer(
     name: str,
     *,
     python: str | None,
+    source: Path | None = None,
     force: bool,
     announce: Callable[[str], None],
 ) -> InstallResult:
-    """Make ``name``'s environment (nothing when it is there, unless ``force``); a backend
-    Kura does not install is a KuraError saying how that trainer is installed instead."""
+    """Make ``name``'s environment (nothing when it is there, unless ``force``), from the
+    trainer's ``source`` checkout where it installs from one; a backend Kura does not
+    install is a KuraError saying how that trainer is installed instead. The environment's
+    record (``kura-env.json``) is written last, so an install that stopped half-way is
+    never taken for a finished one."""
     backend = command_backend(name)
-    setup = backend.setup(workspace, python=python)
+    setup = backend.setup(workspace, python=python, source=source)
     if not setup.install or setup.path is None:
         raise KuraError(
             f"Kura installs no environment for {backend.title}; it comes as {setup.how}",
@@ -141,4 +148,6 @@ def install_trainer(
                 hint="see the pip output above; rerun with --force",
                 path=setup.path,
             )
+    if setup.record is not None:
+        write_env_record(EnvLocation(setup.path, setup.source or "default"), setup.record)
     return InstallResult(setup, installed=True, commands=setup.install)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -60,11 +61,20 @@ def _render_list(console: Console, listed: BackendList) -> None:
 @click.option(
     "--python", "python", default=None, help="The Python that makes the venv (default: Kura's)."
 )
+@click.option(
+    "--source",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The trainer's checkout at the pinned release to install from (Musubi Tuner, "
+    "AI-Toolkit; default: kura.toml's musubi_checkout / aitk_checkout).",
+)
 @click.option("--force", is_flag=True, help="Install again over an existing environment.")
 @click.pass_context
-def install_command(ctx: click.Context, name: str, python: str | None, force: bool) -> None:
-    """Make the trainer's environment where Kura installs it (KohakuMoss: a venv with pinned
-    versions); for the others, say how they are installed."""
+def install_command(
+    ctx: click.Context, name: str, python: str | None, source: Path | None, force: bool
+) -> None:
+    """Make the trainer's own virtual environment with pinned versions: Musubi Tuner and
+    AI-Toolkit from a checkout (--source), KohakuMoss from the package registry."""
     from kura.backends.install import install_trainer
     from kura.cli.nexts import after_backend_install, with_next
 
@@ -73,6 +83,7 @@ def install_command(ctx: click.Context, name: str, python: str | None, force: bo
         _workspace(state),
         name,
         python=python,
+        source=source,
         force=force,
         announce=lambda line: state.out.err.print(line, soft_wrap=True, markup=False),
     )

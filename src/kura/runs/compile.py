@@ -157,6 +157,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         if role.report is not None:
             dtypes[role.spec.slot] = _weight_dtype(role.report.dtype, role.report.quantization)
     trainer_dir = backend.trainer_dir(workspace, in_container=paths.in_container)
+    trainer_bin = backend.trainer_bin(workspace, in_container=paths.in_container)
     inputs = CompileInputs(
         architecture=bundle.architecture,
         model_version=_model_version(bundle.trainer),
@@ -169,6 +170,7 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
         bundle=bundle.id,
         model_root=paths.model("root", root) if root is not None else None,
+        trainer_bin=trainer_bin,
     )
     return inputs, paths, resolution
 

@@ -185,6 +185,10 @@ class ToyBackend:
             raise SpecError("the toy trainer runs on the host only", hint="executor: host")
         return str(TRAINER.parent)
 
+    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
+        """None: the step's argv names its executables as compiled."""
+        return None
+
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
         return None
 
@@ -202,7 +206,13 @@ class ToyBackend:
         )
         return DoctorReport(self.name, (finding,), {"trainer": str(TRAINER)})
 
-    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+    def setup(
+        self,
+        workspace: Workspace | None,
+        *,
+        python: str | None = None,
+        source: Path | None = None,
+    ) -> TrainerSetup:
         return TrainerSetup(
             self.name, "a script in the tests: nothing to install", TRAINER.is_file(), TRAINER
         )

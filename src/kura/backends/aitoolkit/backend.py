@@ -119,6 +119,10 @@ class AitkBackend:
             )
         return checkout
 
+    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
+        """None: the step's argv names its executables as compiled."""
+        return None
+
     def search_keys(self, architecture: str) -> SearchKeys:
         from kura.backends.aitoolkit.search import search_keys
 
@@ -217,7 +221,13 @@ class AitkBackend:
 
         return aitk_doctor(workspace)
 
-    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+    def setup(
+        self,
+        workspace: Workspace | None,
+        *,
+        python: str | None = None,
+        source: Path | None = None,
+    ) -> TrainerSetup:
         """An image Kura builds, or a checkout kura.toml names for the host executor."""
         from kura.backends.aitoolkit.doctor import CHECKOUT_MARKER
 

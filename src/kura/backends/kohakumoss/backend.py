@@ -215,6 +215,11 @@ class KohakuMossBackend:
 
     # -- compile ---------------------------------------------------------------------------
 
+    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
+        """None: the compiled steps name the environment's ``kogine`` by its full path
+        (:meth:`trainer_dir` is the environment itself)."""
+        return None
+
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
         from kura.backends.kohakumoss.queries import compile_facts
 
@@ -629,11 +634,25 @@ class KohakuMossBackend:
 
         return moss_doctor(workspace_env(workspace))
 
-    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
-        """A virtual environment of its own with pinned versions, which Kura installs."""
+    def setup(
+        self,
+        workspace: Workspace | None,
+        *,
+        python: str | None = None,
+        source: Path | None = None,
+    ) -> TrainerSetup:
+        """A virtual environment of its own with pinned versions from the package registry,
+        which Kura installs (a source folder is refused: KohakuMoss is not installed from
+        one)."""
         from kura.backends.kohakumoss.doctor import workspace_env
-        from kura.backends.kohakumoss.env import INSTALL_SIZE, install_commands
+        from kura.backends.kohakumoss.env import INSTALL_SIZE, PINS, install_commands
+        from kura.backends.trainer_env import EnvRecord
 
+        if source is not None:
+            raise UsageError(
+                "KohakuMoss installs from the package registry, not from a source folder",
+                hint="run `kura backend install kohakumoss` without --source",
+            )
         env = workspace_env(workspace)
         return TrainerSetup(
             backend=self.name,
@@ -644,6 +663,7 @@ class KohakuMossBackend:
             python=str(env.python),
             install=install_commands(env, python),
             size=INSTALL_SIZE,
+            record=EnvRecord(backend=self.name, release=self.release, packages=list(PINS)),
         )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:

@@ -22,11 +22,10 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from kura.constants import data_dir, kohakumoss_env_override
+from kura.backends.trainer_env import EnvLocation
+from kura.backends.trainer_env import locate_env as _locate
 from kura.errors import CheckFailed, KuraError, NotFound
 
 __all__ = [
@@ -34,68 +33,40 @@ __all__ = [
     "INSTALL_SIZE",
     "KOHAKUMOSS_VERSION",
     "KOHAKUVAULT_PIN",
+    "PINS",
     "TORCH_PIN",
     "EnvLocation",
     "HelperFailed",
     "call_helper",
-    "default_env_path",
     "install_commands",
     "locate_env",
     "require_env",
 ]
 
 KOHAKUMOSS_VERSION = "0.1.0"
+KOHAKUMOSS_ENV_VARIABLE = "KURA_KOHAKUMOSS_ENV"
 KOHAKUVAULT_PIN = "0.9.0"
 TORCH_PIN = "2.13.0"
 INSTALL_SIZE = "about 1.3 GB, 2–3 minutes"
+PINS = (
+    f"torch=={TORCH_PIN}",
+    f"kohakumoss=={KOHAKUMOSS_VERSION}",
+    f"kohakuvault=={KOHAKUVAULT_PIN}",
+)
+"""What the environment gets, in install order (torch first, on its own)."""
 HELPER = Path(__file__).with_name("envhelper.py")
 """The helper module Kura runs with the environment's Python (standard library only at
 import)."""
 
-Source = Literal["KURA_KOHAKUMOSS_ENV", "kura.toml", "default"]
-
-
-@dataclass(frozen=True)
-class EnvLocation:
-    """The environment's folder and where that choice came from."""
-
-    path: Path
-    source: Source
-
-    @property
-    def python(self) -> Path:
-        if os.name == "nt":
-            return self.path / "Scripts" / "python.exe"
-        return self.path / "bin" / "python"
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.python.parent
-
-    @property
-    def present(self) -> bool:
-        return self.python.is_file()
-
-    def tool(self, name: str) -> Path:
-        """A console script of the environment (``kogine``, ``kohakumoss-doctor``)."""
-        return self.bin_dir / (name + (".exe" if os.name == "nt" else ""))
-
-
-def default_env_path() -> Path:
-    return data_dir() / "envs" / f"kohakumoss-{KOHAKUMOSS_VERSION}"
-
 
 def locate_env(toml_value: str | None = None, workspace_root: Path | None = None) -> EnvLocation:
     """The environment's location by the rules in the module docstring."""
-    override = kohakumoss_env_override()
-    if override is not None:
-        return EnvLocation(override.resolve(), "KURA_KOHAKUMOSS_ENV")
-    if toml_value:
-        path = Path(toml_value).expanduser()
-        if not path.is_absolute() and workspace_root is not None:
-            path = workspace_root / path
-        return EnvLocation(path.resolve(), "kura.toml")
-    return EnvLocation(default_env_path(), "default")
+    return _locate(
+        variable=KOHAKUMOSS_ENV_VARIABLE,
+        toml_value=toml_value,
+        workspace_root=workspace_root,
+        default_name=f"kohakumoss-{KOHAKUMOSS_VERSION}",
+    )
 
 
 def require_env(location: EnvLocation) -> EnvLocation:
@@ -118,11 +89,8 @@ def install_commands(
     python = base_python or sys.executable
     env_python = str(location.python)
     pip = (env_python, "-m", "pip", "install", "--disable-pip-version-check")
-    return (
-        (python, "-m", "venv", str(location.path)),
-        (*pip, f"torch=={TORCH_PIN}"),
-        (*pip, f"kohakumoss=={KOHAKUMOSS_VERSION}", f"kohakuvault=={KOHAKUVAULT_PIN}"),
-    )
+    torch, *rest = PINS
+    return ((python, "-m", "venv", str(location.path)), (*pip, torch), (*pip, *rest))
 
 
 class HelperFailed(CheckFailed):

@@ -134,6 +134,10 @@ class MusubiBackend:
             )
         return checkout
 
+    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
+        """None: the step's argv names its executables as compiled."""
+        return None
+
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
         """Nothing: the adapter table holds every fact Musubi's compile needs."""
         return None
@@ -286,7 +290,13 @@ class MusubiBackend:
 
         return musubi_doctor(workspace)
 
-    def setup(self, workspace: Workspace | None, *, python: str | None = None) -> TrainerSetup:
+    def setup(
+        self,
+        workspace: Workspace | None,
+        *,
+        python: str | None = None,
+        source: Path | None = None,
+    ) -> TrainerSetup:
         """An image Kura builds, or a checkout kura.toml names for the host executor."""
         from kura.backends.musubi.doctor import CHECKOUT_MARKER
 

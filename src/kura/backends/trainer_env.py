@@ -1,0 +1,129 @@
+"""A trainer's own virtual environment: where it lives and what Kura installed into it.
+
+Each trainer Kura installs (``kura backend install NAME``) gets a virtual environment of its
+own that Kura's process never imports. Its folder is, first found:
+
+1. the backend's environment variable (``KURA_MUSUBI_ENV``, ``KURA_AITK_ENV``,
+   ``KURA_KOHAKUMOSS_ENV``);
+2. its key under ``[executor]`` in the workspace's ``kura.toml`` (relative to the workspace);
+3. ``<user data dir>/kura/envs/<default name>`` (platformdirs).
+
+After every install command succeeded, ``kura backend install`` writes ``kura-env.json``
+into the environment (:class:`EnvRecord`): which trainer release it holds, the source folder
+it was installed from (the checkout the host executor then runs), and the pins it installed.
+That file has one writer (:func:`write_env_record`) and one reader (:func:`read_env_record`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kura.constants import data_dir, trainer_env_override
+from kura.errors import InvalidInput
+from kura.fsutil import atomic_write_text
+from kura.spec.base import StrictModel, describe_validation
+
+__all__ = [
+    "RECORD_NAME",
+    "EnvLocation",
+    "EnvRecord",
+    "locate_env",
+    "read_env_record",
+    "write_env_record",
+]
+
+RECORD_NAME = "kura-env.json"
+
+
+@dataclass(frozen=True)
+class EnvLocation:
+    """A trainer environment's folder and where that choice came from (the variable's name,
+    ``kura.toml`` or ``default``)."""
+
+    path: Path
+    source: str
+
+    @property
+    def python(self) -> Path:
+        if os.name == "nt":
+            return self.path / "Scripts" / "python.exe"
+        return self.path / "bin" / "python"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.python.parent
+
+    @property
+    def present(self) -> bool:
+        return self.python.is_file()
+
+    @property
+    def record_path(self) -> Path:
+        return self.path / RECORD_NAME
+
+    def tool(self, name: str) -> Path:
+        """A console script of the environment (``accelerate``, ``kogine``)."""
+        return self.bin_dir / (name + (".exe" if os.name == "nt" else ""))
+
+
+def locate_env(
+    *,
+    variable: str,
+    toml_value: str | None,
+    workspace_root: Path | None,
+    default_name: str,
+) -> EnvLocation:
+    """The environment's location by the rules in the module docstring."""
+    override = trainer_env_override(variable)
+    if override is not None:
+        return EnvLocation(override.resolve(), variable)
+    if toml_value:
+        path = Path(toml_value).expanduser()
+        if not path.is_absolute() and workspace_root is not None:
+            path = workspace_root / path
+        return EnvLocation(path.resolve(), "kura.toml")
+    return EnvLocation(data_dir() / "envs" / default_name, "default")
+
+
+class EnvRecord(StrictModel):
+    """``kura-env.json``: what ``kura backend install`` put into the environment."""
+
+    backend: str
+    release: str
+    checkout: str | None = None
+    """The trainer's source folder the environment runs (absolute); None for a trainer
+    installed from the package registry."""
+    packages: list[str] = []
+    """The pinned requirements the install asked for, in order."""
+
+
+def write_env_record(location: EnvLocation, record: EnvRecord) -> None:
+    """Write ``kura-env.json`` atomically (the last step of an install)."""
+    text = json.dumps(record.model_dump(), indent=2, sort_keys=True) + "\n"
+    atomic_write_text(location.record_path, text)
+
+
+def read_env_record(location: EnvLocation) -> EnvRecord | None:
+    """The environment's record; None when the environment has none (not installed by
+    Kura, or the install did not finish). A damaged record is an InvalidInput naming it."""
+    path = location.record_path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise InvalidInput(f"cannot read {path}: {err.strerror}", path=path) from None
+    try:
+        return EnvRecord.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as err:
+        detail = describe_validation(err) if isinstance(err, ValidationError) else "not valid JSON"
+        raise InvalidInput(
+            f"{path} is damaged: {detail}",
+            hint="reinstall the trainer with `kura backend install NAME --force`",
+            path=path,
+        ) from None
