@@ -88,7 +88,7 @@ def test_no_record_is_none_and_a_damaged_one_names_the_file(tmp_path: Path) -> N
     location.path.mkdir()
     assert read_env_record(location) is None
     location.record_path.write_text('{"backend": "musubi-tuner"}')
-    with pytest.raises(InvalidInput, match="kura-env.json is damaged") as caught:
+    with pytest.raises(InvalidInput, match=r"kura-env\.json is damaged") as caught:
         read_env_record(location)
     assert "--force" in caught.value.hint
     location.record_path.write_text("{not json")
