@@ -8,6 +8,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -361,7 +362,15 @@ def test_a_card_is_escaped_for_people() -> None:
 
 def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The walk as quick start 1 runs it (no KohakuMoss environment), twice in one folder:
-    once by the CLI, once by the library, the commands' own output thrown away."""
+    once by the CLI, once by the library, the commands' own output thrown away. The clock
+    is pinned: run ids carry the minute, and the two walks may straddle one."""
+
+    class PinnedClock(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> PinnedClock:
+            return cls(2026, 12, 1, 12, 0)
+
+    monkeypatch.setattr("kura.workspace.datetime", PinnedClock)
     monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
     document = _cli("demo", tmp_path / "demo")
 
