@@ -88,3 +88,65 @@ def test_import_refuses_what_is_not_a_job(tmp_path: Path) -> None:
     code = main(["--json", "--workspace", str(ws.root), "run", "import-aitk", str(bad)], stdout=out)
     assert code != 0
     assert "not an AI-Toolkit job" in out.getvalue()
+
+
+def _import(ws_root: Path, job: Path) -> tuple[int, dict[str, object]]:
+    out = io.StringIO()
+    code = main(["--json", "--workspace", str(ws_root), "run", "import-aitk", str(job)], stdout=out)
+    return code, json.loads(out.getvalue())
+
+
+def _ran(tmp_path: Path, job_text: str) -> Path:
+    """A job in ``<checkout>/config/`` whose relative ``training_folder`` AI-Toolkit resolves
+    against the checkout, run by the fake from there."""
+    checkout = tmp_path / "ai-toolkit"
+    (checkout / "config").mkdir(parents=True)
+    job = checkout / "config" / "job.yaml"
+    job.write_text(job_text)
+    runnable = (
+        job.read_text()
+        .replace("ui_trainer", "diffusion_trainer")
+        .replace("training_folder", "name: my_first_lora\n      training_folder")
+    )
+    (checkout / "fake.yaml").write_text(runnable)
+    subprocess.run(
+        [sys.executable, str(FAKE), "fake.yaml"], check=True, capture_output=True, cwd=checkout
+    )
+    return job
+
+
+def test_a_relative_training_folder_is_found_beside_the_checkout(tmp_path: Path) -> None:
+    ara = "ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors"
+    job = _ran(tmp_path, UI_JOB.format(folder="output", ara=ara))
+    assert (tmp_path / "ai-toolkit" / "output" / "my_first_lora" / "loss_log.db").is_file()
+    ws, _ = init_workspace(tmp_path / "ws")
+    code, doc = _import(ws.root, job)
+    assert code == 0, doc
+    assert doc["status"] == "succeeded" and len(doc["losses"]) == 5  # type: ignore[arg-type]
+
+
+def test_the_recovery_adapter_and_the_encoder_qtype_are_kept(tmp_path: Path) -> None:
+    ara = "ostris/accuracy_recovery_adapters/qwen_image_torchao_uint3.safetensors"
+    text = UI_JOB.format(folder=tmp_path / "output", ara=ara).replace(
+        "quantize: true,", "quantize: true, quantize_te: true, qtype_te: uint4,"
+    )
+    job = tmp_path / "job.yaml"
+    job.write_text(text)
+    ws, _ = init_workspace(tmp_path / "ws")
+    code, doc = _import(ws.root, job)
+    assert code == 0, doc
+    config = doc["config"]
+    assert isinstance(config, dict)
+    assert (config["qtype"], config["accuracy_recovery_adapter"]) == ("uint3", True)
+    assert (config["quantize_te"], config["qtype_te"]) == (True, "uint4")
+
+
+def test_a_slider_job_is_refused_by_name(tmp_path: Path) -> None:
+    job = tmp_path / "slider.yaml"
+    job.write_text(UI_JOB.format(folder=tmp_path, ara="x").replace("ui_trainer", "concept_slider"))
+    ws, _ = init_workspace(tmp_path / "ws")
+    code, doc = _import(ws.root, job)
+    assert code == 5
+    error = doc["error"]
+    assert isinstance(error, dict) and "`concept_slider` job, not LoRA training" in error["message"]
+    assert "slider" in error["message"] and "ui_trainer" in error["hint"]

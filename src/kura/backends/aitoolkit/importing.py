@@ -22,7 +22,11 @@ from kura.backends.base import ImportedRun
 from kura.bounded import MAX_CONFIG_BYTES
 from kura.errors import InvalidInput
 
-__all__ = ["import_job"]
+__all__ = ["LORA_PROCESS_TYPES", "import_job"]
+
+LORA_PROCESS_TYPES = ("sd_trainer", "diffusion_trainer", "ui_trainer")
+"""The process types that train a LoRA (``extensions_built_in/sd_trainer/__init__.py``);
+``ui_trainer`` is what AI-Toolkit's UI writes."""
 
 
 def _job_path(path: Path) -> Path:
@@ -62,7 +66,36 @@ def _process(data: dict[str, Any], path: Path) -> tuple[str, dict[str, Any]]:
     process = config["process"][0]
     if not isinstance(process, dict):
         raise InvalidInput(f"{path}: config.process[0] is not a mapping", path=path)
+    kind = str(process.get("type", ""))
+    if kind not in LORA_PROCESS_TYPES:
+        raise InvalidInput(
+            f"{path}: config.process[0] is a `{kind}` job, not LoRA training"
+            + (" (a slider trains a different kind of adapter)" if "slider" in kind else ""),
+            hint="import-aitk reads LoRA training jobs: process type "
+            + ", ".join(LORA_PROCESS_TYPES),
+            path=path,
+        )
     return str(config.get("name", "")), process
+
+
+def _save_root(training_folder: object, name: str, job_path: Path, given: Path) -> Path:
+    """Where AI-Toolkit wrote the run: ``<training_folder>/<name>``. A relative
+    ``training_folder`` is relative to the folder ``run.py`` was started from, which is the
+    AI-Toolkit checkout (``run.py`` inserts its CWD into ``sys.path``); jobs live in its
+    ``config/`` folder or beside the output, so the job file's folder and its parent are
+    tried, and a save folder given directly (holding AI-Toolkit's ``config.yaml`` copy) is
+    the run itself."""
+    if given.is_dir():
+        return given
+    folder = Path(str(training_folder)) if training_folder else None
+    if folder is not None and folder.is_absolute():
+        return folder / name
+    relative = folder or Path()
+    candidates = [job_path.parent / relative / name, job_path.parent.parent / relative / name]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[0]
 
 
 def _bundle(arch: str, name_or_path: str) -> str | None:
@@ -91,11 +124,9 @@ def import_job(path: Path) -> ImportedRun:
     notes: list[str] = []
     if not arch:
         notes.append("the job names no model.arch: AI-Toolkit inferred one from is_* flags")
-    save_root = Path(str(process.get("training_folder", job_path.parent))) / str(
-        process.get("name", name)
+    save_root = _save_root(
+        process.get("training_folder"), str(process.get("name", name)), job_path, path
     )
-    if not save_root.is_dir() and path.is_dir():
-        save_root = path
     rows = read_loss_log(save_root / "loss_log.db")
     losses = tuple((r.step, r.loss) for r in rows if r.loss is not None)
     gaps = [
@@ -120,7 +151,15 @@ def import_job(path: Path) -> ImportedRun:
         "unload_text_encoder": bool(train.get("unload_text_encoder", False)),
     }
     if quantize:
-        config["qtype"] = str(model.get("qtype", "qfloat8")).split("|")[0]
+        qtype, _, adapter = str(model.get("qtype", "qfloat8")).partition("|")
+        config["qtype"] = qtype
+        # AI-Toolkit reads an accuracy-recovery adapter from `qtype: "uint4|repo/file"` or
+        # from model.accuracy_recovery_adapter (config_modules.py:739-743)
+        config["accuracy_recovery_adapter"] = bool(
+            adapter or model.get("accuracy_recovery_adapter")
+        )
+    if config["quantize_te"]:
+        config["qtype_te"] = str(model.get("qtype_te", "qfloat8"))
     if model.get("layer_offloading"):
         config["layer_offloading_transformer_percent"] = float(
             model.get("layer_offloading_transformer_percent", 1.0)
