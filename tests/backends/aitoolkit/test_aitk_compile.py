@@ -49,6 +49,23 @@ CASES = {
         make_inputs("sdxl-base-1.0"),
     ),
     "chroma": (make_spec(base="chroma1-base"), make_inputs("chroma1-base")),
+    "sdxl-diffusers-cpu": (
+        make_spec(
+            base="aitk-sdxl-base-1.0",
+            datasets=[{"name": "photos", "resolution": [64], "repeats": 1}],
+            training={
+                "network": {"rank": 4, "alpha": 4.0},
+                "optimizer": "adamw",
+                "max_steps": 4,
+                "epochs": None,
+                "sample_prompts": [],
+                "sample_every_n_epochs": None,
+                "effective_batch": 1,
+            },
+            config={"dtype": "fp32", "offline": True},
+        ),
+        make_inputs("aitk-sdxl-base-1.0"),
+    ),
     "flux2-klein-offload": (
         make_spec(
             base="aitk-flux2-klein-base-9b",
