@@ -84,6 +84,7 @@ def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
     env_python = str(Path(os.environ["KURA_AITK_ENV"]) / "bin" / "python")
     assert [s["argv"][0] for s in steps["steps"]] == [env_python, env_python]
     assert {s["cwd"] for s in steps["steps"]} == {str(FAKE_DIR.resolve())}
+    assert f"host environment: {env_python}" in text
 
 
 def test_no_backend_switch(aitk_ws: Workspace) -> None:
