@@ -282,9 +282,17 @@ class AitkBackend:
         fmt: str,
         out: Path | None,
     ) -> LoraExport:
-        """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`)."""
+        """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`); an
+        SDXL LoRA for ComfyUI is checked against the base UNet and copied (:mod:`.sdxl_export`)."""
         from kura.export.exporting import export_run
+        from kura.models.bundles import get_bundle
+        from kura.runs.store import read_run
 
+        spec = read_run(workspace, run_id)
+        if fmt == "comfyui" and get_bundle(spec.model.base).architecture == "sdxl":
+            from kura.backends.aitoolkit.sdxl_export import export_sdxl
+
+            return export_sdxl(workspace, spec, epoch=epoch, out=out)
         return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
