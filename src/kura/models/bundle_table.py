@@ -1235,6 +1235,32 @@ BUNDLES += [
         },
     },
     {
+        "id": "aitk-sdxl-base-1.0",
+        "title": "Stable Diffusion XL base 1.0, diffusers folder (AI-Toolkit only)",
+        "architecture": "sdxl",
+        "backend": "ai-toolkit",
+        "trainer": {"arch": "sdxl"},
+        "roles": {
+            "dit": {
+                "role": "dit",
+                "repo": "stabilityai/stable-diffusion-xl-base-1.0",
+                "filename": None,
+                "format": "hf-repo",
+                "components": [],
+                "confidence": "doc",
+                "note": "a diffusers pipeline folder (model_index.json, unet/, text_encoder/, "
+                "text_encoder_2/, tokenizer/, tokenizer_2/, vae/, scheduler/): AI-Toolkit "
+                "loads a folder with StableDiffusionXLPipeline.from_pretrained, with no hub "
+                "access when the folder is complete; a LoRA exported to ComfyUI is checked "
+                "against its unet/ header",
+                "sources": [
+                    "aitk §2b (legacy sdxl; toolkit/stable_diffusion_model.py:343 loads a "
+                    "folder with from_pretrained, a file with from_single_file)"
+                ],
+            },
+        },
+    },
+    {
         "id": "chroma1-base",
         "title": "Chroma1-Base (AI-Toolkit only)",
         "architecture": "chroma",

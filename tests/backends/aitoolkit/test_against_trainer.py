@@ -2,8 +2,10 @@
 
 Set ``KURA_AITK_SRC`` to an ostris/ai-toolkit checkout (27a03a9 is what Kura compiles for);
 the harness (``aitk_harness.py``) runs in a fresh process, records every key the config
-classes read and fails on any key of Kura's files that nothing reads. Skipped without the
-variable; never skipped under ``CI=true`` when the variable is set but wrong.
+classes read and fails on any key of Kura's files that nothing reads. With ``KURA_AITK_ENV``
+set too, the harness runs with that environment's Python (AI-Toolkit's own packages, as a
+job sees them) instead of the test's. Nothing is written into the checkout (no bytecode).
+Skipped without ``KURA_AITK_SRC``; never skipped under ``CI=true`` when it is set but wrong.
 """
 
 from __future__ import annotations
@@ -21,12 +23,25 @@ SRC = os.environ.get("KURA_AITK_SRC")
 pytestmark = pytest.mark.skipif(not SRC, reason="set KURA_AITK_SRC to an AI-Toolkit checkout")
 
 
+def _python() -> str:
+    """The AI-Toolkit environment's Python when KURA_AITK_ENV names one, else the test's."""
+    folder = os.environ.get("KURA_AITK_ENV")
+    if not folder:
+        return sys.executable
+    python = Path(folder) / "bin" / "python"
+    assert python.is_file(), f"KURA_AITK_ENV={folder} has no bin/python"
+    return str(python)
+
+
 def _report(*files: Path) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     done = subprocess.run(
-        [sys.executable, str(HERE / "aitk_harness.py"), str(SRC), *map(str, files)],
+        [_python(), str(HERE / "aitk_harness.py"), str(SRC), *map(str, files)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     report: dict[str, object] = json.loads(done.stdout)

@@ -49,6 +49,23 @@ CASES = {
         make_inputs("sdxl-base-1.0"),
     ),
     "chroma": (make_spec(base="chroma1-base"), make_inputs("chroma1-base")),
+    "sdxl-diffusers-cpu": (
+        make_spec(
+            base="aitk-sdxl-base-1.0",
+            datasets=[{"name": "photos", "resolution": [64], "repeats": 1}],
+            training={
+                "network": {"rank": 4, "alpha": 4.0},
+                "optimizer": "adamw",
+                "max_steps": 4,
+                "epochs": None,
+                "sample_prompts": [],
+                "sample_every_n_epochs": None,
+                "effective_batch": 1,
+            },
+            config={"dtype": "fp32", "offline": True},
+        ),
+        make_inputs("aitk-sdxl-base-1.0"),
+    ),
     "flux2-klein-offload": (
         make_spec(
             base="aitk-flux2-klein-base-9b",
@@ -336,10 +353,15 @@ def test_the_ladder_of_aids_and_the_remedy_after_oom() -> None:
 def test_not_sizeable_steps_never_fit() -> None:
     from kura.backends.aitoolkit.archs import model_for
     from kura.backends.aitoolkit.fit import AitkProblem
+    from kura.backends.base import PlanInputs
+    from kura.models.bundles import get_bundle
     from kura.planning.gpus import get_gpu_class
     from kura.planning.ladder import walk
 
-    problem = AitkProblem(make_spec(), model_for("aitk-qwen-image"), get_gpu_class("h100-pcie"))  # type: ignore[arg-type]
+    inputs = PlanInputs(bundle=get_bundle("aitk-qwen-image"), datasets={})
+    model = model_for("aitk-qwen-image")
+    assert model is not None
+    problem = AitkProblem(make_spec(), model, get_gpu_class("h100-pcie"), inputs)
     evaluation = problem.evaluate(problem.baseline())
     train = next(c for c in evaluation.costs if c.kind == "train")
     assert train.fits is None and train.peak_gib is None and NOT_SIZEABLE in train.notes

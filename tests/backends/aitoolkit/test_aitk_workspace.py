@@ -1,17 +1,18 @@
 """The whole path with AI-Toolkit chosen in run.yaml: new → plan → approve → launch (the
-fake run.py from a checkout named in kura.toml) → status, on the Chroma bundle (a family
-Musubi does not train), and never a switch of backend."""
+fake run.py, from the checkout an AI-Toolkit environment's record names, started with that
+environment's Python) → status, on the Chroma bundle (a family Musubi does not train), and
+never a switch of backend."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
+from tests.backends.aitoolkit.fakes import fake_env
 from tests.builders import character_workspace
 
 from kura.errors import CheckFailed, SpecError
@@ -33,7 +34,7 @@ def aitk_ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
 
     cache = tmp_path / "hf-cache"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KURA_AITK_ENV", str(fake_env(tmp_path / "aitk-env", FAKE_DIR)))
     install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
     ws = character_workspace(tmp_path)
     toml = ws.config_path.read_text()
@@ -78,7 +79,12 @@ def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
     progress = run_status(aitk_ws, run_id).progress
     assert progress is not None and progress.step == progress.total == 6
     assert (run_dir / "output" / f"{run_id}.safetensors").is_file()
-    assert json.loads((run_dir / "compiled" / "steps.json").read_text())["backend"] == "ai-toolkit"
+    steps = json.loads((run_dir / "compiled" / "steps.json").read_text())
+    assert steps["backend"] == "ai-toolkit"
+    env_python = str(Path(os.environ["KURA_AITK_ENV"]) / "bin" / "python")
+    assert [s["argv"][0] for s in steps["steps"]] == [env_python, env_python]
+    assert {s["cwd"] for s in steps["steps"]} == {str(FAKE_DIR.resolve())}
+    assert f"host environment: {env_python}" in text
 
 
 def test_no_backend_switch(aitk_ws: Workspace) -> None:

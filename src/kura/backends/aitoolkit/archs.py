@@ -219,6 +219,14 @@ _TABLE: tuple[AitkModel, ...] = (
         comfy_prefix="lora_unet_",
     ),
     _m(
+        bundle="aitk-sdxl-base-1.0",
+        architecture="sdxl",
+        arch="sdxl",
+        source="toolkit/stable_diffusion_model.py",
+        peft=False,
+        comfy_prefix="lora_unet_",
+    ),
+    _m(
         bundle="chroma1-base",
         architecture="chroma",
         arch="chroma",

@@ -7,9 +7,11 @@ follower into the protocol's verbs; every AI-Toolkit name lives in this package.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kura.backends.aitoolkit.archs import AITK_COMMIT
 from kura.backends.base import (
     AttemptRef,
     CompiledRun,
@@ -32,9 +34,10 @@ from kura.backends.base import (
     TrainerFacts,
     TrainerSetup,
 )
-from kura.errors import CheckFailed, SpecError
+from kura.errors import CheckFailed, InvalidInput
 
 if TYPE_CHECKING:
+    from kura.backends.trainer_env import EnvLocation
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
@@ -104,24 +107,23 @@ class AitkBackend:
         return None
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        """The image's AI-Toolkit folder, or the checkout the environment was installed for
+        (its ``kura-env.json``): ``run.py`` starts from there, as AI-Toolkit's UI does."""
         from kura.backends.aitoolkit.container import IMAGE_AITK_DIR
+        from kura.backends.aitoolkit.env import installed_checkout, workspace_env
 
         if in_container:
             return IMAGE_AITK_DIR
-        checkout = workspace.config().executor.aitk_checkout
-        if not checkout:
-            raise SpecError(
-                "execution.executor is `host` but kura.toml names no AI-Toolkit checkout",
-                hint='set `aitk_checkout = "/path/to/ai-toolkit"` under [executor] in '
-                "kura.toml (run.py is started from there, as AI-Toolkit's UI does), or use "
-                "execution.executor: docker",
-                path=workspace.config_path,
-            )
-        return checkout
+        return str(installed_checkout(workspace_env(workspace)))
 
     def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
-        """None: the step's argv names its executables as compiled."""
-        return None
+        """The environment's ``bin`` folder (host), so the approved argv names its Python;
+        None in the image (its PATH has the image's venv first)."""
+        from kura.backends.aitoolkit.env import workspace_env
+
+        if in_container:
+            return None
+        return str(workspace_env(workspace).bin_dir)
 
     def search_keys(self, architecture: str) -> SearchKeys:
         from kura.backends.aitoolkit.search import search_keys
@@ -215,8 +217,9 @@ class AitkBackend:
         return tail_progress(log_path)
 
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
-        """GPUs, Docker and its GPU runtime, the AI-Toolkit image's release (and the host
-        checkout when kura.toml names one)."""
+        """GPUs, Docker and its GPU runtime, the AI-Toolkit image's release; the host
+        executor's environment as a job uses it (torch and every extension import); the
+        checkout kura.toml names, when it names one."""
         from kura.backends.aitoolkit.doctor import aitk_doctor
 
         return aitk_doctor(workspace)
@@ -228,19 +231,40 @@ class AitkBackend:
         python: str | None = None,
         source: Path | None = None,
     ) -> TrainerSetup:
-        """An image Kura builds, or a checkout kura.toml names for the host executor."""
-        from kura.backends.aitoolkit.doctor import CHECKOUT_MARKER
+        """A virtual environment of its own, made from an AI-Toolkit checkout (``source``,
+        else kura.toml's ``aitk_checkout``) with the pins of :mod:`.env`; without a checkout
+        Kura cannot install it and says how it comes instead. Only looks (and checks the
+        checkout it was given)."""
+        from kura.backends.aitoolkit.env import (
+            INSTALL_SIZE,
+            env_record,
+            install_commands,
+            validate_source,
+            workspace_env,
+        )
 
-        checkout = workspace.config().executor.aitk_checkout if workspace else None
-        path = Path(checkout).expanduser() if checkout else None
-        return TrainerSetup(
+        location = workspace_env(workspace)
+        base = TrainerSetup(
             backend=self.name,
-            how="a Docker image: `kura image build ai-toolkit --run` (or a checkout at the "
-            f"pinned commit {self.release} for the host executor: kura.toml "
-            "executor.aitk_checkout)",
-            present=None if path is None else (path / CHECKOUT_MARKER).exists(),
-            path=path,
-            source="kura.toml" if path else None,
+            how="a virtual environment of its own, made from an AI-Toolkit checkout at commit "
+            f"{AITK_COMMIT[:7]}: `kura backend install ai-toolkit --source DIR` (or set "
+            "kura.toml executor.aitk_checkout), for the host executor; or a Docker image: "
+            "`kura image build ai-toolkit --run`",
+            present=_installed(location),
+            path=location.path,
+            source=location.source,
+            python=str(location.python),
+            size=INSTALL_SIZE,
+        )
+        checkout = source if source is not None else _toml_checkout(workspace)
+        if checkout is None:
+            return base
+        folder = validate_source(checkout)
+        return replace(
+            base,
+            install=install_commands(location, python, remove_triton=not _has_gpu()),
+            checkout=folder,
+            record=env_record(folder),
         )
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
@@ -258,9 +282,17 @@ class AitkBackend:
         fmt: str,
         out: Path | None,
     ) -> LoraExport:
-        """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`)."""
+        """Kura's converter, reading AI-Toolkit's PEFT files back (:meth:`lora_layout`); an
+        SDXL LoRA for ComfyUI is checked against the base UNet and copied (:mod:`.sdxl_export`)."""
         from kura.export.exporting import export_run
+        from kura.models.bundles import get_bundle
+        from kura.runs.store import read_run
 
+        spec = read_run(workspace, run_id)
+        if fmt == "comfyui" and get_bundle(spec.model.base).architecture == "sdxl":
+            from kura.backends.aitoolkit.sdxl_export import export_sdxl
+
+            return export_sdxl(workspace, spec, epoch=epoch, out=out)
         return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
@@ -272,6 +304,34 @@ class AitkBackend:
         from kura.backends.aitoolkit.follow import outputs
 
         return outputs(run_dir)
+
+
+def _installed(location: EnvLocation) -> bool:
+    """The environment's Python is there and its record says Kura installed AI-Toolkit."""
+    from kura.backends.trainer_env import read_env_record
+
+    if not location.present:
+        return False
+    try:
+        record = read_env_record(location)
+    except InvalidInput:
+        return False
+    return record is not None and record.backend == "ai-toolkit" and bool(record.checkout)
+
+
+def _toml_checkout(workspace: Workspace | None) -> Path | None:
+    """kura.toml's ``aitk_checkout`` (relative to the workspace), the default --source."""
+    raw = workspace.config().executor.aitk_checkout if workspace is not None else None
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() or workspace is None else workspace.root / path
+
+
+def _has_gpu() -> bool:
+    from kura.planning.detect import detect_gpus
+
+    return bool(detect_gpus())
 
 
 BACKEND = AitkBackend()

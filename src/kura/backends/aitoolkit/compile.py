@@ -412,7 +412,7 @@ def _train(
         optimizer_params=_optimizer_params(training.optimizer_args) or None,
         lr_scheduler=scheduler,
         lr_scheduler_params=params,
-        dtype="bf16",
+        dtype=knobs.dtype,
         gradient_checkpointing=knobs.gradient_checkpointing,
         cache_text_embeddings=True if knobs.cache_text_embeddings else None,
         unload_text_encoder=True if knobs.unload_text_encoder else None,
@@ -541,21 +541,37 @@ def _link_dir(run_dir: str, name: str) -> str:
     return posixpath.join(run_dir, DATA_DIR, name)
 
 
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _python(inputs: CompileInputs) -> str:
+    """The trainer environment's own interpreter on the host; the image's ``python``."""
+    return posixpath.join(inputs.trainer_bin, "python") if inputs.trainer_bin else "python"
+
+
 def _steps(spec: RunSpec, inputs: CompileInputs) -> tuple[Step, ...]:
+    """``prepare`` links the datasets into the run; ``train`` runs ``run.py`` from the
+    checkout, writing no bytecode into it (the checkout may be read-only or shared)."""
     compiled = posixpath.join(inputs.run_dir, "compiled")
     links = posixpath.join(compiled, LINKS_FILE)
-    argv: list[str] = ["python", links]
+    python = _python(inputs)
     prepare: list[str] = []
     for source in inputs.datasets:
         prepare += [source.media_dir, _link_dir(inputs.run_dir, source.name)]
         if source.control_dir:
             prepare += [source.control_dir, _link_dir(inputs.run_dir, source.name + ".control")]
-    steps = [Step("prepare", (*argv, *prepare), {}, inputs.trainer_dir, kind="prepare")]
-    env = {"PYTHONUNBUFFERED": "1", "SEED": str(spec.training.seed)}
+    steps = [Step("prepare", (python, links, *prepare), {}, inputs.trainer_dir, kind="prepare")]
+    env = {
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "SEED": str(spec.training.seed),
+    }
+    if read_knobs(spec.backend.config).offline:
+        env |= OFFLINE_ENV
     steps.append(
         Step(
             "train",
-            ("python", "run.py", posixpath.join(compiled, JOB_FILE)),
+            (python, "run.py", posixpath.join(compiled, JOB_FILE)),
             env,
             inputs.trainer_dir,
             kind="train",

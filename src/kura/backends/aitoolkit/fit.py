@@ -9,6 +9,7 @@ effective LoRA scale AI-Toolkit trains with.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -78,7 +79,28 @@ def network_document(spec: RunSpec, model: AitkModel) -> dict[str, object]:
     }
 
 
-def _detail(spec: RunSpec, model: AitkModel, gpu: GpuClass | None) -> dict[str, object]:
+def environment_report(inputs: PlanInputs) -> dict[str, object]:
+    """plan.md's section on what runs the trainer: the image, or the host's environment (its
+    Python, in the approved argv) and the checkout ``run.py`` starts from."""
+    compiled = inputs.compile
+    if compiled is None:
+        lines = ["not known before the run compiles"]
+    elif compiled.container_image is not None:
+        lines = [
+            f"Docker image {compiled.container_image}; AI-Toolkit at {compiled.trainer_dir} in it",
+        ]
+    else:
+        python = posixpath.join(compiled.trainer_bin, "python") if compiled.trainer_bin else "?"
+        lines = [
+            f"host environment: {python} (made by `kura backend install ai-toolkit`)",
+            f"checkout: {compiled.trainer_dir} (run.py starts there; nothing is written into it)",
+        ]
+    return {"title": "AI-Toolkit environment", "lines": lines}
+
+
+def _detail(
+    spec: RunSpec, model: AitkModel, gpu: GpuClass | None, inputs: PlanInputs
+) -> dict[str, object]:
     return {
         "peak_vram_gib": None,
         "band_gib": None,
@@ -91,16 +113,18 @@ def _detail(spec: RunSpec, model: AitkModel, gpu: GpuClass | None) -> dict[str, 
         "total_hours": None,
         "config": {"total_steps": spec.training.max_steps},
         "network": network_document(spec, model),
+        "trainer_report": [environment_report(inputs)],
     }
 
 
 class AitkProblem:
     """One AI-Toolkit recipe on one GPU class: the aids, and costs that are all unknown."""
 
-    def __init__(self, spec: RunSpec, model: AitkModel, gpu: GpuClass):
+    def __init__(self, spec: RunSpec, model: AitkModel, gpu: GpuClass, inputs: PlanInputs):
         self.spec = spec
         self.model = model
         self.gpu = gpu
+        self.inputs = inputs
         self.aids = aids_for(model, spec.training.effective_batch)
 
     def baseline(self) -> AidChoice:
@@ -108,7 +132,9 @@ class AitkProblem:
 
     def evaluate(self, choice: AidChoice) -> Evaluation:
         return Evaluation(
-            _costs(self.spec.training.max_steps), None, _detail(self.spec, self.model, self.gpu)
+            _costs(self.spec.training.max_steps),
+            None,
+            _detail(self.spec, self.model, self.gpu, self.inputs),
         )
 
     def change(self, aid: MemoryAid, choice: AidChoice) -> Mapping[str, object]:
@@ -146,7 +172,7 @@ def fit_run(
     spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
 ) -> PlanFit:
     model = _model(spec, inputs)
-    problem = AitkProblem(spec, model, gpu)
+    problem = AitkProblem(spec, model, gpu, inputs)
     result = walk(problem, host_ram_gib=host_ram_gib)
     document = {
         "kind": "fit-plan",
@@ -175,7 +201,7 @@ def fit_run(
 
 def estimate_run(spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
     model = _model(spec, inputs)
-    return Evaluation(_costs(spec.training.max_steps), None, _detail(spec, model, gpu))
+    return Evaluation(_costs(spec.training.max_steps), None, _detail(spec, model, gpu, inputs))
 
 
 def failure_config(spec: RunSpec, inputs: PlanInputs) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """``backend.config`` for an AI-Toolkit run: the execution settings, typed and checked.
 
-Names are Kura's own, close to AI-Toolkit's keys; :mod:`.compile` writes them into the job.
+Names are Kura's own, close to AI-Toolkit's keys; :mod:`.compile` writes them into the job
+(``dtype`` and ``offline`` are what a CPU run of a local model needs: ``fp32``, no hub).
 Quantization types are the names ``toolkit/util/quantize.py::get_qtype`` resolves
 (torchao ``int8``/``float8``, AI-Toolkit's ``uintN``, optimum-quanto ``qfloat8``/``qintN``);
 an unknown name would be a KeyError only after the weights load, so it is refused here.
@@ -53,6 +54,17 @@ class Knobs(BaseModel):
     sample_every_steps: int | None = Field(None, ge=1)
     train_high_noise: bool = True
     train_low_noise: bool = True
+    dtype: Literal["bf16", "fp16", "fp32"] = Field(
+        "bf16",
+        description="train.dtype: the precision AI-Toolkit loads and trains the model in "
+        "(model.dtype follows it, BaseSDTrainProcess); a CPU run needs fp32.",
+    )
+    offline: bool = Field(
+        False,
+        description="HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 for the train step. AI-Toolkit "
+        "fetches text encoders, VAEs, configs and adapters by repository id at run time, so "
+        "set it only when everything it loads is local (a complete diffusers folder).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Knobs:
