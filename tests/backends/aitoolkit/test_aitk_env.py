@@ -1,6 +1,6 @@
 """AI-Toolkit's own environment: the checkout it is made from, the exact install commands
 and record, and the host executor's interpreter and checkout in the compiled steps
-(stand-ins from ``fakes.py``; the real environment is ``test_real_run.py``'s)."""
+(stand-ins from ``fakes.py``; the real environment is ``test_aitk_real_run.py``'s)."""
 
 from __future__ import annotations
 

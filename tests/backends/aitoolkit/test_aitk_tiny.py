@@ -1,5 +1,5 @@
 """The tiny SDXL builder's contract, without torch: how Kura runs it and reads its answer
-(the real build is ``conftest.py``'s ``tiny_sdxl``, used by ``test_real_run.py``)."""
+(the real build is ``conftest.py``'s ``tiny_sdxl``, used by ``test_aitk_real_run.py``)."""
 
 from __future__ import annotations
 

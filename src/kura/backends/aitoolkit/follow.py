@@ -5,7 +5,10 @@
   step log is a file (never a pipe) and only its tail is read.
 - ``output/loss_log.db`` (``toolkit/logging_aitk.py::UILogger``, SQLite in WAL mode): tables
   ``steps(step, wall_time)`` and ``metrics(step, key, value_real, value_text)``; the loss is
-  key ``loss/loss``. Kura sets ``log_every: 1``, so every step has a row. Opened read-only.
+  key ``loss/loss``. Kura sets ``log_every: 1``, so every step has a row but each attempt's
+  first (the logging sits inside ``if self.step_num != self.start_step``,
+  ``BaseSDTrainProcess.py``); steps are 0-based indices, so a 4-step run logs 1, 2, 3 while
+  its bar ends at 4/4. Opened read-only.
 - LoRA files ``output/<name>_<step:09d>.safetensors`` and ``output/<name>.safetensors``;
   samples ``output/samples/<ms>__<step:09d>_<i>.<ext>`` (double underscore).
 """

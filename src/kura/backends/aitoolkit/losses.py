@@ -3,7 +3,8 @@
 ``toolkit/logging_aitk.py::UILogger`` (on with ``logging.use_ui_logger``, which Kura sets
 with ``log_every: 1``) writes ``<training_folder>/<name>/loss_log.db``, i.e.
 ``<run>/output/loss_log.db``: ``steps(step INTEGER PRIMARY KEY, wall_time REAL NOT NULL)``
-and ``metrics(step, key, value_real, value_text)``, one row per step and key. ``loss/loss``
+and ``metrics(step, key, value_real, value_text)``, one row per step and key (every step but
+an attempt's first, by 0-based index: seen in a real run). ``loss/loss``
 is the raw training loss (the UI's curve), ``learning_rate`` the learning rate; NaN lands as
 NULL in ``value_real``. A resumed run keeps the rows up to its checkpoint and deletes the
 later ones on its first commit, so one file may hold several attempts' rows: each row is
