@@ -72,8 +72,12 @@ def prepend_path(bin_dir: Path) -> str:
 
 def use_fake_checkout(workspace: Any, root: Path, bundle: str, monkeypatch: Any) -> Path:
     """Host-executor setup for tests: ``bundle``'s model files as header-only stand-ins in a
-    hub cache under ``root``, a fake checkout named in kura.toml, its bin folder first on
-    PATH. Returns the checkout."""
+    hub cache under ``root``, a fake checkout (named in kura.toml too, as the install's
+    source) and a fake Musubi environment at ``root`` (``KURA_MUSUBI_ENV``) whose
+    ``kura-env.json`` names the checkout and whose ``bin/`` the steps run. Returns the
+    checkout."""
+    from kura.backends.musubi.env import env_record
+    from kura.backends.trainer_env import EnvLocation, write_env_record
     from kura.models.bundles import get_bundle
     from kura.models.standins import install_bundle_in_hub_cache
 
@@ -81,7 +85,8 @@ def use_fake_checkout(workspace: Any, root: Path, bundle: str, monkeypatch: Any)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     install_bundle_in_hub_cache(get_bundle(bundle), cache)
     checkout, bin_dir = make_checkout(root, "flux_2")
-    monkeypatch.setenv("PATH", prepend_path(bin_dir))
+    write_env_record(EnvLocation(bin_dir.parent, "test"), env_record(checkout))
+    monkeypatch.setenv("KURA_MUSUBI_ENV", str(bin_dir.parent))
     config = workspace.config_path
     config.write_text(
         config.read_text().replace("[executor]", f'[executor]\nmusubi_checkout = "{checkout}"')

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import tomllib
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -73,7 +74,15 @@ def test_compiling_twice_is_byte_identical_and_reports_no_change(
     assert (steps["backend"], steps["release"]) == ("musubi-tuner", "0.3.4")
 
 
-def test_host_executor_needs_a_musubi_checkout(ws: Workspace) -> None:
+def test_host_executor_needs_the_musubi_environment(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host executor runs Musubi's own environment (``kura backend install musubi``):
+    its python and accelerate by full path, in the checkout its kura-env.json names."""
+    from kura.backends.musubi.env import env_record
+    from kura.backends.trainer_env import EnvLocation, write_env_record
+
+    monkeypatch.setenv("KURA_MUSUBI_ENV", str(tmp_path / "env"))
     run = create_run(
         ws,
         datasets=["myaku"],
@@ -81,16 +90,24 @@ def test_host_executor_needs_a_musubi_checkout(ws: Workspace) -> None:
         sets=["execution.executor=host"],
         now=NOW,
     ).run_id
-    with pytest.raises(SpecError, match="names no Musubi checkout"):
+    with pytest.raises(SpecError, match="no Musubi Tuner environment is installed"):
         compile_in_workspace(ws, run)
-    ws.config_path.write_text(
-        ws.config_path.read_text().replace(
-            "[executor]", '[executor]\nmusubi_checkout = "/opt/musubi"'
-        )
-    )
+    checkout = tmp_path / "musubi"
+    (checkout / "src" / "musubi_tuner").mkdir(parents=True)
+    python = tmp_path / "env" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    location = EnvLocation(tmp_path / "env", "test")
+    with pytest.raises(SpecError, match=r"has no kura-env\.json"):
+        compile_in_workspace(ws, run)
+    write_env_record(location, env_record(checkout))
     report = compile_in_workspace(ws, run)
     assert report.container is None
-    assert report.steps[0]["cwd"] == "/opt/musubi"
+    assert {step["cwd"] for step in report.steps} == {str(checkout)}
+    first, *_, train = report.steps
+    assert first["argv"][:2] == [str(python), "src/musubi_tuner/flux_2_cache_latents.py"]
+    assert train["argv"][0] == str(location.tool("accelerate"))
+    assert train["env"]["TRANSFORMERS_OFFLINE"] == "1"
     media = str(ws.dataset_dir("myaku") / "media")
     toml = tomllib.loads((ws.run_dir(run) / "compiled" / "dataset.toml").read_text())
     assert toml["datasets"][0]["image_directory"] == media

@@ -136,18 +136,16 @@ def _kandinsky5(version: str | None) -> Any:
 
 
 def _hidream_o1(version: str | None) -> Any:
-    from musubi_tuner.hidream_o1 import hidream_o1_utils
-
     # load_single_checkpoint_model builds transformers' Qwen3-VL from a config.json it
-    # fetches with from_pretrained: it needs transformers and the model repository.
-    if "transformers" in _MISSING:
-        raise _CannotBuild(
-            "HiDream-O1's DiT is transformers' Qwen3VLForConditionalGeneration built from "
-            "Qwen3VLConfig.from_pretrained(<model repo>) (hidream_o1_utils."
-            "load_single_checkpoint_model); transformers is not installed here and the "
-            "repository's config.json cannot be fetched offline"
-        )
-    return hidream_o1_utils  # pragma: no cover - not reached without transformers
+    # fetches with from_pretrained: it needs the model repository, which an offline check
+    # cannot fetch (with or without transformers installed).
+    missing = "transformers is not installed here and " if "transformers" in _MISSING else ""
+    raise _CannotBuild(
+        "HiDream-O1's DiT is transformers' Qwen3VLForConditionalGeneration built from "
+        "Qwen3VLConfig.from_pretrained(<model repo>) (hidream_o1_utils."
+        f"load_single_checkpoint_model); {missing}the repository's config.json cannot be "
+        "fetched offline"
+    )
 
 
 def _ideogram4(version: str | None) -> Any:

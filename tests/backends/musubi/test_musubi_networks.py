@@ -1,9 +1,10 @@
 """Musubi's network modules built on Musubi's own DiTs (meta device), against the adapter
 table's accepted and refused modules.
 
-Opt-in (``KURA_MUSUBI_SRC`` = a Musubi Tuner v0.3.4 checkout's ``src``; ``torch`` and
-``accelerate`` must import, ``accelerate``, ``einops`` and ``easydict`` may live in
-``KURA_MUSUBI_DEPS``)::
+Runs with Musubi's environment when it is installed (``conftest.musubi_harness``; CI runs
+it on every change). Otherwise opt-in (``KURA_MUSUBI_SRC`` = a Musubi Tuner v0.3.4
+checkout's ``src``; ``torch`` and ``accelerate`` must import, ``accelerate``, ``einops`` and
+``easydict`` may live in ``KURA_MUSUBI_DEPS``)::
 
     pip install --target /tmp/musubi-deps --no-deps accelerate psutil easydict einops
     KURA_MUSUBI_SRC=/tmp/musubi/src KURA_MUSUBI_DEPS=/tmp/musubi-deps \\
@@ -21,18 +22,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from musubi_cases import CASES
+from musubi_trainer_env import Harness
 
 from kura.backends.musubi import ADAPTERS
 
 HERE = Path(__file__).parent
 RECORD_PATH = HERE / "semantics" / "networks.json"
-SOURCE = os.environ.get("KURA_MUSUBI_SRC")
 RECORD = os.environ.get("KURA_RECORD_SEMANTICS") == "1"
 LYCORIS = ("networks.loha", "networks.lokr")
 
@@ -84,15 +83,18 @@ def disagreements(results: dict[str, Any]) -> list[str]:
     return found
 
 
-@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
-def test_network_modules_build_where_kura_accepts_them(tmp_path: Path) -> None:
+def test_network_modules_build_where_kura_accepts_them(
+    musubi_harness: Harness, tmp_path: Path
+) -> None:
+    h = musubi_harness
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan()), encoding="utf-8")
     completed = subprocess.run(
-        [sys.executable, str(HERE / "musubi_network_harness.py"), str(SOURCE), str(plan_path)],
+        [h.python, str(HERE / "musubi_network_harness.py"), h.source, str(plan_path)],
         capture_output=True,
         text=True,
         timeout=900,
+        env=h.env,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     results = json.loads(completed.stdout)

@@ -1,6 +1,8 @@
 """Musubi's own dataset code on every golden dataset TOML, against what Kura's plan says.
 
-Opt-in (``KURA_MUSUBI_SRC`` = a Musubi Tuner v0.3.4 checkout's ``src``; its dataset code
+Runs with Musubi's environment when it is installed (``conftest.musubi_harness``; CI runs
+it on every change). Otherwise opt-in (``KURA_MUSUBI_SRC`` = a Musubi Tuner v0.3.4
+checkout's ``src``; its dataset code
 needs ``torch``, ``numpy``, ``Pillow``, ``av``, ``cv2``, ``safetensors``, ``toml`` and
 ``voluptuous``, the last three and ``cv2`` may live in ``KURA_MUSUBI_DEPS``)::
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,13 @@ from musubi_semantics import (
     materialise,
     musubi_semantics,
 )
+from musubi_trainer_env import Harness
 
 from kura.errors import SpecError
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 RECORDS = HERE / "semantics" / "datasets"
-SOURCE = os.environ.get("KURA_MUSUBI_SRC")
 RECORD = os.environ.get("KURA_RECORD_SEMANTICS") == "1"
 
 _COMPARED = ("kind", "items", "train_items", "batches", "controls", "buckets", "frames")
@@ -109,7 +110,7 @@ def media_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _run_musubi(root: Path, cases: list[Case]) -> dict[str, Any]:
+def _run_musubi(harness: Harness, root: Path, cases: list[Case]) -> dict[str, Any]:
     """The harness's reports of ``cases`` whose media lies under ``root/<case>``."""
     manifest: dict[str, Any] = {}
     for case in cases:
@@ -121,22 +122,24 @@ def _run_musubi(root: Path, cases: list[Case]) -> dict[str, Any]:
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
     completed = subprocess.run(
         [
-            sys.executable,
+            harness.python,
             str(HERE / "musubi_semantics_harness.py"),
-            str(SOURCE),
+            harness.source,
             str(manifest_path),
         ],
         capture_output=True,
         text=True,
         timeout=1800,
+        env=harness.env,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     return dict(json.loads(completed.stdout))
 
 
-@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
-def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
-    reports = _run_musubi(media_root, list(CASES))
+def test_musubi_dataset_code_agrees_with_the_plan(
+    musubi_harness: Harness, media_root: Path
+) -> None:
+    reports = _run_musubi(musubi_harness, media_root, list(CASES))
     failures: dict[str, Any] = {}
     for case in CASES:
         report = reports[case.name]
@@ -158,14 +161,15 @@ def test_musubi_dataset_code_agrees_with_the_plan(media_root: Path) -> None:
     assert not failures, json.dumps(failures, indent=1)
 
 
-@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
-def test_a_clip_kura_refuses_for_framepack_fails_musubi_caching(tmp_path: Path) -> None:
+def test_a_clip_kura_refuses_for_framepack_fails_musubi_caching(
+    musubi_harness: Harness, tmp_path: Path
+) -> None:
     case = next(c for c in CASES if c.name == "framepack-video-plain")
     materialise(case, tmp_path / case.name, TOO_SHORT_FOR_FRAMEPACK)
     toml, _ = _golden(case)
     with pytest.raises(SpecError, match="c09"):
         kura_semantics(case, tmp_path / case.name, toml)
-    report = _run_musubi(tmp_path, [case])[case.name]
+    report = _run_musubi(musubi_harness, tmp_path, [case])[case.name]
     assert "error" not in report, report
     errors = report["datasets"][0]["cache_errors"]
     assert len(errors) == 1 and "Not enough frames for FramePack" in errors[0], errors

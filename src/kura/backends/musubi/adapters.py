@@ -91,6 +91,16 @@ _NUMPY_MEMMAP = ConfigKey(
     "Load weights without numpy memory mapping (more RAM, sometimes faster).",
 )
 
+QWEN_IMAGE_LAYERS = ConfigKey(
+    "num_layers",
+    "int",
+    "--num_layers",
+    ("train",),
+    "Blocks of the DiT Musubi builds (default 60, the released Qwen-Image): only for a DiT "
+    "of another depth, such as a test model; it must equal the file's own block count.",
+)
+"""``qwen_image_train_network.py --num_layers`` (passed to ``load_qwen_image_model``)."""
+
 
 def _wan_variant(
     *,
@@ -604,7 +614,7 @@ ADAPTERS: dict[str, Adapter] = {
         model_fps=None,
         resolution_multiple=16,
         weight_dtype_rule="none",
-        extra_config=(_NUMPY_MEMMAP,),
+        extra_config=(_NUMPY_MEMMAP, QWEN_IMAGE_LAYERS),
         defaults=_defaults(
             "qwen_image.md",
             timestep_sampling=Default("shift", "docs/qwen_image.md training example"),

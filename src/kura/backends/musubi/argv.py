@@ -20,6 +20,7 @@ __all__ = [
     "TrainPlan",
     "cache_latents_argv",
     "cache_text_encoder_argv",
+    "executable",
     "guard_value",
     "script_path",
     "train_argv",
@@ -117,9 +118,20 @@ def _key_flag(key: ConfigKey, value: object) -> list[str]:
     return [key.flag, guard_value(str(value), f"backend.config.{key.name}")]
 
 
-def _python_step(adapter: Adapter, step: StepName, dataset_config: str) -> list[str]:
+def executable(inputs: CompileInputs, name: str) -> str:
+    """``name`` (``python``, ``accelerate``) from the trainer environment's folder when the
+    step runs on the host, so the approved argv names the exact interpreter; the bare name
+    in an image, whose PATH has it."""
+    if inputs.trainer_bin is None:
+        return name
+    return posixpath.join(inputs.trainer_bin, name)
+
+
+def _python_step(
+    adapter: Adapter, step: StepName, inputs: CompileInputs, dataset_config: str
+) -> list[str]:
     return [
-        "python",
+        executable(inputs, "python"),
         script_path(adapter.scripts[step]),
         "--dataset_config",
         guard_value(dataset_config, "dataset config path"),
@@ -131,7 +143,7 @@ def cache_latents_argv(
 ) -> list[str]:
     """``python src/musubi_tuner/<arch>_cache_latents.py …``."""
     step: StepName = "cache_latents"
-    argv = _python_step(adapter, step, dataset_config)
+    argv = _python_step(adapter, step, inputs, dataset_config)
     argv += _roles(step, adapter.roles[step], inputs, adapter)
     argv += _roles(step, variant.step_roles.get(step, ()), inputs, adapter)
     argv += _version(step, adapter, inputs)
@@ -145,7 +157,7 @@ def cache_text_encoder_argv(
 ) -> list[str]:
     """``python src/musubi_tuner/<arch>_cache_text_encoder_outputs.py …``."""
     step: StepName = "cache_text_encoder"
-    argv = _python_step(adapter, step, dataset_config)
+    argv = _python_step(adapter, step, inputs, dataset_config)
     argv += _roles(step, adapter.roles[step], inputs, adapter)
     argv += _roles(step, variant.step_roles.get(step, ()), inputs, adapter)
     argv += _version(step, adapter, inputs)
@@ -158,10 +170,10 @@ def cache_text_encoder_argv(
     return argv
 
 
-def _accelerate(spec: RunSpec, cfg: ExecConfig) -> list[str]:
+def _accelerate(spec: RunSpec, inputs: CompileInputs, cfg: ExecConfig) -> list[str]:
     gpus = spec.execution.gpus
     argv = [
-        "accelerate",
+        executable(inputs, "accelerate"),
         "launch",
         "--num_processes",
         str(gpus),
@@ -307,7 +319,7 @@ def train_argv(
     """``accelerate launch … src/musubi_tuner/<arch>_train_network.py …``."""
     step: StepName = "train"
     sampling = plan.sample_prompts_file is not None
-    argv = _accelerate(spec, cfg)
+    argv = _accelerate(spec, inputs, cfg)
     argv += [script_path(adapter.scripts[step]), "--dataset_config", plan.dataset_config]
     argv += _version(step, adapter, inputs)
     if plan.hidream_task is not None:

@@ -7,6 +7,7 @@ table, the compiler, the estimator and the remedies into the protocol's verbs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ from kura.backends.base import (
     TrainerFacts,
     TrainerSetup,
 )
-from kura.errors import CheckFailed, SpecError
+from kura.errors import CheckFailed
 
 if TYPE_CHECKING:
     from kura.backends.musubi.adapter_model import Adapter
@@ -120,27 +121,30 @@ class MusubiBackend:
         self.estimate(spec, inputs, None)
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
+        """The image's Musubi folder, or on the host the checkout the installed environment
+        was made from (its ``kura-env.json``); SpecError saying how to install it."""
         from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
+        from kura.backends.musubi.env import host_trainer
 
         if in_container:
             return IMAGE_MUSUBI_DIR
-        checkout = workspace.config().executor.musubi_checkout
-        if not checkout:
-            raise SpecError(
-                "execution.executor is `host` but kura.toml names no Musubi checkout",
-                hint='set `musubi_checkout = "/path/to/musubi-tuner"` under [executor] in '
-                "kura.toml, or use execution.executor: docker",
-                path=workspace.config_path,
-            )
-        return checkout
+        return str(host_trainer(workspace).checkout)
 
     def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
-        """None: the step's argv names its executables as compiled."""
-        return None
+        """None in the image (its PATH has ``python`` and ``accelerate``); on the host the
+        environment's executables folder, so the argv names them by full path."""
+        from kura.backends.musubi.env import host_trainer
+
+        if in_container:
+            return None
+        return str(host_trainer(workspace).bin_dir)
 
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
-        """Nothing: the adapter table holds every fact Musubi's compile needs."""
-        return None
+        """The Qwen-Image DiT's block count from its header, where Kura can read the file
+        (the adapter table holds every other fact Musubi's compile needs)."""
+        from kura.backends.musubi.depth import dit_depth
+
+        return dit_depth(inputs)
 
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.musubi.compile import compile_run
@@ -199,10 +203,14 @@ class MusubiBackend:
         from kura.backends.musubi.estimation import estimate_config, step_setup
         from kura.backends.musubi.estimator.estimate import estimate
         from kura.backends.musubi.fit import evaluation_of
+        from kura.backends.musubi.report import trainer_section
 
         found = estimate(
             estimate_config(spec, inputs.datasets, inputs.media, _model_paths(inputs)), gpu
         )
+        section = trainer_section(spec, inputs.compile)
+        if section is not None:
+            found = replace(found, trainer_report=(section,))
         return evaluation_of(found, step_setup(spec, inputs.bundle, inputs.datasets, inputs.media))
 
     def contingency(self, spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
@@ -221,11 +229,11 @@ class MusubiBackend:
 
     def failure_config(self, spec: RunSpec, inputs: PlanInputs) -> Mapping[str, object]:
         """backend.config plus the model's block-swap limit, as the diagnosis reads it."""
-        from kura.backends.musubi.estimator.shapes import get_shape
+        from kura.backends.musubi.estimation import swap_limit
 
         config: dict[str, object] = dict(spec.backend.config)
         if inputs.bundle.estimator_model:
-            config["max_blocks_to_swap"] = get_shape(inputs.bundle.estimator_model).swap_limit
+            config["max_blocks_to_swap"] = swap_limit(inputs.bundle.estimator_model, config)
         return config
 
     def remedy(self, config: Mapping[str, object], *, step: str, phase: str) -> dict[str, object]:
@@ -297,19 +305,12 @@ class MusubiBackend:
         python: str | None = None,
         source: Path | None = None,
     ) -> TrainerSetup:
-        """An image Kura builds, or a checkout kura.toml names for the host executor."""
-        from kura.backends.musubi.doctor import CHECKOUT_MARKER
+        """Musubi's own virtual environment, which Kura installs from a checkout at the
+        pinned release (``source``, else kura.toml's ``musubi_checkout``) for the host
+        executor; the docker executor's image is built by ``kura image build``."""
+        from kura.backends.musubi.setup import musubi_setup
 
-        checkout = workspace.config().executor.musubi_checkout if workspace else None
-        path = Path(checkout).expanduser() if checkout else None
-        return TrainerSetup(
-            backend=self.name,
-            how="a Docker image: `kura image build musubi-tuner --run` (or a Musubi Tuner "
-            f"{self.release} checkout for the host executor: kura.toml executor.musubi_checkout)",
-            present=None if path is None else (path / CHECKOUT_MARKER).exists(),
-            path=path,
-            source="kura.toml" if path else None,
-        )
+        return musubi_setup(workspace, python=python, source=source)
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""

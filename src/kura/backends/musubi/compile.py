@@ -25,8 +25,9 @@ from kura.backends.musubi.config import (
     check_command,
     read_exec_config,
 )
-from kura.backends.musubi.container import RUN_ENV, container_spec
+from kura.backends.musubi.container import HOST_ENV, RUN_ENV, container_spec
 from kura.backends.musubi.dataset_toml import PlannedDataset, plan_datasets, render_dataset_toml
+from kura.backends.musubi.depth import check_depth
 from kura.backends.musubi.rules import (
     check_attention,
     check_attention_library,
@@ -94,6 +95,7 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
             "as docs/wan.md recommends (training.min_timestep/max_timestep override the range)"
         )
     warnings += check_weight_dtype(adapter, inputs, cfg)
+    warnings += check_depth(cfg, inputs.trainer_facts)
     boundary = check_dual_dit(spec, adapter, variant, inputs, cfg)
     check_sampling_roles(spec, adapter, inputs)
     planned, dataset_warnings = plan_datasets(spec, inputs, adapter, variant)
@@ -189,7 +191,6 @@ def _adapter_steps(
     cfg: ExecConfig,
     plan: TrainPlan,
 ) -> list[Step]:
-    cwd = inputs.trainer_dir
     substitutions = _substitutions(spec, inputs, plan.dataset_config)
     latents = cfg.commands.get("cache_latents_command")
     text = cfg.commands.get("cache_text_encoder_command")
@@ -200,23 +201,31 @@ def _adapter_steps(
             latents,
             substitutions,
             lambda: cache_latents_argv(adapter, variant, inputs, cfg, plan.dataset_config),
-            cwd,
+            inputs,
         ),
         _step(
             "cache_text_encoder",
             text,
             substitutions,
             lambda: cache_text_encoder_argv(adapter, variant, inputs, cfg, plan.dataset_config),
-            cwd,
+            inputs,
         ),
         _step(
             "train",
             train,
             substitutions,
             lambda: train_argv(spec, adapter, variant, inputs, cfg, plan),
-            cwd,
+            inputs,
         ),
     ]
+
+
+def _step_env(inputs: CompileInputs) -> dict[str, str]:
+    """Every step runs offline; a host step from the trainer environment gets the host
+    extras too (an image sets them itself)."""
+    if inputs.trainer_bin is None:
+        return dict(RUN_ENV)
+    return {**RUN_ENV, **HOST_ENV}
 
 
 def _step(
@@ -224,15 +233,16 @@ def _step(
     command: tuple[str, ...] | None,
     substitutions: dict[str, str],
     generate: Callable[[], list[str]],
-    cwd: str,
+    inputs: CompileInputs,
 ) -> Step:
     """The generated step, or the escape-hatch argv when one replaces it."""
+    cwd, env = inputs.trainer_dir, _step_env(inputs)
     if command is None:
-        return Step(name=name, argv=tuple(generate()), env=dict(RUN_ENV), cwd=cwd, kind=_kind(name))
+        return Step(name=name, argv=tuple(generate()), env=env, cwd=cwd, kind=_kind(name))
     return Step(
         name=name,
         argv=tuple(_substitute(command, substitutions)),
-        env=dict(RUN_ENV),
+        env=env,
         cwd=cwd,
         kind=_kind(name),
         generated=False,
@@ -307,7 +317,7 @@ def _compile_without_adapter(spec: RunSpec, inputs: CompileInputs) -> CompiledRu
         Step(
             name=name,
             argv=tuple(_substitute(commands[key], substitutions)),
-            env=dict(RUN_ENV),
+            env=_step_env(inputs),
             cwd=inputs.trainer_dir,
             kind=_kind(name),
             generated=False,

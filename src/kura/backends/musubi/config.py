@@ -47,6 +47,7 @@ _RANGES: dict[str, int] = {
     "block_swap_ring_size": 1,
     "max_data_loader_n_workers": 0,
     "num_cpu_threads_per_process": 1,
+    "num_layers": 1,
 }
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_IMAGE",
     "DOCKERFILE",
+    "HOST_ENV",
     "IMAGE_HF_HOME",
     "IMAGE_MUSUBI_DIR",
     "RUN_ENV",
@@ -36,6 +37,10 @@ IMAGE_MUSUBI_DIR = "/opt/musubi-tuner"
 IMAGE_HF_HOME = "/opt/hf-home"
 RUN_ENV = {"HF_HUB_OFFLINE": "1"}
 """Environment of every step: no network look-ups at run time."""
+HOST_ENV = {"TRANSFORMERS_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+"""What a host step from the trainer environment adds: transformers offline as well, and no
+``__pycache__`` written beside the checkout's scripts (the checkout may be read-only, or a
+user's clean tree)."""
 DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
 
 

@@ -272,7 +272,7 @@ def estimate_config(
     """The run exactly as written, as an estimator configuration (``model_paths``: the
     resolved compile inputs' roles, when the caller has them)."""
     from kura.backends.musubi.estimator.config import EstimateConfig
-    from kura.backends.musubi.estimator.shapes import get_shape
+    from kura.backends.musubi.estimator.shapes import get_shape, with_depth
     from kura.models.bundles import get_bundle
 
     config = spec.backend.config
@@ -282,6 +282,11 @@ def estimate_config(
     if shape.one_expert is not None and single_expert(spec, model_paths):
         # One expert trained alone is Wan 2.1-style training of one DiT (docs/wan.md).
         model = shape.one_expert
+        shape = get_shape(model)
+    layers = config.get("num_layers")
+    if isinstance(layers, int) and not isinstance(layers, bool):
+        # Musubi builds the DiT with this many blocks (--num_layers): size that one.
+        model = with_depth(model, layers)
         shape = get_shape(model)
     micro = int(config.get("batch_size", 1))
     accumulation = int(config.get("gradient_accumulation_steps", 1))
@@ -400,14 +405,23 @@ def config_changes(estimate_config: Any) -> dict[str, Any]:
 
 def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
     """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
-    from kura.backends.musubi.estimator.shapes import get_shape
     from kura.models.bundles import get_bundle
 
     bundle = get_bundle(spec.model.base)
     config = dict(spec.backend.config)
     if bundle.estimator_model:
-        config["max_blocks_to_swap"] = get_shape(bundle.estimator_model).swap_limit
+        config["max_blocks_to_swap"] = swap_limit(bundle.estimator_model, config)
     return config
+
+
+def swap_limit(model: str, config: Mapping[str, Any]) -> int:
+    """Musubi's block-swap limit for ``model`` at the depth ``num_layers`` sets, if any."""
+    from kura.backends.musubi.estimator.shapes import get_shape, with_depth
+
+    layers = config.get("num_layers")
+    if isinstance(layers, int) and not isinstance(layers, bool):
+        model = with_depth(model, layers)
+    return get_shape(model).swap_limit
 
 
 def rung_change(rung: dict[str, Any], config: dict[str, Any]) -> dict[str, Any] | None:

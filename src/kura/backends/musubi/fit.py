@@ -41,7 +41,7 @@ from kura.backends.musubi.estimator.sampling import (
     parse_prompt,
     sampling_points,
 )
-from kura.backends.musubi.estimator.shapes import GIB, ModelShape, get_shape
+from kura.backends.musubi.estimator.shapes import GIB, ModelShape, base_model, get_shape
 from kura.backends.musubi.estimator.steps import (
     ENCODERS,
     STEP_BAND,
@@ -215,7 +215,7 @@ def musubi_aids(
     """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data."""
     aids: list[MemoryAid] = []
     setup = setup or StepSetup()
-    encoder = ENCODERS.get(shape.id)
+    encoder = ENCODERS.get(base_model(shape.id))
     if setup.te_fp8_key and encoder is not None and not encoder.shipped_fp8:
         aids.append(
             MemoryAid(
@@ -451,7 +451,7 @@ def _fit(peak: float, usable: float | None) -> tuple[float, bool | None]:
 
 
 def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) -> list[StepCost]:
-    encoder = ENCODERS.get(found.model)
+    encoder = ENCODERS.get(base_model(found.model))
     config = found.config
     if encoder is None or config is None:
         return []
@@ -490,7 +490,7 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
             items,
             gpu,
             tiling=tiled and setup.vae_aids,
-            image_encoder=IMAGE_ENCODERS.get(found.model),
+            image_encoder=IMAGE_ENCODERS.get(base_model(found.model)),
         )
         captions = setup.cache_captions or sum(bucket.count for bucket in items)
         tokens = get_shape(config.model).text_tokens_max
@@ -536,7 +536,7 @@ _CACHE_SOURCE = (
 
 def _sample_cost(found: Estimate, setup: StepSetup) -> StepCost:
     """Sampling: memory at the largest prompt's size, time for every prompt at every point."""
-    encoder = ENCODERS.get(found.model)
+    encoder = ENCODERS.get(base_model(found.model))
     config = found.config
     resident = found.breakdown.get("weights", 0.0) + found.breakdown.get("lora_and_optimizer", 0.0)
     resident += found.breakdown.get("context", 0.0)

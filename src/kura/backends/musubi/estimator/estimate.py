@@ -13,6 +13,7 @@ plan.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,9 @@ class Estimate:
     confidence: str
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     config: EstimateConfig | None = None
+    trainer_report: tuple[Mapping[str, Any], ...] = ()
+    """Sections the backend adds to plan.md (``{title, lines}``): which trainer install the
+    run uses, and any step a person's command replaced."""
 
     @property
     def upper_gib(self) -> float:
@@ -77,7 +81,7 @@ class Estimate:
                 "allreduce_s": _r(self.step.allreduce_s, 3),
                 "micro_steps": self.step.micro_steps,
             }
-        return {
+        document: dict[str, Any] = {
             "kind": "run-estimate",
             "model": self.model,
             "architecture": self.architecture,
@@ -100,6 +104,9 @@ class Estimate:
             "assumptions": list(self.assumptions),
             "config": None if self.config is None else self.config.to_dict(),
         }
+        if self.trainer_report:
+            document["trainer_report"] = [dict(section) for section in self.trainer_report]
+        return document
 
 
 def _assumptions(config: EstimateConfig, shape_notes: tuple[str, ...]) -> list[str]:

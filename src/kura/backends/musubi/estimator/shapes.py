@@ -15,21 +15,24 @@ snapshot for these records, ``[mine]`` a derivation written out in the source st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
 from kura.architectures import ARCHITECTURE_IDS
-from kura.errors import NotFound
+from kura.errors import InvalidInput, NotFound, Unsupported
 
 __all__ = [
     "ARCHITECTURE_IDS",
     "MODEL_SHAPES",
     "BlockGroup",
     "ModelShape",
+    "base_model",
     "get_shape",
     "shapes_for_architecture",
+    "with_depth",
 ]
 
 MIB = 2**20
@@ -827,8 +830,28 @@ MODEL_SHAPES: Mapping[str, ModelShape] = _shapes(
 )
 
 
+_DEPTH = re.compile(r"^(?P<base>.+)@(?P<blocks>\d+)-blocks$")
+
+
+def with_depth(model_id: str, blocks: int) -> str:
+    """The id of ``model_id`` built with ``blocks`` transformer blocks instead of its
+    released count (Musubi's ``--num_layers``, Qwen-Image only): ``qwen-image@1-blocks``."""
+    return f"{model_id}@{blocks}-blocks"
+
+
+def base_model(model_id: str) -> str:
+    """``model_id`` without a depth (:func:`with_depth`): the released model's id, which
+    the encoder and calibration tables are keyed by."""
+    found = _DEPTH.match(model_id)
+    return found["base"] if found else model_id
+
+
 def get_shape(model_id: str) -> ModelShape:
-    """The shape record for ``model_id``; :class:`NotFound` lists the known ids."""
+    """The shape record for ``model_id`` (a :func:`with_depth` id: the record resized to
+    that depth); :class:`NotFound` lists the known ids."""
+    found = _DEPTH.match(model_id)
+    if found:
+        return _resized(get_shape(found["base"]), int(found["blocks"]))
     try:
         return MODEL_SHAPES[model_id]
     except KeyError:
@@ -837,6 +860,44 @@ def get_shape(model_id: str) -> ModelShape:
             f"unknown model id {model_id!r}",
             hint=f"known model ids: {known}",
         ) from None
+
+
+def _resized(shape: ModelShape, blocks: int) -> ModelShape:
+    """``shape`` with ``blocks`` blocks in its one block list: each removed block takes its
+    Linear weights off the parameters and every weight mode, its share of the LoRA (which
+    wraps only block modules) and one block off the swap limit ([mine]: the rest of the
+    model, embedders and final layer, is what the released count leaves)."""
+    if len(shape.groups) != 1 or shape.swap_rule != "uniform":
+        raise Unsupported(
+            f"the estimator resizes only a model with one block list, not {shape.id}",
+            hint="backend.config.num_layers is Qwen-Image's (Musubi's --num_layers)",
+        )
+    group = shape.groups[0]
+    if not 1 <= blocks <= group.count:
+        raise InvalidInput(
+            f"{shape.title} has 1..{group.count} blocks, not {blocks}",
+            hint=f"set backend.config.num_layers between 1 and {group.count}",
+        )
+    removed = group.count - blocks
+    weights = {
+        mode: gib - removed * shape.lin_mib(group, mode) / 1024
+        for mode, gib in shape.weights_gib.items()
+    }
+    return replace(
+        shape,
+        id=with_depth(shape.id, blocks),
+        title=f"{shape.title}, {blocks} of its {group.count} blocks",
+        params_b=shape.params_b - removed * group.lin_params / 1e9,
+        groups=(replace(group, count=blocks),),
+        weights_gib=MappingProxyType(weights),
+        lora_params_per_rank=shape.lora_params_per_rank * blocks / group.count,
+        swap_limit=max(0, shape.swap_limit - removed),
+        notes=(
+            *shape.notes,
+            f"Sized for a DiT of {blocks} blocks (backend.config.num_layers), not the "
+            f"released {group.count}.",
+        ),
+    )
 
 
 def shapes_for_architecture(architecture: str) -> tuple[ModelShape, ...]:
