@@ -10,10 +10,11 @@ from kura.demo import MARKER
 
 
 @pytest.fixture(autouse=True)
-def _no_kohakumoss(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The demo as CI's quick start 1 runs it: before the KohakuMoss environment exists
-    (tests/backends/kohakumoss/test_demo_trains.py walks the demo's real training)."""
-    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
+def _no_trainers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The demo as a fresh machine's quick start 1 runs it: no trainer environment yet
+    (tests/backends/*/test_*demo* walk the demo's real trainings)."""
+    for variable in ("KURA_KOHAKUMOSS_ENV", "KURA_MUSUBI_ENV", "KURA_AITK_ENV"):
+        monkeypatch.setenv(variable, str(tmp_path / f"no-env-{variable}"))
 
 
 def test_demo_walks_the_path_and_reports_every_step(kura, tmp_path: Path) -> None:
@@ -36,6 +37,11 @@ def test_demo_walks_the_path_and_reports_every_step(kura, tmp_path: Path) -> Non
     assert (run_dir / "approval.json").is_file()
     assert (workspace / "datasets" / "myaku" / "dataset.yaml").is_file()
     assert (workspace / "datasets" / "bw-edit" / "control").is_dir()
+    assert document["trainers"] == {
+        "trained": [],
+        "not_installed": ["kohakumoss", "ai-toolkit", "musubi-tuner"],
+        "failed": [],
+    }
 
 
 def test_demo_refuses_a_folder_that_is_not_an_earlier_demo(kura, tmp_path: Path) -> None:

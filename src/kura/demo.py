@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from kura.demo_training import DemoTrainers, walk_real_trainings
 from kura.errors import UsageError
 from kura.nextsteps import NextStep, next_list
 
@@ -35,11 +36,13 @@ class DemoStep:
 
 @dataclass(frozen=True)
 class DemoLog:
-    """``kura demo``: the demo folder, its workspace, and every step walked, in order."""
+    """``kura demo``: the demo folder, its workspace, every step walked, in order, and which
+    trainers it trained with (those whose environment is installed)."""
 
     root: str
     workspace: str
     steps: tuple[DemoStep, ...]
+    trainers: DemoTrainers = field(default_factory=lambda: DemoTrainers((), ()))
     next: tuple[NextStep, ...] = ()
 
     kind: ClassVar[str] = "demo"
@@ -50,6 +53,7 @@ class DemoLog:
             "root": self.root,
             "workspace": self.workspace,
             "steps": [step.to_dict() for step in self.steps],
+            "trainers": self.trainers.to_dict(),
             "next": next_list(*self.next),
         }
 
@@ -142,7 +146,8 @@ def run_demo(
     )
     step(["dataset", "list"], "what the workspace holds now")
     _walk_models_and_plan(root, step)
-    return DemoLog(str(root), str(workspace), tuple(steps))
+    trainers = walk_real_trainings(root, step)
+    return DemoLog(str(root), str(workspace), tuple(steps), trainers)
 
 
 DEMO_BUNDLE = "flux2-klein-base-4b"
@@ -191,102 +196,11 @@ def _walk_models_and_plan(root: Path, step: Callable[[list[str], str], int]) -> 
         )
         step(["run", "approve", run_id], "the one gate: approval bound to the plan's digest")
         step(["run", "list"], "the run, approved and ready to launch where the GPU is")
-        _walk_real_training(root, step)
     finally:
         if previous is None:
             os.environ.pop("HF_HUB_CACHE", None)
         else:
             os.environ["HF_HUB_CACHE"] = previous
-
-
-TINY_SETTINGS = (
-    "execution.executor=host",
-    "training.max_steps=6",
-    "training.network.rank=4",
-    "training.network.alpha=4",
-    "training.warmup_steps=0",
-    "backend.config.vram_layer=8g",
-    "backend.config.SAVE_EVERY=3",
-    "backend.config.LOG_EVERY=1",
-    "backend.config.MAX_TOKENS=512",
-    "backend.config.NUM_WORKERS=0",
-    "backend.config.DATA_SCAN_WORKERS=1",
-    "backend.config.PIN_MEMORY=false",
-    "backend.config.TUNE=off",
-    # the drafted sample prompts render on the tiny 2-block model: small, few steps, and
-    # no skip-layer guidance (its default skips block 22, which the tiny model lacks)
-    "backend.config.SAMPLE_STEPS=2",
-    "backend.config.SAMPLE_SIZE=[64,64]",
-    "backend.config.SAMPLE_SKIP_LAYERS=[]",
-)
-"""A CPU-sized KohakuMoss run: six steps of a rank-4 LoRA on 64 px images."""
-
-
-def _walk_real_training(root: Path, step: Callable[[list[str], str], int]) -> None:
-    """With the KohakuMoss environment installed (`kura backend install kohakumoss`): a real
-    training run of a tiny random MOSS-shaped model that KohakuMoss itself builds, on CPU,
-    launched, watched and exported through the same commands. Without it, the demo ends at
-    the approved run above."""
-    from kura.backends.kohakumoss.env import locate_env
-    from kura.backends.kohakumoss.queries import build_tiny
-    from kura.demo_data import TRIGGER, write_tiny_set
-
-    env = locate_env()
-    if not env.present:
-        return
-    weights = build_tiny(env, root / "moss-tiny" / "weights")
-    data = write_tiny_set(root / "incoming" / "tiny")
-    step(
-        ["dataset", "add", "tiny", str(data), "--resolution", "64"],
-        "four small captioned images for a real training run on this machine's CPU",
-    )
-    step(
-        ["dataset", "set", "tiny", f"intent.trigger={TRIGGER}", "intent.task=character"],
-        "the trigger word the captions open with",
-    )
-    step(
-        [
-            "model",
-            "check",
-            str(weights / "transformer" / "diffusion_pytorch_model-00001-of-00001.safetensors"),
-            str(weights / "text_encoder" / "model.safetensors"),
-            str(weights / "vae" / "diffusion_pytorch_model.safetensors"),
-            "--arch",
-            "moss_image",
-        ],
-        "a tiny random MOSS-Image pipeline KohakuMoss built: a MOSS DiT of a non-standard "
-        "shape, a Qwen3.5 text encoder, a FLUX.2-layout VAE",
-    )
-    sets = [f"model.root={weights}", *TINY_SETTINGS]
-    code = step(
-        [
-            "run",
-            "new",
-            "--dataset",
-            "tiny",
-            "--base",
-            "moss-image-base",
-            "--backend",
-            "kohakumoss",
-            *[arg for value in sets for arg in ("--set", value)],
-        ],
-        "a KohakuMoss run of the tiny model (six steps, CPU-sized knobs)",
-    )
-    if code != 0:
-        return
-    run_id = _latest_run(root / "workspace")
-    if step(
-        ["run", "plan", run_id, "--gpu", "rtx-4090"],
-        "KohakuMoss's own presets, validator, estimator and batch plan, in plan.md",
-    ):
-        return
-    step(["run", "approve", run_id], "approve the real run")
-    step(["run", "launch", run_id], "launch it on the host, detached: the four KohakuMoss steps")
-    step(["run", "watch", run_id, "--interval", "1"], "follow it until it ends")
-    step(["run", "status", run_id], "step, loss and checkpoint, read from metrics.jsonl")
-    step(
-        ["export", run_id, "--format", "comfyui"], "the ComfyUI LoRA, keys checked against the DiT"
-    )
 
 
 def _latest_run(workspace: Path) -> str:

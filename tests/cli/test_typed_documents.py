@@ -371,7 +371,8 @@ def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
             return cls(2026, 12, 1, 12, 0)
 
     monkeypatch.setattr("kura.workspace.datetime", PinnedClock)
-    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(tmp_path / "no-kohakumoss-env"))
+    for variable in ("KURA_KOHAKUMOSS_ENV", "KURA_MUSUBI_ENV", "KURA_AITK_ENV"):
+        monkeypatch.setenv(variable, str(tmp_path / f"no-env-{variable}"))
     document = _cli("demo", tmp_path / "demo")
 
     def run_command(argv: list[str], note: str) -> int:

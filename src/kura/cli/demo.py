@@ -20,13 +20,16 @@ __all__ = ["demo_command"]
 
 @click.command("demo")
 @click.argument("directory", required=False, type=click.Path(path_type=Path), default=None)
-@click.pass_obj
-def demo_command(state: AppState, directory: Path | None) -> None:
-    """Build a demo workspace in DIRECTORY (default ./kura-demo) and walk the path in it."""
+@click.pass_context
+def demo_command(ctx: click.Context, directory: Path | None) -> None:
+    """Build a demo workspace in DIRECTORY (default ./kura-demo) and walk the path in it;
+    with trainers installed, train a tiny LoRA with each (exit 1 when one of those
+    trainings fails)."""
     from kura.cli.main import main
     from kura.cli.nexts import after_demo, followed
     from kura.demo import run_demo
 
+    state: AppState = ctx.obj
     out = state.out
 
     def run_command(argv: list[str], note: str) -> int:
@@ -43,9 +46,20 @@ def demo_command(state: AppState, directory: Path | None) -> None:
 
     walked = followed(run_demo(directory or Path("kura-demo"), run_command), after_demo)
     out.result(walked, and_next(_render_demo))
+    if walked.trainers.failed:
+        ctx.exit(1)
 
 
 def _render_demo(console: Console, walked: DemoLog) -> None:
+    trained = ", ".join(walked.trainers.trained) or "none"
+    console.print(f"\nTrained for real on this machine with: [bold]{trained}[/]")
+    if walked.trainers.failed:
+        console.print(f"[red]Failed[/]: {', '.join(walked.trainers.failed)} (see the steps above)")
+    if walked.trainers.not_installed:
+        console.print(
+            f"Not installed: {', '.join(walked.trainers.not_installed)} "
+            "(`kura backend install NAME`, then run the demo again)"
+        )
     console.print(
         f"\nDemo workspace: [bold]{walked.workspace}[/] — explore it with "
         f"`kura --workspace {walked.workspace} dataset list`"

@@ -19,9 +19,12 @@ def test_demo_trains_watches_and_exports(
     moss_env: Any, kura: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(moss_env.path))
+    for variable in ("KURA_MUSUBI_ENV", "KURA_AITK_ENV"):  # KohakuMoss's walk alone
+        monkeypatch.setenv(variable, str(tmp_path / f"no-env-{variable}"))
     result = kura("demo", tmp_path / "demo", "--json")
     assert result.exit_code == 0, result.stderr[-3000:]
     document = result.json()
+    assert document["trainers"]["trained"] == ["kohakumoss"]
     steps = [(s["argv"][:2], s["exit_code"]) for s in document["steps"]]
     for command in (["run", "launch"], ["run", "watch"], ["run", "status"]):
         assert (command, 0) in steps, (command, steps)
