@@ -88,6 +88,10 @@ STEP_KINDS: Mapping[str, StepKind] = {
     "cache_val_latents": "cache",
     "train": "train",
 }
+MOSS_DITS = frozenset({"moss-image-dit", "moss-image-dit-custom"})
+PACKED = frozenset({"nvfp4", "bnb-4bit"})
+"""Quantisations whose stored weight shapes are not the logical ones (``kura.models.quant``)."""
+"""The signature table's MOSS DiT components (``kura.models.signatures``)."""
 EXPORT_FILES = {"comfyui": "comfy", "lycoris": "lycoris"}
 """``kura export --format`` → KohakuMoss's EXPORT_FORMATS name (its file suffix)."""
 
@@ -229,6 +233,15 @@ class KohakuMossBackend:
         key = json.dumps([str(env.path), repr(choice), str(weights)])
         if key not in _FACTS:
             _FACTS[key] = compile_facts(env, choice, weights)
+        problems = _FACTS[key].arch.problems
+        if problems:
+            raise CheckFailed(
+                f"{weights}: KohakuMoss's own load of this DiT would stop the run after its "
+                "caches: " + "; ".join(problems),
+                hint="`kura model check FILE --arch moss_image` names the damage; use a "
+                "complete DiT (re-download or re-export it)",
+                path=weights,
+            )
         return MossFacts(str(env.path), _FACTS[key])
 
     def _compile(self, spec: RunSpec, inputs: CompileInputs, run_dir: Path) -> MossCompiled:
@@ -618,9 +631,28 @@ class KohakuMossBackend:
         )
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
-        """KohakuMoss documents no rule refusing a base-model file by its precision (its
+        """A MOSS DiT KohakuMoss could not build and load from its header (a block or a
+        block's tensor missing, a head size that does not divide the width: ``ditcheck``)
+        is refused. KohakuMoss documents no rule refusing a file by its precision (its
         loader reads fp16-fix and pre-quantised fp8 records)."""
-        return FileRules()
+        from kura.backends.kohakumoss.ditcheck import dit_problems
+        from kura.models.header import read_header
+
+        if report.component not in MOSS_DITS:
+            return FileRules()
+        tensors: dict[str, tuple[int, ...]] = {}
+        for path in report.shards or (report.path,):
+            tensors.update({k: tuple(v.shape) for k, v in read_header(path).tensors.items()})
+        return FileRules(
+            refusals=tuple(
+                f"KohakuMoss cannot build and load this DiT: it {p}"
+                if p.startswith(("lacks", "has no"))
+                else f"KohakuMoss cannot build and load this DiT: {p}"
+                for p in dit_problems(
+                    tensors, report.key_prefix, packed=report.quantization in PACKED
+                )
+            )
+        )
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         out = _output_dir(run_dir)

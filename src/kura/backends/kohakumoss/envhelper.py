@@ -312,13 +312,59 @@ def cmd_infer(req: dict[str, Any]) -> dict[str, Any]:
         raise HelperError(f"{path} does not exist", "missing")
     source = CheckpointSource(path)
     view = _view(source)
-    cfg = infer_config(view, read_config(path))
+    try:
+        cfg = infer_config(view, read_config(path))
+    except KeyError as err:  # a key infer_config reads its shape from
+        raise HelperError(
+            f"{path}: KohakuMoss cannot read the DiT's shape from its header: it lacks {err}",
+            "arch",
+        ) from err
     named = [name for name, preset in PRESETS.items() if preset == cfg]
     return {
         "arch": _arch_dict(cfg),
         "named_variants": named,
         "prefix": strip_prefix(list(source.keys())),
+        "problems": _load_problems(path, view, cfg),
     }
+
+
+def _load_problems(path: Path, view: Any, cfg: Any) -> list[str]:
+    """What KohakuMoss's own strict load (``load_state_into``) would refuse in this DiT,
+    and its ``MossArchConfig.validate``, without reading a tensor: the shape it infers is
+    built on the meta device and its keys and shapes compared with the header's (a
+    pre-quantised file's stored keys and scales accounted as its loader does)."""
+    from kohakumoss.model.backbone import MossBackbone
+    from kohakumoss.model.io.keymap import DERIVED
+    from kohakumoss.quant.stored import read_record, stored_keys
+
+    head = view.shape("layers.0.q_norm.weight")[0]
+    if head <= 0 or cfg.dim % head:
+        return [
+            f"the head size {head} (layers.0.q_norm.weight) does not divide the width "
+            f"{cfg.dim}: KohakuMoss's infer_config builds {cfg.heads} head(s) and would load "
+            f"the {head}-wide norms into them"
+        ]
+    try:
+        cfg.validate()
+    except ValueError as err:
+        return [f"MossArchConfig.validate refuses the shape read from the header: {err}"]
+    expected = MossBackbone(cfg, device="meta").state_dict()
+    record = read_record(path)
+    stored, extra = stored_keys(record) if record else (set(), set())
+    have = set(view.keys())
+    missing = [k for k in expected if k not in have and k not in DERIVED]
+    unexpected = sorted(k for k in have if k not in expected and k not in extra)
+    reshaped = [
+        f"{k} is {list(view.shape(k))}, KohakuMoss builds {list(expected[k].shape)}"
+        for k in expected
+        if k in have and k not in stored and tuple(view.shape(k)) != tuple(expected[k].shape)
+    ]
+    problems = []
+    if missing:
+        problems.append(f"missing {missing[:8]} ({len(missing)} in all)")
+    if unexpected:
+        problems.append(f"unexpected {unexpected[:8]} ({len(unexpected)} in all)")
+    return problems + reshaped[:8]
 
 
 def cmd_estimate(req: dict[str, Any]) -> dict[str, Any]:
