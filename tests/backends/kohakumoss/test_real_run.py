@@ -238,7 +238,7 @@ def test_sigterm_leaves_the_last_periodic_checkpoint(
     progress = read_progress(compiled.output_dir)
     assert progress.last_checkpoint is not None and progress.exported == ()
     verdict = diagnose("train", rc, log.read_text()[-20000:], checkpoint=progress.last_checkpoint)
-    assert verdict.kind == "cancelled" and progress.last_checkpoint in verdict.message
+    assert verdict.kind == "killed" and progress.last_checkpoint in verdict.message
 
 
 def test_kuras_layer_profile_table_is_the_installed_layers(

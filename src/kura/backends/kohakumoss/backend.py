@@ -562,7 +562,7 @@ class KohakuMossBackend:
             "non-finite": "nan_loss",
             "arch-mismatch": "arch_mismatch",
             "missing-path": "missing_files",
-            "cancelled": "cancelled",
+            "killed": "killed",
             "ok": "ok",
         }.get(verdict.kind, "unknown")
         evidence = next(
