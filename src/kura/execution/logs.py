@@ -87,10 +87,16 @@ def diagnose_step(
     exit_code: int | None,
     config: Mapping[str, object],
     offset: int = 0,
+    run_dir: Path | None = None,
 ) -> dict[str, object]:
-    """The backend's diagnosis of a failed step, as state.json stores it."""
+    """The backend's diagnosis of a failed step, as state.json stores it; a step killed
+    by a signal is reported as killed, with ``resume`` offered when the backend has a
+    checkpoint in ``run_dir`` (default: the folder above ``logs/``)."""
     from kura.backends.registry import get_backend
+    from kura.execution.exits import killed_diagnosis
 
+    trainer = get_backend(backend)
     text = read_attempt_log(path, offset=offset)
-    found = get_backend(backend).diagnose(text, step=step, exit_code=exit_code, config=config)
-    return found.to_dict()
+    found = trainer.diagnose(text, step=step, exit_code=exit_code, config=config)
+    folder = run_dir if run_dir is not None else Path(path).parent.parent
+    return killed_diagnosis(found, backend=trainer, run_dir=folder, exit_code=exit_code).to_dict()

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from kura.execution.exits import exit_message
 from kura.execution.launch_spec import load_launch_record
 from kura.execution.procutil import group_alive, process_alive, signal_group, signal_process
 from kura.execution.state import RunState, cancel_marker, exit_file, read_state, update_state
@@ -89,7 +90,7 @@ def _settle(run_dir: Path, state: RunState) -> None:
     state.exit_code = code
     if code != 0:
         state.diagnosis = _diagnose(run_dir, name, code)
-        state.message = f"step {name} exited with status {code}"
+        state.message = exit_message(name, code)
         state.move_to("failed")
         return
     remaining = [s.name for s in state.steps if s.status == "pending"]
@@ -115,6 +116,7 @@ def _diagnose(run_dir: Path, name: str, code: int | None) -> dict[str, object]:
         exit_code=code,
         config=record.backend_config,
         offset=step.log_offset,
+        run_dir=Path(run_dir),
     )
 
 

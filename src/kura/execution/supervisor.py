@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kura.execution.commands import StepCommand, step_command
+from kura.execution.exits import exit_message
 from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
 from kura.execution.logs import diagnose_step
@@ -162,12 +163,13 @@ def _finish_failed(run_dir: Path, record: LaunchRecord, name: str, code: int) ->
         exit_code=code,
         config=record.backend_config,
         offset=_log_offset(run_dir, name),
+        run_dir=Path(run_dir),
     )
 
     def fail(state: RunState) -> None:
         state.exit_code = code
         state.pid = state.pgid = None
-        state.message = f"step {name} exited with status {code}"
+        state.message = exit_message(name, code)
         state.diagnosis = diagnosis
         state.move_to("failed")
 

@@ -168,9 +168,20 @@ def _blocks(template: Mapping[str, tuple[int, ...]], count: int) -> dict[str, tu
 
 
 def _moss(
-    dim: int, depth: int, ffn: int, text_dim: int, *, fused: bool = False
+    dim: int,
+    depth: int,
+    ffn: int,
+    text_dim: int,
+    *,
+    head: int = 128,
+    text_blocks: int = 2,
+    freq_dim: int = 256,
+    fused: bool = False,
 ) -> dict[str, tuple[int, ...]]:
-    """A MOSS-Image DiT's block layout (kohakumoss §6; the tiny model's keys, §5.1)."""
+    """A MOSS-Image DiT's full key layout, every key KohakuMoss's strict load wants
+    (kohakumoss §6; the tiny model's keys, §5.1): a header Kura builds must pass the
+    KohakuMoss backend's structure check (``kura.backends.kohakumoss.ditcheck``), so the
+    blocks carry their norms and the text refiner blocks are there too."""
     proj: dict[str, tuple[int, ...]] = (
         {"layers.{i}.proj.qkv.weight": (3 * dim, dim)}
         if fused
@@ -178,17 +189,50 @@ def _moss(
     )
     return {
         "shared_block_modulation.weight": (6 * dim, dim),
+        "shared_block_modulation.bias": (6 * dim,),
         "video_embedder.weight": (dim, 128),
+        "video_embedder.bias": (dim,),
         "text_embedder.proj.weight": (dim, text_dim),
+        "text_embedder.proj.bias": (dim,),
+        "time_embedding.0.weight": (dim, freq_dim),
+        "time_embedding.0.bias": (dim,),
+        "time_embedding.2.weight": (dim, dim),
+        "time_embedding.2.bias": (dim,),
+        "video_head_modulation.weight": (2 * dim, dim),
+        "video_head_modulation.bias": (2 * dim,),
+        "final_norm_video.weight": (dim,),
         "final_linear_video.weight": (128, dim),
         **_blocks(
             {
+                "layers.{i}.norm1.weight": (dim,),
+                "layers.{i}.norm2.weight": (dim,),
+                "layers.{i}.q_norm.weight": (head,),
+                "layers.{i}.k_norm.weight": (head,),
                 **proj,
                 "layers.{i}.proj.o.weight": (dim, dim),
                 "layers.{i}.proj.ffn_up_gate.weight": (2 * ffn, dim),
                 "layers.{i}.proj.ffn_down.weight": (dim, ffn),
             },
             depth,
+        ),
+        **_blocks(
+            {
+                "text_embedder.blocks.{i}.norm1.weight": (dim,),
+                "text_embedder.blocks.{i}.norm2.weight": (dim,),
+                "text_embedder.blocks.{i}.q_norm.weight": (head,),
+                "text_embedder.blocks.{i}.k_norm.weight": (head,),
+                "text_embedder.blocks.{i}.qkv.weight": (3 * dim, dim),
+                "text_embedder.blocks.{i}.qkv.bias": (3 * dim,),
+                "text_embedder.blocks.{i}.proj.weight": (dim, dim),
+                "text_embedder.blocks.{i}.proj.bias": (dim,),
+                "text_embedder.blocks.{i}.ffn_gate.weight": (ffn, dim),
+                "text_embedder.blocks.{i}.ffn_gate.bias": (ffn,),
+                "text_embedder.blocks.{i}.ffn_up.weight": (ffn, dim),
+                "text_embedder.blocks.{i}.ffn_up.bias": (ffn,),
+                "text_embedder.blocks.{i}.ffn_down.weight": (dim, ffn),
+                "text_embedder.blocks.{i}.ffn_down.bias": (dim,),
+            },
+            text_blocks,
         ),
     }
 
@@ -749,7 +793,7 @@ _LAYOUTS: dict[str, Callable[[], dict[str, tuple[int, ...]]]] = {
     },
     "sd1-unet": lambda: _sd_unet(False),
     "moss-image-dit": lambda: _moss(3072, 42, 8192, 4096),
-    "moss-image-dit-custom": lambda: _moss(64, 2, 128, 32),
+    "moss-image-dit-custom": lambda: _moss(64, 2, 128, 32, head=32, text_blocks=1, freq_dim=32),
     "flux2-vae": lambda: _ldm_vae(32, flux2=True),
     "flux2-vae-custom": lambda: {
         "decoder.conv_in.weight": (16, 32, 3, 3),

@@ -1,4 +1,10 @@
-"""The GPU class catalog: memory, throughput, host link and cloud offers, as data.
+"""The device class catalog: memory, throughput, host link and cloud offers, as data.
+
+Every class a plan can be for is one row of :data:`DEVICE_CLASSES`: the GPU classes
+(:data:`GPU_CLASSES`, what a bigger-GPU suggestion or local detection picks from) and a CPU
+class (segment ``cpu``), for the runs that train on a machine without an accelerator (the
+CPU runs of CI and ``kura demo``), so their plans name the machine they run on instead of a
+GPU they never touch. ``--gpu cpu`` plans for it.
 
 ``python -m kura.planning.gpus > docs/gpus.md`` renders the catalog as the committed
 document (a test fails when that document is stale).
@@ -24,6 +30,8 @@ from typing import Literal
 from kura.errors import NotFound
 
 __all__ = [
+    "CPU_CLASS",
+    "DEVICE_CLASSES",
     "GPU_CLASSES",
     "SKYPILOT_ACCELERATORS",
     "CloudOffer",
@@ -33,7 +41,7 @@ __all__ = [
     "render_markdown",
 ]
 
-Segment = Literal["consumer", "workstation", "datacenter"]
+Segment = Literal["consumer", "workstation", "datacenter", "cpu"]
 
 _DATASHEET = "[ext] vendor datasheet (dense, no sparsity)"
 _PEERS_PRICES = "peers.md §5 (prices seen in stored data, move daily)"
@@ -62,12 +70,19 @@ class GpuClass:
     fp8: bool
     fp8_tflops: float | None
     memory_bandwidth_gbs: float
-    pcie_gen: int
+    pcie_gen: int | None
+    """The host link's PCIe generation; None for the CPU class (no link: its memory is the
+    host's RAM)."""
     pcie_gbs: float
     names: tuple[str, ...]
     offers: tuple[CloudOffer, ...] = ()
     source: str = _DATASHEET
     note: str = ""
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for the CPU class: the device is the host's CPU and its memory the RAM."""
+        return self.segment == "cpu"
 
     @property
     def usable_gib(self) -> float:
@@ -106,7 +121,7 @@ SKYPILOT_ACCELERATORS: Mapping[str, str] = MappingProxyType(
 """GPU class → SkyPilot accelerator name (source: SkyPilot docs, `sky show-gpus -a`, stable)."""
 
 
-GPU_CLASSES: Mapping[str, GpuClass] = _catalog(
+_GPUS: tuple[GpuClass, ...] = (
     GpuClass(
         "rtx-3060-12g",
         "GeForce RTX 3060 12 GB",
@@ -447,15 +462,48 @@ GPU_CLASSES: Mapping[str, GpuClass] = _catalog(
     ),
 )
 
+CPU_CLASS = GpuClass(
+    "cpu",
+    "CPU only (no accelerator), 16 GB host",
+    "cpu",
+    16.0,
+    0.2,
+    False,
+    None,
+    20,
+    None,
+    10.0,
+    (),
+    source="[est] GitHub's standard Linux runner (4 CPUs, 16 GB RAM) for the memory; the "
+    "rates are an order of magnitude for 4 x86 cores with AVX2 FMA (about 0.4 TFLOP/s fp32 "
+    "peak; PyTorch's bf16 matmuls run no faster than fp32 on CPUs without AMX or "
+    "AVX512-BF16), dual-channel DDR4 for the bandwidth and a RAM-to-RAM copy for the host "
+    "link",
+    note="The device is the host's CPU and its memory the host's RAM: a run planned for it "
+    "trains on a machine without an accelerator (the real CPU runs of CI, a laptop without a "
+    "GPU). Step times from these rates are rough; the memory fit is what the plan checks.",
+)
+"""The class of a run on a machine without an accelerator (``--gpu cpu``)."""
+
+DEVICE_CLASSES: Mapping[str, GpuClass] = _catalog(*_GPUS, CPU_CLASS)
+"""Every class a plan can be for, in table order: the GPU classes, then the CPU class."""
+
+GPU_CLASSES: Mapping[str, GpuClass] = _catalog(*_GPUS)
+"""The GPU classes only: local detection matches these, and a suggestion of a larger GPU
+picks among them (never the CPU class)."""
+
 
 def get_gpu_class(gpu_id: str) -> GpuClass:
-    """The catalog entry ``gpu_id``; :class:`NotFound` lists the known ids."""
+    """The catalog entry ``gpu_id`` (a GPU class or ``cpu``); :class:`NotFound` lists the
+    known ids."""
     try:
-        return GPU_CLASSES[gpu_id]
+        return DEVICE_CLASSES[gpu_id]
     except KeyError:
         raise NotFound(
             f"unknown GPU class {gpu_id!r}",
-            hint="known GPU classes: " + ", ".join(GPU_CLASSES),
+            hint="known GPU classes: "
+            + ", ".join(GPU_CLASSES)
+            + f"; `{CPU_CLASS.id}` for a machine without an accelerator",
         ) from None
 
 
@@ -509,16 +557,21 @@ def render_markdown() -> str:
         "memory, what the planner fits against. Host link: effective pinned host-to-device "
         "GB/s. Prices: only where a source gave one, with the month seen; they move daily.",
         "",
+        f"`{CPU_CLASS.id}` is the class of a machine without an accelerator (`--gpu "
+        f"{CPU_CLASS.id}`): its memory is the host's RAM, and no larger-GPU suggestion "
+        "picks it.",
+        "",
         "| id | name | segment | memory GiB | usable GiB | bf16 TFLOP/s | fp8 | "
         "mem GB/s | PCIe | host GB/s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for gpu in GPU_CLASSES.values():
+    for gpu in DEVICE_CLASSES.values():
         fp8 = ("yes" + (f" ({gpu.fp8_tflops:.0f})" if gpu.fp8_tflops else "")) if gpu.fp8 else "no"
+        link = "–" if gpu.pcie_gen is None else f"gen{gpu.pcie_gen}"
         lines.append(
             f"| `{gpu.id}` | {gpu.name} | {gpu.segment} | {_fmt(gpu.memory_gib)} | "
             f"{_fmt(gpu.usable_gib)} | {_fmt(gpu.bf16_tflops)} | {fp8} | "
-            f"{gpu.memory_bandwidth_gbs:.0f} | gen{gpu.pcie_gen} | {_fmt(gpu.pcie_gbs)} |"
+            f"{gpu.memory_bandwidth_gbs:.0f} | {link} | {_fmt(gpu.pcie_gbs)} |"
         )
     lines += ["", "## Cloud offers", "", "| class | provider | type id | USD/h | seen | note |"]
     lines.append("|---|---|---|---|---|---|")
@@ -530,7 +583,7 @@ def render_markdown() -> str:
                 f"{offer.price_seen or '–'} | {offer.note} |"
             )
     lines += ["", "## Notes", ""]
-    for gpu in GPU_CLASSES.values():
+    for gpu in DEVICE_CLASSES.values():
         if gpu.note or gpu.source != _DATASHEET:
             text = " ".join(part for part in (gpu.note, f"Source: {gpu.source}.") if part)
             lines.append(f"- `{gpu.id}`: {text}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,19 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _missing_block(root: Path, out: Path) -> Path:
+    """A copy of the tiny pipeline root whose DiT lacks block 1 (its keys renamed to block 2
+    in the header: same bytes, the blocks read 0 and 2)."""
+    shutil.copytree(root, out)
+    dit = out / "transformer" / "diffusion_pytorch_model-00001-of-00001.safetensors"
+    data = dit.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = data[8 : 8 + size].replace(b'"layers.1.', b'"layers.2.')
+    dit.write_bytes(data[:8] + header + data[8 + size :])
+    (out / "moss-tiny-dit.safetensors").unlink()
+    return out
+
+
 def test_the_cli_trains_plans_follows_exports_and_resumes(
     moss_env: Any, tiny_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -79,6 +94,13 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
         "flux2-vae-custom",
         "moss-image-dit-custom",
     ]
+    # A DiT missing a block is refused by its header, before any run is planned.
+    broken = _missing_block(tiny_root, tmp_path / "broken")
+    code, refused = kura(
+        "model", "check", str(broken / files[0].relative_to(tiny_root)), "--arch", "moss_image",
+        ok=False,
+    )  # fmt: skip
+    assert code != 0 and "layers 1 missing" in " ".join(refused["files"][0]["verdict"]["refusals"])
 
     sets = [f"backend.config.{k}={v}" for k, v in CPU.items()] + [
         f"model.root={tiny_root}",
@@ -95,7 +117,7 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
 
     # Bad input first: a wrong type is Kura's error naming the key, before KohakuMoss runs.
     _, bad = kura(*argv, "--set", "backend.config.MAX_TOKENS=big")
-    code, refused = kura("run", "plan", bad["id"], "--gpu", "rtx-4090", ok=False)
+    code, refused = kura("run", "plan", bad["id"], "--gpu", "cpu", ok=False)
     assert code != 0
     assert "MAX_TOKENS: expects int, got str 'big'" in refused["error"]["message"]
     assert not (workspace / "runs" / bad["id"] / "plan.md").exists()
@@ -104,13 +126,28 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     # first sample: compile refuses it, naming the knob.
     kept = [s for s in sets if not s.startswith("backend.config.SAMPLE_SKIP_LAYERS")]
     _, unsafe = kura(*argv[:6], "--backend", "kohakumoss", *[x for s in kept for x in ("--set", s)])
-    code, refused = kura("run", "plan", unsafe["id"], "--gpu", "rtx-4090", ok=False)
+    code, refused = kura("run", "plan", unsafe["id"], "--gpu", "cpu", ok=False)
     assert code != 0 and "SAMPLE_SKIP_LAYERS" in refused["error"]["message"]
+
+    # A nested knob KohakuMoss's own checker passes unread is refused like a flat one, by
+    # the code that builds it in the run (here AnySchedule).
+    schedule = "backend.config.SCHEDULE={mode: cosinez, warmup: 0, end: -1}"
+    _, nested = kura(*argv, "--set", schedule)
+    code, refused = kura("run", "plan", nested["id"], "--gpu", "cpu", ok=False)
+    assert code != 0 and "SCHEDULE['mode']='cosinez' is not one of" in refused["error"]["message"]
+
+    # The broken DiT fails the plan, naming KohakuMoss's own load accounting.
+    at_broken = [a.replace(str(tiny_root), str(broken)) for a in argv]
+    _, damaged = kura(*at_broken)
+    code, refused = kura("run", "plan", damaged["id"], "--gpu", "cpu", ok=False)
+    message = refused["error"]["message"]
+    assert code != 0 and "KohakuMoss's own load of this DiT" in message
+    assert "missing ['layers.1.norm1.weight'" in message
 
     _, created = kura(*argv)
     run = created["id"]
     run_dir = workspace / "runs" / run
-    _, plan = kura("run", "plan", run, "--gpu", "rtx-4090")
+    _, plan = kura("run", "plan", run, "--gpu", "cpu")
     assert plan["fits"] is True and plan["estimate"]["peak_vram_gib"] > 0
     titles = [s["title"] for s in plan["estimate"]["trainer_report"]]
     assert "KohakuMoss data plan (inspect_data)" in titles
@@ -118,6 +155,10 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     assert "4 rows, 40 items per epoch" not in text  # repeats are run.yaml's (1 here)
     assert "catalog: 4 rows, 4 items per epoch" in text
     assert "KohakuMoss estimator calibration" in text and "measured" in text
+    assert "CPU only (no accelerator), 16 GB host" in text  # the machine it runs on
+    assert "RTX" not in text.split("## Resources")[1].split("##")[0]
+    _assert_band_holds_the_calibration(text)
+    _assert_nested_knobs_are_checked(moss_env, run_dir / "compiled" / "kohakumoss" / "train.py")
     train_py = (run_dir / "compiled" / "kohakumoss" / "train.py").read_text()
     assert "scripts/train/moss.py" in train_py.split('"""')[1]
     assert "ARCH_OVERRIDES" in train_py and "vram_8g.py" in train_py
@@ -156,7 +197,7 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     # Resume: three more steps, approved again, continue from the last periodic checkpoint.
     spec = run_dir / "run.yaml"
     spec.write_text(spec.read_text().replace("max_steps: 6", "max_steps: 9"))
-    kura("run", "plan", run, "--gpu", "rtx-4090")
+    kura("run", "plan", run, "--gpu", "cpu")
     kura("run", "approve", run)
     _, resumed = kura("run", "resume", run, "--foreground")
     assert resumed["state"]["status"] == "succeeded", resumed
@@ -177,3 +218,45 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     assert [p.loss for p in history.attempts[1].points] == [r["loss"] for r in rows[-3:]]
     page = client(Workspace(workspace)).get(f"/runs/{run}").text
     assert page.count('<polyline class="series ') >= 2 and "attempt 2 (EMA)" in page
+
+
+def _assert_band_holds_the_calibration(plan_md: str) -> None:
+    """Every measured range plan.md prints lies in the band plan.md prints."""
+    lines = [ln for ln in plan_md.splitlines() if "nvidia-smi" in ln or "band used:" in ln]
+    band = next(ln for ln in lines if "band used:" in ln)
+    low, high = (float(x) for x in re.findall(r"([-+]\d+) %", band)[:2])
+    cells = [ln for ln in lines if "nvidia-smi" in ln]
+    assert len(cells) == 2, lines
+    for line in cells:
+        cell_low, cell_high = (float(x) for x in re.findall(r"([-+]\d+) %", line)[:2])
+        assert low <= cell_low <= cell_high <= high, (band, line)
+
+
+def _assert_nested_knobs_are_checked(env: Any, train: Path) -> None:
+    """KohakuMoss's own config_problems passes these; Kura's helper builds each as the run
+    would and refuses it."""
+    from kura.backends.kohakumoss.queries import config_problems
+
+    overlays = {
+        "schedule_key": 'SCHEDULE = {"mode": "cosine", "warmupz": 0, "end": -1}',
+        "caption": 'CAPTION = {"template": "nope"}',
+        "caption_key": 'CAPTION = {"template": "tags", "shufle": True}',
+        "workers": "NUM_WORKERS = -1",
+    }
+    paths = []
+    for name, line in overlays.items():
+        path = train.parent / f"overlay_{name}.py"
+        path.write_text(
+            '"""Overlay. Drives scripts/train/moss.py."""\n'
+            "from kohakuengine import use_config\n"
+            f"use_config({train.as_posix()!r})\n{line}\n"
+        )
+        paths.append(path)
+    found = {c.path.stem: c.blocking for c in config_problems(env, (train, *paths))}
+    assert found["train"] == ()
+    assert "unexpected keyword argument 'warmupz'" in found["overlay_schedule_key"][0]
+    assert "unknown caption template 'nope'" in found["overlay_caption"][0]
+    assert "unexpected keyword argument 'shufle'" in found["overlay_caption_key"][0]
+    assert "torch's DataLoader refuses" in found["overlay_workers"][0]
+    for path in paths:
+        path.unlink()

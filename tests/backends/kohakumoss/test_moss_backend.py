@@ -52,8 +52,8 @@ def test_diagnosis_codes_and_oom_remedy() -> None:
         config=config,
     )
     assert miss.code == "cache_miss" and "cache" in str(miss.next["why"])
-    cancelled = BACKEND.diagnose("", step="train", exit_code=143, config=config)
-    assert cancelled.code == "cancelled" and "no checkpoint" in cancelled.message
+    killed = BACKEND.diagnose("", step="train", exit_code=143, config=config)
+    assert killed.code == "killed" and "no checkpoint" in killed.message
 
 
 def test_progress_and_resume_read_the_runs_output_folder(tmp_path: Path) -> None:

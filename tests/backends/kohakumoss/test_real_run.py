@@ -42,6 +42,7 @@ from kura.backends.kohakumoss.queries import (
     knob_types,
     layer_stack,
 )
+from kura.execution.logs import diagnose_step
 
 pytestmark = pytest.mark.slow
 
@@ -238,7 +239,71 @@ def test_sigterm_leaves_the_last_periodic_checkpoint(
     progress = read_progress(compiled.output_dir)
     assert progress.last_checkpoint is not None and progress.exported == ()
     verdict = diagnose("train", rc, log.read_text()[-20000:], checkpoint=progress.last_checkpoint)
-    assert verdict.kind == "cancelled" and progress.last_checkpoint in verdict.message
+    assert verdict.kind == "killed" and progress.last_checkpoint in verdict.message
+    # What `kura run status` reports (the executor's diagnosis of the step's log): killed
+    # by SIGTERM, resume offered, since the periodic checkpoint is there.
+    found = diagnose_step(
+        log, backend="kohakumoss", step="train", exit_code=rc, config={}, run_dir=run.run_dir
+    )
+    assert found["code"] == "killed" and "SIGTERM (exit status 143 = 128 + 15)" in str(
+        found["message"]
+    )
+    assert found["next"]["command"] == "kura run resume tiny-term"
+
+    # SIGKILL (the OOM killer's signal) on the resumed run: KohakuMoss cannot catch it.
+    resumed = resume_step(train)
+    with (run.run_dir / "resume.log").open("wb") as out:
+        proc = subprocess.Popen(
+            list(resumed.argv),
+            cwd=resumed.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        later = compiled.output_dir / "checkpoints" / "step_00000006" / "state.json"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not later.is_file():
+            assert proc.poll() is None, (run.run_dir / "resume.log").read_text()[-3000:]
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)
+        rc = proc.wait(timeout=60)
+    assert rc == -9
+    found = diagnose_step(
+        run.run_dir / "resume.log",
+        backend="kohakumoss",
+        step="train",
+        exit_code=rc,
+        config={},
+        run_dir=run.run_dir,
+    )
+    assert found["code"] == "killed" and "SIGKILL (signal 9)" in str(found["message"])
+    assert found["next"]["action"] == "resume"
+    assert str(read_progress(compiled.output_dir).last_checkpoint).endswith("step_00000006")
+
+
+def test_kuras_dit_key_lists_are_kohakumosss_own(moss_env: EnvLocation) -> None:
+    """``ditcheck``'s keys (what ``kura model check`` requires of a MOSS DiT) are the keys
+    KohakuMoss 0.1.0's ``base_keys`` builds, for the tiny shape and the released one."""
+    from kura.backends.kohakumoss.ditcheck import expected_keys
+
+    script = (
+        "import json\n"
+        "from kohakumoss.model.io.load import base_keys\n"
+        "from kohakumoss.model.io.keymap import DERIVED\n"
+        "from kohakumoss.types.arch import MossArchConfig, PRESETS\n"
+        "tiny = MossArchConfig(dim=64, depth=2, heads=2, ffn_dim=128, text_dim=32,"
+        " text_blocks=1, freq_dim=32, negative_skip_layers=())\n"
+        "print(json.dumps([sorted(k for k in base_keys(c) if k not in DERIVED)"
+        " for c in (tiny, PRESETS['base'])]))\n"
+    )
+    done = subprocess.run(
+        [str(moss_env.python), "-c", script], capture_output=True, text=True, check=True
+    )
+    tiny, base = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(tiny) == expected_keys(2, 1)
+    assert set(base) == expected_keys(42, 2)
 
 
 def test_kuras_layer_profile_table_is_the_installed_layers(

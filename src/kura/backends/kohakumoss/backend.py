@@ -88,6 +88,10 @@ STEP_KINDS: Mapping[str, StepKind] = {
     "cache_val_latents": "cache",
     "train": "train",
 }
+MOSS_DITS = frozenset({"moss-image-dit", "moss-image-dit-custom"})
+PACKED = frozenset({"nvfp4", "bnb-4bit"})
+"""Quantisations whose stored weight shapes are not the logical ones (``kura.models.quant``)."""
+"""The signature table's MOSS DiT components (``kura.models.signatures``)."""
 EXPORT_FILES = {"comfyui": "comfy", "lycoris": "lycoris"}
 """``kura export --format`` → KohakuMoss's EXPORT_FORMATS name (its file suffix)."""
 
@@ -229,6 +233,15 @@ class KohakuMossBackend:
         key = json.dumps([str(env.path), repr(choice), str(weights)])
         if key not in _FACTS:
             _FACTS[key] = compile_facts(env, choice, weights)
+        problems = _FACTS[key].arch.problems
+        if problems:
+            raise CheckFailed(
+                f"{weights}: KohakuMoss's own load of this DiT would stop the run after its "
+                "caches: " + "; ".join(problems),
+                hint="`kura model check FILE --arch moss_image` names the damage; use a "
+                "complete DiT (re-download or re-export it)",
+                path=weights,
+            )
         return MossFacts(str(env.path), _FACTS[key])
 
     def _compile(self, spec: RunSpec, inputs: CompileInputs, run_dir: Path) -> MossCompiled:
@@ -549,7 +562,7 @@ class KohakuMossBackend:
             "non-finite": "nan_loss",
             "arch-mismatch": "arch_mismatch",
             "missing-path": "missing_files",
-            "cancelled": "cancelled",
+            "killed": "killed",
             "ok": "ok",
         }.get(verdict.kind, "unknown")
         evidence = next(
@@ -618,9 +631,28 @@ class KohakuMossBackend:
         )
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
-        """KohakuMoss documents no rule refusing a base-model file by its precision (its
+        """A MOSS DiT KohakuMoss could not build and load from its header (a block or a
+        block's tensor missing, a head size that does not divide the width: ``ditcheck``)
+        is refused. KohakuMoss documents no rule refusing a file by its precision (its
         loader reads fp16-fix and pre-quantised fp8 records)."""
-        return FileRules()
+        from kura.backends.kohakumoss.ditcheck import dit_problems
+        from kura.models.header import read_header
+
+        if report.component not in MOSS_DITS:
+            return FileRules()
+        tensors: dict[str, tuple[int, ...]] = {}
+        for path in report.shards or (report.path,):
+            tensors.update({k: tuple(v.shape) for k, v in read_header(path).tensors.items()})
+        return FileRules(
+            refusals=tuple(
+                f"KohakuMoss cannot build and load this DiT: it {p}"
+                if p.startswith(("lacks", "has no"))
+                else f"KohakuMoss cannot build and load this DiT: {p}"
+                for p in dit_problems(
+                    tensors, report.key_prefix, packed=report.quantization in PACKED
+                )
+            )
+        )
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         out = _output_dir(run_dir)
@@ -804,10 +836,11 @@ class MossProblem:
         gpu: GpuClass | None,
         validation: MossValidationSettings | None = None,
     ) -> None:
-        from kura.backends.kohakumoss.memory import AIDS, LAYER_PROFILES, PROFILE_ORDER
+        from kura.backends.kohakumoss.memory import AIDS, LAYER_PROFILES, PROFILE_ORDER, band
 
         self.spec = spec
         self.answer = answer
+        self.band = band(answer.rows)
         self.named = named
         self.validation = validation
         self.gpu = cast("GpuClass", gpu)  # None only for estimate(), never for the ladder
@@ -854,9 +887,11 @@ class MossProblem:
     def reason(self, aid: MemoryAid, before: Evaluation, after: Evaluation) -> str:
         usable = self.target.usable_gib if self.target else float("nan")
         return (
-            f"KohakuMoss estimates {before.worst.peak_gib:.1f} GiB per step as written and "
-            f"{after.worst.peak_gib:.1f} GiB with {after.detail.get('profile')} ({usable:.1f} "
-            "GiB usable); the first profile of its own order (speed → minimal) that fits"
+            f"KohakuMoss estimates {before.detail.get('estimate_gib')} GiB per step as written "
+            f"(band top {before.worst.upper_gib} GiB) and {after.detail.get('estimate_gib')} "
+            f"GiB with {after.detail.get('profile')} (band top {after.worst.upper_gib} GiB; "
+            f"{usable:.1f} GiB usable); the first profile of its own order (speed → minimal) "
+            "that fits"
         )
 
     def settings(self, choice: AidChoice) -> Mapping[str, object]:
@@ -870,30 +905,28 @@ class MossProblem:
         for row in self.answer.rows:
             if not row.name.startswith(("vram_", "MAX_TOKENS")) or row.error:
                 continue
-            upper = row.total_gib * _band()[1]
+            upper = self.band.upper(row.total_gib)
             out.append(
                 {
                     "option": f"{row.name} (MEMORY_PROFILE {row.profile}, MAX_TOKENS "
                     f"{row.max_tokens})",
-                    "peak_gib": round(row.total_gib, 2),
+                    "peak_gib": round(self.band.centre(row.total_gib), 2),
                     "fits": self.target is not None and upper <= self.target.usable_gib,
                 }
             )
         return out
 
 
-def _band() -> tuple[float, float]:
-    from kura.backends.kohakumoss.memory import BAND
-
-    return BAND
-
-
 def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
-    from kura.backends.kohakumoss.memory import README, calibrate, host_ram
+    """The run's memory as the plan shows it: the calibrated band around KohakuMoss's
+    estimate (its centre as the peak, its top for the fit), and the calibration that made
+    the band, printed cell by cell (every printed cell lies inside it)."""
+    from kura.backends.kohakumoss.memory import calibrate, calibration_line, host_ram
 
-    low, high = _band()
+    bounds = problem.band
     gpu = problem.target
-    peak, upper = row.total_gib, row.total_gib * high
+    estimate = row.total_gib
+    peak, upper = bounds.centre(estimate), bounds.upper(estimate)
     ram = host_ram(
         named_variant=problem.named,
         full_ft=str(problem.spec.backend.config.get("algo", "lora")) == "full",
@@ -919,16 +952,12 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         return round(sum(parts.get(n, 0.0) for n in names), 3)
 
     report: list[dict[str, object]] = [_data_section(problem.answer)]
-    calibration = [
-        f"{cell.name} (LoRA r32, 1 MP, base arch): estimate "
-        f"{next(r.total_gib for r in problem.answer.rows if r.name == cell.name):.2f} GiB vs "
-        f"measured {cell.measured_low_gib:.2f}–{cell.measured_high_gib:.2f} GiB nvidia-smi "
-        f"({cell.gpus}): {delta * 100:+.0f} %"
-        for cell, delta in calibrate(problem.answer.rows)
-    ]
+    calibration = [calibration_line(*cell) for cell in calibrate(problem.answer.rows)]
+    calibration.append(bounds.describe())
     calibration.append(
-        f"band used: {low * 100 - 100:+.0f} % … {high * 100 - 100:+.0f} % of the estimate "
-        f"({README})"
+        f"this run: KohakuMoss estimates {estimate:.2f} GiB ({row.profile}, MAX_TOKENS "
+        f"{row.max_tokens}); the band puts its peak at {bounds.low * estimate:.2f}–"
+        f"{upper:.2f} GiB (shown as {peak:.2f} ± {bounds.width(estimate) / 2:.2f} GiB)"
     )
     report.append({"title": "KohakuMoss estimator calibration", "lines": calibration})
     unsized = [
@@ -940,11 +969,12 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
     report.append({"title": "KohakuMoss steps not estimated", "lines": unsized})
     detail: dict[str, object] = {
         "peak_vram_gib": round(peak, 3),
-        "band_gib": round(peak * (high - low), 3),
+        "band_gib": round(bounds.width(estimate), 3),
+        "estimate_gib": round(estimate, 3),
         "usable_gib": None if gpu is None else gpu.usable_gib,
         "fits": fits,
-        "confidence": f"KohakuMoss's estimator, calibrated against its README ({low:.2f}–"
-        f"{high:.2f}× of the estimate)",
+        "confidence": f"KohakuMoss's estimator, calibrated against its README "
+        f"({bounds.low:.2f}–{bounds.high:.2f}× of the estimate)",
         "profile": row.profile,
         "max_tokens": row.max_tokens,
         "breakdown": {

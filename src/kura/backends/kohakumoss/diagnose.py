@@ -3,7 +3,10 @@
 KohakuMoss exits 1 on every failure (an invalid configuration, a missing path, a missing
 or stale cache, an out-of-memory step, a non-finite stop, a weights/arch mismatch) and 143
 on SIGTERM (``training/shutdown.py``: SystemExit(128 + 15)), when no checkpoint or export is
-written: only the last periodic checkpoint survives. The step loop does not catch
+written: only the last periodic checkpoint survives. Any other signal (SIGKILL: -9) kills
+it where it stands, with the same result. A signal exit is ``killed`` here, before the log
+is read: a log line of the killed process is not why it stopped (Kura's executor words the
+kill and offers resume: ``kura.execution.exits``). The step loop does not catch
 ``torch.OutOfMemoryError``, so an OOM is a traceback naming it.
 """
 
@@ -23,7 +26,7 @@ Kind = Literal[
     "non-finite",
     "arch-mismatch",
     "missing-path",
-    "cancelled",
+    "killed",
     "failed",
 ]
 
@@ -58,12 +61,14 @@ def diagnose(
     saved = (
         f"the last periodic checkpoint is {checkpoint}" if checkpoint else "no checkpoint was saved"
     )
-    if returncode in (143, -15):
+    if returncode < 0 or returncode > 128:
+        signal = "SIGTERM (its exit 143)" if returncode in (143, -15) else "a signal"
         return MossDiagnosis(
-            "cancelled",
-            f"{step} stopped on SIGTERM (exit 143): KohakuMoss writes no checkpoint or export "
-            f"on a signal; {saved}",
-            "`kura run resume RUN` continues from that checkpoint (RESUME='latest')",
+            "killed",
+            f"KohakuMoss writes no checkpoint or export when {signal} stops it: only its "
+            f"last periodic checkpoint (SAVE_EVERY) survives; {saved}",
+            "`kura run resume RUN` continues from the last periodic checkpoint "
+            "(RESUME='latest'); without one, `kura run relaunch RUN` starts over",
         )
     if _OOM.search(log_tail):
         return MossDiagnosis(

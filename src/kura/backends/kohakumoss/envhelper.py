@@ -145,19 +145,127 @@ def cmd_layers(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
+    """``config_problems`` of each config, then, for a train config, the nested knobs
+    KohakuMoss's checker passes unread (:func:`_nested_problems`), all blocking."""
     from kohakumoss.cli.config.validate import blocking, config_problems
 
     out: dict[str, Any] = {}
     for path in req["configs"]:
+        nested = _nested_problems(Path(path))
         try:
             found = [str(p) for p in config_problems(Path(path))]
-        except (TypeError, ValueError, KeyError) as err:
+        except (TypeError, ValueError, KeyError, AttributeError) as err:
             # KohakuMoss's checker crashes on a value of the wrong type; say so plainly.
-            found = [f"the checker raised {type(err).__name__}: {err}"]
+            found = [f"the checker raised {type(err).__name__}: {err}", *nested]
             out[path] = {"all": found, "blocking": found, "crashed": True}
             continue
-        out[path] = {"all": found, "blocking": blocking(found), "crashed": False}
+        out[path] = {
+            "all": [*found, *nested],
+            "blocking": [*blocking(found), *nested],
+            "crashed": False,
+        }
     return out
+
+
+def _nested_problems(config: Path) -> list[str]:
+    """What KohakuMoss's ``config_problems`` does not read but training builds: the
+    ``SCHEDULE`` (AnySchedule, through KohakuMoss's ``schedule_config``), every ``CAPTION``
+    template (its caption registry, rendered once) and the ``NUM_WORKERS``/``PREFETCH``
+    the data loader gets (torch's ``DataLoader``). Each is built here by the code that
+    builds it in the run, so a value that would stop the run after its caches is refused
+    now. Only train configs (the data configs read the same knobs through them)."""
+    from kohakumoss.cli.config.validate import config_knobs, target_script
+
+    if not target_script(config).endswith(TRAIN):
+        return []
+    _, k = config_knobs(config)
+    problems = _schedule_problems(k["SCHEDULE"], k["STEPS"])
+    captions = [("CAPTION", k["CAPTION"])]
+    for i, entry in enumerate(k["DATASETS"] if isinstance(k["DATASETS"], list) else []):
+        if isinstance(entry, dict) and "caption" in entry:
+            captions.append((f"DATASETS[{i}]['caption']", entry["caption"]))
+    for name, caption in captions:
+        problems += _caption_problems(name, caption)
+    problems += _loader_problems(k["NUM_WORKERS"], k["PREFETCH"])
+    return problems
+
+
+def _schedule_problems(schedule: Any, steps: Any) -> list[str]:
+    from anyschedule.base import registered_schedulers
+    from anyschedule.utils import get_scheduler
+    from kohakumoss.training.optim.schedule import schedule_config
+
+    if not isinstance(schedule, dict):
+        return [f"SCHEDULE={schedule!r} is not a mapping (an AnySchedule config)"]
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+        return []  # KohakuMoss's own check names STEPS
+    try:
+        subs = schedule_config(schedule, steps)
+    except Exception as err:  # its own wiring of the knob refuses the shape
+        return [f"SCHEDULE: KohakuMoss cannot read it ({type(err).__name__}: {err})"]
+    problems = []
+    for key, sub in subs.items():
+        where = "SCHEDULE" if "mode" in schedule else f"SCHEDULE[{key!r}]"
+        if not isinstance(sub, dict):
+            problems.append(f"{where}={sub!r} is not a mapping (an AnySchedule config)")
+            continue
+        mode = sub.get("mode")
+        if mode not in registered_schedulers:
+            problems.append(
+                f"{where}['mode']={mode!r} is not one of {sorted(registered_schedulers)} "
+                "(AnySchedule's schedules)"
+            )
+            continue
+        try:
+            scheduler = get_scheduler(dict(sub))
+            checked = sorted({0, 1, int(sub.get("warmup") or 0), steps // 2, steps - 1})
+            values = [scheduler(step) for step in checked]
+        except Exception as err:  # AnySchedule's own constructor or its first steps
+            problems.append(f"{where}: AnySchedule refuses it ({type(err).__name__}: {err})")
+            continue
+        bad = [v for v in values if not isinstance(v, (int, float)) or v != v]
+        if bad:
+            problems.append(f"{where}: AnySchedule computes {bad[0]!r}, not a number")
+    return problems
+
+
+def _caption_problems(name: str, caption: Any) -> list[str]:
+    import numpy as np
+    from kohakumoss_data.caption.template import build_template
+    from kohakumoss_data.types import CatalogRow
+
+    row = CatalogRow(
+        id=0,
+        locator="kura-check.png",
+        w=64,
+        h=64,
+        tags=["kura", "1girl", "smile"],
+        caption_nl="kura, a girl smiling",
+        artist="kura",
+        rating="general",
+        json={"subject": "kura"},
+    )
+    try:
+        text = build_template(caption).render(row, np.random.default_rng(0))
+    except Exception as err:  # its registry, the template's constructor, or its render
+        return [f"{name}: KohakuMoss's caption template refuses it ({type(err).__name__}: {err})"]
+    return [] if isinstance(text, str) else [f"{name}: the template renders {text!r}, not text"]
+
+
+def _loader_problems(workers: Any, prefetch: Any) -> list[str]:
+    from torch.utils.data import DataLoader
+
+    try:
+        if workers:
+            DataLoader([], num_workers=workers, prefetch_factor=prefetch)
+        else:
+            DataLoader([], num_workers=workers)
+    except Exception as err:  # torch's own check of the loader's arguments
+        return [
+            f"NUM_WORKERS={workers!r} / PREFETCH={prefetch!r}: torch's DataLoader refuses "
+            f"them ({type(err).__name__}: {err})"
+        ]
+    return []
 
 
 def _type_name(value: Any) -> str:
@@ -204,13 +312,59 @@ def cmd_infer(req: dict[str, Any]) -> dict[str, Any]:
         raise HelperError(f"{path} does not exist", "missing")
     source = CheckpointSource(path)
     view = _view(source)
-    cfg = infer_config(view, read_config(path))
+    try:
+        cfg = infer_config(view, read_config(path))
+    except KeyError as err:  # a key infer_config reads its shape from
+        raise HelperError(
+            f"{path}: KohakuMoss cannot read the DiT's shape from its header: it lacks {err}",
+            "arch",
+        ) from err
     named = [name for name, preset in PRESETS.items() if preset == cfg]
     return {
         "arch": _arch_dict(cfg),
         "named_variants": named,
         "prefix": strip_prefix(list(source.keys())),
+        "problems": _load_problems(path, view, cfg),
     }
+
+
+def _load_problems(path: Path, view: Any, cfg: Any) -> list[str]:
+    """What KohakuMoss's own strict load (``load_state_into``) would refuse in this DiT,
+    and its ``MossArchConfig.validate``, without reading a tensor: the shape it infers is
+    built on the meta device and its keys and shapes compared with the header's (a
+    pre-quantised file's stored keys and scales accounted as its loader does)."""
+    from kohakumoss.model.backbone import MossBackbone
+    from kohakumoss.model.io.keymap import DERIVED
+    from kohakumoss.quant.stored import read_record, stored_keys
+
+    head = view.shape("layers.0.q_norm.weight")[0]
+    if head <= 0 or cfg.dim % head:
+        return [
+            f"the head size {head} (layers.0.q_norm.weight) does not divide the width "
+            f"{cfg.dim}: KohakuMoss's infer_config builds {cfg.heads} head(s) and would load "
+            f"the {head}-wide norms into them"
+        ]
+    try:
+        cfg.validate()
+    except ValueError as err:
+        return [f"MossArchConfig.validate refuses the shape read from the header: {err}"]
+    expected = MossBackbone(cfg, device="meta").state_dict()
+    record = read_record(path)
+    stored, extra = stored_keys(record) if record else (set(), set())
+    have = set(view.keys())
+    missing = [k for k in expected if k not in have and k not in DERIVED]
+    unexpected = sorted(k for k in have if k not in expected and k not in extra)
+    reshaped = [
+        f"{k} is {list(view.shape(k))}, KohakuMoss builds {list(expected[k].shape)}"
+        for k in expected
+        if k in have and k not in stored and tuple(view.shape(k)) != tuple(expected[k].shape)
+    ]
+    problems = []
+    if missing:
+        problems.append(f"missing {missing[:8]} ({len(missing)} in all)")
+    if unexpected:
+        problems.append(f"unexpected {unexpected[:8]} ({len(unexpected)} in all)")
+    return problems + reshaped[:8]
 
 
 def cmd_estimate(req: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ MAX_TOKENS, and the four named profiles, each with what it costs.
 Host RAM has no estimator in KohakuMoss; its README gives figures for the named MOSS
 variants (``HOST_RAM``), which Kura adds to the plan. The calibration table holds the
 README's measured nvidia-smi peaks (``CALIBRATION``); ``calibrate`` states by how much the
-estimate differs from them.
+estimate differs from them, and :func:`band` turns the same cells into the band the plan
+uses, so the band always contains every measurement the plan prints.
 """
 
 from __future__ import annotations
@@ -17,20 +18,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kura.backends.kohakumoss.knobs import KnobValue
 from kura.backends.kohakumoss.queries import MemoryEstimate, MemoryOption
+from kura.errors import CheckFailed
 
 __all__ = [
     "AIDS",
-    "BAND",
     "CALIBRATION",
     "HOST_RAM",
     "LAYER_PROFILES",
     "PROFILE_ORDER",
+    "README_SETUP",
+    "Band",
     "Calibration",
     "HostRam",
     "MossMemoryAid",
     "band",
     "calibrate",
+    "calibration_line",
     "calibration_options",
     "host_ram",
     "ladder_options",
@@ -96,14 +101,6 @@ AIDS: tuple[MossMemoryAid, ...] = (
     ),
 )
 
-BAND = (0.85, 1.10)
-"""The estimate's band as fractions of it: the README's measured nvidia-smi step peaks lie
-between −15 % and +6 % of KohakuMoss's estimate for the rows in ``CALIBRATION``."""
-
-
-def band(estimate_gib: float) -> tuple[float, float]:
-    return estimate_gib * BAND[0], estimate_gib * BAND[1]
-
 
 def ladder_options(stack_root: Path, vram_layers: Sequence[str]) -> tuple[MemoryOption, ...]:
     """The options to estimate: every installed adapter VRAM layer, then the named
@@ -165,34 +162,125 @@ CALIBRATION: tuple[Calibration, ...] = (
 """nvidia-smi peaks during the steps (Windows/WDDM 4090 rows left out: they report the card's
 use above idle, not the process's)."""
 
+_CELL_NAMES = frozenset(c.name for c in CALIBRATION)
+
+
+README_SETUP: Mapping[str, KnobValue] = {
+    "VARIANT": "base",
+    "ARCH_OVERRIDES": {},
+    "ALGO": "lora",
+    "DIM": 32,
+    "OPTIMIZER": "adamw",
+    "EMA": 0.0,
+    "PRECISION": "bf16",
+    "GRAD_ACC": 1,
+    "PARALLEL": "none",
+    "MEMORY_OVERRIDES": {},
+    "TARGET_AREA": 1024 * 1024,
+    "BATCHING": "tokens",
+    "MAX_TEXT_TOKENS": 4096,
+}
+"""Every knob KohakuMoss's ``workload`` reads, set as the README's measured cells ran: the
+base DiT, LoRA r32 at 1 MP, the release stack's AdamW in bf16 on one GPU (``base_lora``,
+``algo_lora``, ``precision_bf16``), the script's own MAX_TEXT_TOKENS. So a calibration
+cell's estimate is the same whatever the run sets (a full finetune, another optimizer)."""
+
 
 def calibration_options() -> tuple[MemoryOption, ...]:
-    """The README's setups as estimator options (the base arch, r32, 1 MP)."""
+    """The README's setups as estimator options (:data:`README_SETUP` per cell)."""
     return tuple(
         MemoryOption(
             c.name,
             None,
-            {
-                "MEMORY_PROFILE": c.profile,
-                "MAX_TOKENS": c.max_tokens,
-                "DIM": 32,
-                "TARGET_AREA": 1024 * 1024,
-                "BATCHING": "tokens",
-                "ARCH_OVERRIDES": {},
-            },
+            {**README_SETUP, "MEMORY_PROFILE": c.profile, "MAX_TOKENS": c.max_tokens},
         )
         for c in CALIBRATION
     )
 
 
 def calibrate(rows: Sequence[MemoryEstimate]) -> tuple[tuple[Calibration, float], ...]:
-    """(cell, estimate ÷ measured midpoint − 1) per calibration cell found in ``rows``."""
+    """(cell, KohakuMoss's estimate in GiB) per calibration cell estimated in ``rows``."""
     by_name = {r.name: r for r in rows}
     out = []
     for cell in CALIBRATION:
         row = by_name.get(cell.name)
-        if row is None or row.error:
-            continue
-        mid = (cell.measured_low_gib + cell.measured_high_gib) / 2
-        out.append((cell, row.total_gib / mid - 1.0))
+        if row is not None and not row.error:
+            out.append((cell, row.total_gib))
     return tuple(out)
+
+
+def calibration_line(cell: Calibration, estimate_gib: float) -> str:
+    """One calibration cell as the plan prints it, measured as fractions of the estimate
+    (the terms of :class:`Band`)."""
+    low, high = cell.measured_low_gib / estimate_gib, cell.measured_high_gib / estimate_gib
+    return (
+        f"{cell.name} (LoRA r32, 1 MP, base arch): estimate {estimate_gib:.2f} GiB vs "
+        f"measured {cell.measured_low_gib:.2f}–{cell.measured_high_gib:.2f} GiB nvidia-smi "
+        f"({cell.gpus}): {low * 100 - 100:+.0f} % … {high * 100 - 100:+.0f} % of the estimate"
+    )
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where the device peak is expected, as fractions of KohakuMoss's estimate.
+
+    ``measured_low``/``measured_high`` are the lowest and highest measured ÷ estimated
+    ratio over the calibration cells: every measured peak the plan prints lies between
+    them. ``low`` is ``measured_low``; ``high`` is ``measured_high``, but never below 1:
+    the fit is never decided below KohakuMoss's own figure, even where every measurement
+    came in under it."""
+
+    low: float
+    high: float
+    measured_low: float
+    measured_high: float
+
+    def centre(self, estimate_gib: float) -> float:
+        """The band's middle for an estimate: what the plan shows as the peak."""
+        return estimate_gib * (self.low + self.high) / 2
+
+    def upper(self, estimate_gib: float) -> float:
+        """The band's top for an estimate: what the fit compares with usable memory."""
+        return estimate_gib * self.high
+
+    def width(self, estimate_gib: float) -> float:
+        return estimate_gib * (self.high - self.low)
+
+    def contains(self, cell: Calibration, estimate_gib: float) -> bool:
+        """True when ``cell``'s measured range lies in the band around ``estimate_gib``."""
+        return (
+            self.low * estimate_gib <= cell.measured_low_gib
+            and cell.measured_high_gib <= self.high * estimate_gib
+        )
+
+    def describe(self) -> str:
+        """The band as the plan prints it."""
+        line = (
+            f"band used: {self.low * 100 - 100:+.0f} % … {self.high * 100 - 100:+.0f} % of "
+            f"the estimate: the measured peaks above lie at {self.measured_low * 100 - 100:+.0f}"
+            f" % … {self.measured_high * 100 - 100:+.0f} % of its estimates"
+        )
+        if self.high > self.measured_high:
+            line += (
+                "; its top is the estimate itself (Kura never fits a run below KohakuMoss's "
+                "own figure)"
+            )
+        return f"{line} ({README})"
+
+
+def band(rows: Sequence[MemoryEstimate]) -> Band:
+    """The band from the calibration cells estimated in ``rows`` (the same rows the plan
+    prints); CheckFailed when KohakuMoss estimated none of them."""
+    cells = calibrate(rows)
+    if not cells:
+        errors = "; ".join(
+            f"{r.name}: {r.error}" for r in rows if r.error and r.name in _CELL_NAMES
+        )
+        raise CheckFailed(
+            "KohakuMoss's estimator gave no figure for its README's measured setups, so the "
+            "plan has no calibrated band" + (f" ({errors})" if errors else ""),
+            hint="check the environment with `kura doctor kohakumoss`",
+        )
+    lows = [cell.measured_low_gib / estimate for cell, estimate in cells]
+    highs = [cell.measured_high_gib / estimate for cell, estimate in cells]
+    return Band(min(lows), max(1.0, max(highs)), min(lows), max(highs))

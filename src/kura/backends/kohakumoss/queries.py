@@ -199,6 +199,8 @@ class MossArch:
     negative_skip_layers: tuple[int, ...]
     named_variants: tuple[str, ...] = ()
     prefix: str = ""
+    problems: tuple[str, ...] = ()
+    """What KohakuMoss's strict load of the file would refuse (its own key accounting)."""
 
     @property
     def is_named(self) -> bool:
@@ -239,6 +241,7 @@ def _arch(d: Mapping[str, object]) -> MossArch:
         negative_skip_layers=tuple(int(str(v)) for v in skip) if isinstance(skip, list) else (),
         named_variants=_strs(d.get("named_variants")),
         prefix=str(d.get("prefix") or ""),
+        problems=_strs(d.get("problems")),
     )
 
 
