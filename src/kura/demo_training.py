@@ -109,14 +109,19 @@ def walk_real_trainings(root: Path, step: Step) -> DemoTrainers:
     failed: list[str] = []
     for walk in walks:
         codes: list[int] = []
-
-        def counted(argv: list[str], note: str) -> int:
-            codes.append(step(argv, note))
-            return codes[-1]
-
-        walk.walk(root, walk.location, counted)
+        walk.walk(root, walk.location, _counting(step, codes))
         (failed if any(codes) else trained).append(walk.backend)
     return DemoTrainers(tuple(trained), missing, tuple(failed))
+
+
+def _counting(step: Step, codes: list[int]) -> Step:
+    """``step`` that also appends each exit code to ``codes``."""
+
+    def counted(argv: list[str], note: str) -> int:
+        codes.append(step(argv, note))
+        return codes[-1]
+
+    return counted
 
 
 def _new_run(
