@@ -286,13 +286,16 @@ class AitkBackend:
         SDXL LoRA for ComfyUI is checked against the base UNet and copied (:mod:`.sdxl_export`)."""
         from kura.export.exporting import export_run
         from kura.models.bundles import get_bundle
-        from kura.runs.store import read_run
+        from kura.spec.base import read_spec
+        from kura.spec.run import RunSpec
 
-        spec = read_run(workspace, run_id)
-        if fmt == "comfyui" and get_bundle(spec.model.base).architecture == "sdxl":
-            from kura.backends.aitoolkit.sdxl_export import export_sdxl
+        path = workspace.run_dir(run_id) / "run.yaml"
+        if fmt == "comfyui" and path.is_file():  # a missing run: export_run says so
+            spec = read_spec(RunSpec, path)
+            if get_bundle(spec.model.base).architecture == "sdxl":
+                from kura.backends.aitoolkit.sdxl_export import export_sdxl
 
-            return export_sdxl(workspace, spec, epoch=epoch, out=out)
+                return export_sdxl(workspace, spec, epoch=epoch, out=out)
         return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:

@@ -1,7 +1,7 @@
 """``backend.config`` for an AI-Toolkit run: the execution settings, typed and checked.
 
 Names are Kura's own, close to AI-Toolkit's keys; :mod:`.compile` writes them into the job
-(``dtype`` and ``offline`` are what a CPU run of a local model needs: ``fp32``, no hub).
+(``dtype`` and ``offline`` are what a CPU run of a local model wants: ``fp32``, no hub).
 Quantization types are the names ``toolkit/util/quantize.py::get_qtype`` resolves
 (torchao ``int8``/``float8``, AI-Toolkit's ``uintN``, optimum-quanto ``qfloat8``/``qintN``);
 an unknown name would be a KeyError only after the weights load, so it is refused here.
@@ -57,7 +57,8 @@ class Knobs(BaseModel):
     dtype: Literal["bf16", "fp16", "fp32"] = Field(
         "bf16",
         description="train.dtype: the precision AI-Toolkit loads and trains the model in "
-        "(model.dtype follows it, BaseSDTrainProcess); a CPU run needs fp32.",
+        "(model.dtype follows it, BaseSDTrainProcess); on a CPU use fp32 (bf16 runs there "
+        "too, but the tiny SDXL took 3.1 s a step against 0.12 s in fp32).",
     )
     offline: bool = Field(
         False,

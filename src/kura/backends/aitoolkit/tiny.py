@@ -5,8 +5,8 @@ tests.
 imports neither torch nor diffusers) and writes a random SDXL diffusers pipeline of about
 1.1 M parameters into a folder; :func:`tiny_settings` are the ``--set`` values of
 ``kura run new`` that train it on the CPU with the run's own checkout of AI-Toolkit: the
-diffusers-folder bundle (:data:`TINY_BASE`) pointed at the folder, fp32 (AI-Toolkit's bf16
-default is a GPU setting), no hub access, no sampling, four steps of a rank-4 LoRA.
+diffusers-folder bundle (:data:`TINY_BASE`) pointed at the folder, fp32 (bf16 runs on a
+CPU too, about 25 times slower a step), no hub access, no sampling, four steps of a rank-4 LoRA.
 """
 
 from __future__ import annotations
