@@ -152,3 +152,18 @@ def test_a_host_checkout_kura_toml_names_must_be_the_trainers(
     (aitk / "run.py").write_text("")
     found = _by_check(backend_doctor(get_backend("ai-toolkit").doctor(workspace)))
     assert found["ai-toolkit checkout"]["status"] == "ok"
+
+
+def test_docker_is_optional_only_where_the_host_environment_runs_the_trainer() -> None:
+    from kura.backends.base import Finding
+    from kura.doctor import docker_optional
+
+    docker = [Finding("docker", "fail", "no engine", "install Docker")]
+    ready = [Finding("env", "ok", "there", ""), Finding("scripts", "warn", "4 of 36", "")]
+    (softened,) = docker_optional(docker, ready)
+    assert softened.status == "warn" and "the host executor can" in softened.detail
+    missing = [Finding("env", "warn", "not installed (the docker executor needs none)", "")]
+    broken = [Finding("env", "ok", "there", ""), Finding("torch", "fail", "no torch", "")]
+    assert docker_optional(docker, missing) == docker
+    assert docker_optional(docker, broken) == docker
+    assert docker_optional(docker, []) == docker

@@ -29,6 +29,7 @@ __all__ = [
     "Finding",
     "backend_doctor",
     "docker_findings",
+    "docker_optional",
     "gpu_findings",
     "image_findings",
     "machine_findings",
@@ -116,6 +117,26 @@ def image_findings(recipe: ImageRecipe, *, check: str, title: str, command: str)
             f"{recipe.tag}: {title} {found} (pinned {recipe.release})",
             "" if status == "ok" else f"rebuild it: `{command}`",
         )
+    ]
+
+
+def docker_optional(docker: list[Finding], host: list[Finding]) -> list[Finding]:
+    """The Docker executor's failures as warnings when the trainer's host environment passed
+    its checks (some ok, none failed; a missing environment is only a warning, so it does
+    not count): the machine can run the trainer, by the host executor, so the doctor does
+    not fail on a machine without Docker (CI's)."""
+    if not any(f.status == "ok" for f in host) or any(f.status == "fail" for f in host):
+        return docker
+    return [
+        f
+        if f.status != "fail"
+        else Finding(
+            f.check,
+            "warn",
+            f"{f.detail} (the Docker executor cannot run here; the host executor can)",
+            f.fix,
+        )
+        for f in docker
     ]
 
 

@@ -53,7 +53,13 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def aitk_doctor(workspace: Workspace | None, *, runner: Runner = subprocess.run) -> DoctorReport:
-    from kura.doctor import checkout_finding, docker_findings, gpu_findings, image_findings
+    from kura.doctor import (
+        checkout_finding,
+        docker_findings,
+        docker_optional,
+        gpu_findings,
+        image_findings,
+    )
 
     recipe = image_recipe()
     docker = docker_findings()
@@ -66,9 +72,7 @@ def aitk_doctor(workspace: Workspace | None, *, runner: Runner = subprocess.run)
         )
     location = workspace_env(workspace)
     env, details = env_findings(location, runner=runner)
-    if all(f.status == "ok" for f in env):
-        docker = [_docker_optional(f) for f in docker]
-    findings = [*gpu_findings(), *docker, *env]
+    findings = [*gpu_findings(), *docker_optional(docker, env), *env]
     checkout = workspace.config().executor.aitk_checkout if workspace else None
     if checkout:
         findings.append(
@@ -82,19 +86,6 @@ def aitk_doctor(workspace: Workspace | None, *, runner: Runner = subprocess.run)
             )
         )
     return DoctorReport("ai-toolkit", tuple(findings), {"image": recipe.tag, **details})
-
-
-def _docker_optional(finding: Finding) -> Finding:
-    """A Docker failure is a warning where the host environment can run AI-Toolkit: the
-    machine runs it, by the host executor (a run on the Docker executor would fail)."""
-    if finding.status != "fail":
-        return finding
-    return Finding(
-        finding.check,
-        "warn",
-        f"{finding.detail} (the Docker executor cannot run here; the host executor can)",
-        finding.fix,
-    )
 
 
 @dataclass(frozen=True)

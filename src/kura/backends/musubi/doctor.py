@@ -39,14 +39,22 @@ _INSTALL = "kura backend install musubi --source DIR"
 
 
 def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
-    from kura.doctor import checkout_finding, docker_findings, gpu_findings, image_findings
+    from kura.doctor import (
+        checkout_finding,
+        docker_findings,
+        docker_optional,
+        gpu_findings,
+        image_findings,
+    )
 
     recipe = image_recipe(workspace)
-    findings = [*gpu_findings(), *docker_findings()]
-    if not any(f.check == "docker" and f.status == "fail" for f in findings):
-        findings += image_findings(
+    docker = docker_findings()
+    if not any(f.check == "docker" and f.status == "fail" for f in docker):
+        docker += image_findings(
             recipe, check="musubi image", title="Musubi", command="kura image build musubi --run"
         )
+    host = environment_findings(workspace)
+    findings = [*gpu_findings(), *docker_optional(docker, host)]
     checkout = workspace.config().executor.musubi_checkout if workspace else None
     if checkout:
         findings.append(
@@ -60,7 +68,7 @@ def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
             )
         )
     location = musubi_env(workspace)
-    findings += environment_findings(workspace)
+    findings += host
     details = {"image": recipe.tag, "environment": str(location.path), "source": location.source}
     return DoctorReport("musubi-tuner", tuple(findings), details)
 
