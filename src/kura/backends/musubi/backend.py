@@ -80,8 +80,12 @@ class MusubiBackend:
     def sample_prompt(self, text: str, *, width: int, height: int) -> str:
         """Musubi's prompt options ``--w``/``--h``: without them its samplers render 256×256
         (e.g. ``qwen_image_train_network.py``: ``prompt_dict.get("width", 256)``), too small
-        to judge a LoRA trained at ``width``×``height``."""
-        return f"{text} --w {width} --h {height}"
+        to judge a LoRA trained at ``width``×``height``. ``text`` stays text: option syntax
+        in it is escaped, or refused (SpecError) where Musubi would still read an option
+        (:func:`kura.backends.musubi.prompts.drafted_line`)."""
+        from kura.backends.musubi.prompts import drafted_line
+
+        return drafted_line(text, width=width, height=height)
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """The adapter's execution settings, written out with their sources as reasons."""
@@ -116,8 +120,20 @@ class MusubiBackend:
 
     def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
         """Musubi's own limits through the estimator's validation of the run as written
-        (block-swap count, fp8 modes, attention): InvalidInput naming the value."""
+        (block-swap count, fp8 modes, attention): InvalidInput naming the value; sample
+        prompts an image-to-video model cannot sample from (no ``--i``): SpecError."""
+        from kura.backends.musubi.adapters import adapter_for
+        from kura.backends.musubi.rules import check_sample_images, select_variant
+
         self.estimate(spec, inputs, None)
+        adapter = adapter_for(inputs.bundle.architecture)
+        if adapter is not None:
+            trainer = inputs.bundle.trainer
+            version = next(
+                (str(trainer[k]) for k in ("model_version", "task", "model_type") if k in trainer),
+                None,
+            )
+            check_sample_images(spec, adapter, select_variant(adapter, version))
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         from kura.backends.musubi.container import IMAGE_MUSUBI_DIR
