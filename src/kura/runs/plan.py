@@ -164,6 +164,10 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
     inputs = plan_inputs(workspace, context)
+    # The run as written must compile before it is sized: compile's refusals name the value
+    # and the fix; sizing a run the trainer would refuse could only guess (or crash).
+    assert inputs.compile is not None
+    context.backend.compile(spec, inputs.compile)
     host = host_facts(workspace.root)
     # This machine's RAM bounds block swap only when the plan is for this machine's GPU.
     local = gpu_source.startswith("local GPU")

@@ -12,7 +12,8 @@ dropping when ``source_fps`` is set) and ``fpack_cache_latents.py`` (FramePack's
 - per video: ``head`` one item per target that fits; ``chunk`` every whole chunk of each
   target; ``slide`` every ``frame_stride`` offset of each target; ``uniform``
   ``frame_sample`` offsets of each target that fits; ``full`` one item of
-  ``min(frames, max_frames)`` rounded down to 4n+1;
+  ``min(frames, max_frames)`` rounded down to 4n+1 (``max_frames`` 129 when unset,
+  ``dataset/config_utils.py:71``);
 - FramePack caches each item as ``floor((latent_frames - 1) / window)`` sections, each a
   training item of ``window`` latent frames (plus clean context); fewer than one section
   fails at latent caching ("Not enough frames for FramePack").
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "FRAMEPACK_WINDOW",
+    "MAX_FRAMES",
     "VAE_FRAME_STRIDE",
     "VideoItems",
     "extracted_frames",
@@ -40,6 +42,8 @@ __all__ = [
 
 VAE_FRAME_STRIDE = 4
 """``VideoDataset.vae_frame_stride``: every architecture wants 4n+1 frames."""
+MAX_FRAMES = 129
+"""``max_frames`` when a dataset sets none (``dataset/config_utils.py:71``)."""
 FRAMEPACK_WINDOW = 9
 """``fp_latent_window_size`` default in ``dataset/config_utils.py``."""
 
@@ -93,8 +97,7 @@ def extracted_frames(
     if extraction == "uniform":
         return [t for t in targets if frame_count >= t for _ in range(sample)]
     if extraction == "full":
-        assert max_frames is not None
-        frames = min(frame_count, max_frames)
+        frames = min(frame_count, MAX_FRAMES if max_frames is None else max_frames)
         return [(frames - 1) // VAE_FRAME_STRIDE * VAE_FRAME_STRIDE + 1]
     raise ValueError(f"frame_extraction {extraction} is not supported")
 

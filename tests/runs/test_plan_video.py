@@ -1,0 +1,70 @@
+"""Video runs planned as ``run new`` drafts them (issue 23 items 3, 5 and 8): FramePack's
+``max_frames`` is drafted, plan never raises a traceback, latent caching is sized at the
+whole clip Musubi encodes, and a dataset that yields no item is refused with its cause."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from kura.cli.main import main
+from kura.errors import SpecError
+from kura.runs.new import create_run
+from kura.runs.plan import plan_run
+from kura.runs.store import load_run
+from kura.workspace import Workspace
+from kura.yamlio import write_yaml
+from tests.dataset.dataset_builders import Builder
+
+NOW = datetime(2026, 12, 1, 9, 0)
+
+
+def _clips(ws: Workspace, tmp_path: Path, frames: tuple[int, ...], fps: int = 30) -> None:
+    from kura.dataset.registry import add_dataset, set_dataset_values
+
+    clips = Builder(tmp_path / "clips")
+    for index, count in enumerate(frames):
+        clips.video(f"c{index}.mp4", count, fps=fps, caption=f"myaku walking {index}")
+    add_dataset(ws, "clips", tmp_path / "clips", resolution=(640, 640))
+    set_dataset_values(ws, "clips", ["intent.task=character"])
+
+
+def _framepack(ws: Workspace, tmp_path: Path, frames: tuple[int, ...] = (80, 60)) -> str:
+    _clips(ws, tmp_path, frames)
+    return create_run(ws, datasets=["clips"], base="framepack", now=NOW).run_id
+
+
+def test_run_new_drafts_framepack_max_frames_with_its_source(ws: Workspace, tmp_path: Path) -> None:
+    spec, _ = load_run(ws, _framepack(ws, tmp_path))
+    assert spec.datasets[0].max_frames == 129
+    assert "dataset/config_utils.py:71" in spec.provenance["datasets.0.max_frames"]
+
+
+def test_a_framepack_run_as_drafted_plans(ws: Workspace, tmp_path: Path) -> None:
+    report = plan_run(ws, _framepack(ws, tmp_path), gpu="h100-sxm").to_dict()
+    assert {s["step"] for s in report["estimate"]["steps"]} >= {"cache_latents", "train"}
+
+
+def test_plan_refuses_what_compile_refuses_before_sizing_never_a_traceback(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _framepack(ws, tmp_path)
+    _, document = load_run(ws, run_id)
+    del document["datasets"][0]["max_frames"]
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    from kura.backends.musubi.backend import MusubiBackend
+
+    def sized_first(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run was sized before compile refused it")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MusubiBackend, "fit", sized_first)
+        with pytest.raises(SpecError, match="frame_extraction `full` needs max_frames"):
+            plan_run(ws, run_id, gpu="h100-sxm")
+    capsys.readouterr()
+    code = main(["-w", str(ws.root), "--json", "run", "plan", run_id, "--gpu", "h100-sxm"])
+    out = capsys.readouterr().out
+    assert code != 0 and json.loads(out)["error"]["type"] == "spec-error"
