@@ -68,3 +68,26 @@ def test_plan_refuses_what_compile_refuses_before_sizing_never_a_traceback(
     code = main(["-w", str(ws.root), "--json", "run", "plan", run_id, "--gpu", "h100-sxm"])
     out = capsys.readouterr().out
     assert code != 0 and json.loads(out)["error"]["type"] == "spec-error"
+
+
+def test_framepack_latent_caching_is_sized_at_the_whole_aligned_clip(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """fpack_cache_latents.py:63-85 encodes the section-aligned clip in one VAE call: a
+    120-frame clip (117 as 4n+1, 30 latent frames) is 3 sections, 109 frames encoded."""
+    from kura.backends.musubi.estimator.steps import ENCODERS, latent_cache_gib
+
+    report = plan_run(ws, _framepack(ws, tmp_path, (120,)), gpu="h100-sxm").to_dict()
+    cache = next(s for s in report["estimate"]["steps"] if s["step"] == "cache_latents")
+    note = cache["notes"][0]
+    assert note.startswith("largest item ") and note.endswith("x109")
+    width, height = (int(v) for v in note.removeprefix("largest item ").split("x")[:2])
+    expected = latent_cache_gib(
+        ENCODERS["framepack"], width, height, 109, chunk=False, tiling=False
+    )
+    assert cache["peak_gib"] == pytest.approx(expected, abs=0.01)
+    assert (
+        cache["peak_gib"]
+        > latent_cache_gib(ENCODERS["framepack"], width, height, 33, chunk=False, tiling=False)
+        * 1.5
+    )  # not one 33-frame section

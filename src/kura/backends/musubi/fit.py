@@ -459,7 +459,10 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
     fp8 = te_fp8 or setup.te_fp8
     te_peak = text_encoder_gib(encoder, fp8)
     te_upper, te_fits = _fit(te_peak, usable)
-    largest = max(config.buckets, key=lambda b: b.width * b.height * b.frames)
+    # The largest item latent caching encodes in one VAE call (a FramePack clip is encoded
+    # whole, not by the sections it trains as).
+    encoded = setup.cache_items or config.buckets
+    largest = max(encoded, key=lambda b: b.width * b.height * b.frames)
     chunk = vae or setup.vae_chunked
     tiled = vae or setup.vae_tiled
     vae_peak = latent_cache_gib(

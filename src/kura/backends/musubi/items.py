@@ -16,7 +16,8 @@ dropping when ``source_fps`` is set) and ``fpack_cache_latents.py`` (FramePack's
   ``dataset/config_utils.py:71``);
 - FramePack caches each item as ``floor((latent_frames - 1) / window)`` sections, each a
   training item of ``window`` latent frames (plus clean context); fewer than one section
-  fails at latent caching ("Not enough frames for FramePack").
+  fails at latent caching ("Not enough frames for FramePack"). The VAE encodes the whole
+  section-aligned item in one call before it is split.
 
 Each item is then repeated ``num_repeats`` times per epoch.
 """
@@ -33,6 +34,7 @@ __all__ = [
     "VAE_FRAME_STRIDE",
     "VideoItems",
     "extracted_frames",
+    "framepack_aligned_frames",
     "fps_frame_count",
     "framepack_min_frames",
     "framepack_sections",
@@ -108,6 +110,13 @@ def framepack_sections(frames: int, window: int = FRAMEPACK_WINDOW) -> int:
     return (latent - 1) // window
 
 
+def framepack_aligned_frames(sections: int, window: int = FRAMEPACK_WINDOW) -> int:
+    """The frames FramePack's latent caching keeps of an item of ``sections`` sections and
+    encodes in one VAE call: ``latent_f_aligned = sections * window + 1``, ``frame_count_
+    aligned = (latent_f_aligned - 1) * 4 + 1`` (``fpack_cache_latents.py:72-85``)."""
+    return sections * window * VAE_FRAME_STRIDE + 1
+
+
 def framepack_min_frames(window: int = FRAMEPACK_WINDOW) -> int:
     """The fewest frames an item needs for one FramePack section (37 at window 9)."""
     return window * VAE_FRAME_STRIDE + 1
@@ -125,6 +134,10 @@ class VideoItems:
     per_frames: dict[int, int]
     too_short: tuple[str, ...]
     no_section: tuple[str, ...] = ()
+    cached_frames: dict[int, int] | None = None
+    """Frame count → items as latent caching encodes them, one VAE call each (None: the
+    items themselves). FramePack encodes the whole section-aligned clip at once
+    (``fpack_cache_latents.py:63-85``), then splits it into sections."""
 
     @property
     def count(self) -> int:
@@ -150,6 +163,7 @@ def video_items(
         extraction = "head"
     end = max(kept) if extraction == "head" and kept else None
     counts: Counter[int] = Counter()
+    cached: Counter[int] = Counter()
     short: list[str] = []
     fatal: list[str] = []
     for name, frames in clips:
@@ -167,8 +181,14 @@ def video_items(
             for s in sections:
                 if s >= 1:
                     counts[window_frames] += s
+                    cached[framepack_aligned_frames(s, framepack_window)] += 1
             continue
         if not items:
             short.append(name)
         counts.update(items)
-    return VideoItems(dict(sorted(counts.items())), tuple(short), tuple(fatal))
+    return VideoItems(
+        dict(sorted(counts.items())),
+        tuple(short),
+        tuple(fatal),
+        dict(sorted(cached.items())) if framepack_window is not None else None,
+    )
