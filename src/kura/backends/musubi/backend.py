@@ -184,6 +184,7 @@ class MusubiBackend:
             LADDER_KEYS,
             config_changes,
             estimate_config,
+            person_set,
             step_setup,
         )
         from kura.backends.musubi.fit import fastest_fitting
@@ -194,6 +195,9 @@ class MusubiBackend:
             gpu,
             host_ram_gib=host_ram_gib,
             setup=setup,
+            fixed_micro_batch=any(
+                person_set(spec, key) for key in ("batch_size", "gradient_accumulation_steps")
+            ),
         )
         wanted = {**config_changes(plan.config), **plan.step_settings} if plan.fits else {}
         managed = (*LADDER_KEYS, *plan.step_settings)

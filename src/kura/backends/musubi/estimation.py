@@ -286,6 +286,21 @@ def steps_per_epoch(
     return max(1, math.ceil(batches / (accumulation * gpus)))
 
 
+KURA_REASONS = ("fit ladder", "adapter default")
+"""The reasons Kura writes for a ``backend.config`` value (``kura.runs.plan.KURA_REASONS``)."""
+
+
+def person_set(spec: RunSpec, key: str) -> bool:
+    """Whether a person set ``backend.config.KEY``: its reason is not one Kura writes, or its
+    provenance is the person's instruction. The same rule as ``kura.runs.plan._person_set``,
+    which keeps such a value whatever the ladder chose (a backend cannot import the runs
+    layer; ``tests/backends/musubi/test_musubi_fit_fixed.py`` pins that the two agree)."""
+    reason = spec.backend.reasons.get(key)
+    if reason is not None and not str(reason).startswith(KURA_REASONS):
+        return True
+    return str(spec.provenance.get(f"backend.config.{key}", "")).startswith("your instruction")
+
+
 def single_expert(spec: RunSpec, model_paths: Mapping[str, str] | None = None) -> bool:
     """Whether a dual-DiT run trains one expert alone, as compile decides it
     (:func:`kura.backends.musubi.rules.select_expert`): ``backend.config.dit_expert``, or

@@ -210,9 +210,16 @@ def _bare(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
 
 
 def musubi_aids(
-    recipe: EstimateConfig, shape: ModelShape, setup: StepSetup | None = None
+    recipe: EstimateConfig,
+    shape: ModelShape,
+    setup: StepSetup | None = None,
+    *,
+    fixed_micro_batch: bool = False,
 ) -> tuple[MemoryAid, ...]:
-    """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data."""
+    """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data; no
+    micro-batch aid when a person set the micro-batch or its accumulation
+    (``fixed_micro_batch``): the aid changes both keys together, and a person's value is
+    never replaced (DESIGN invariant 10)."""
     aids: list[MemoryAid] = []
     setup = setup or StepSetup()
     encoder = ENCODERS.get(shape.id)
@@ -270,7 +277,7 @@ def musubi_aids(
             )
         )
     batch = recipe.micro_batch
-    if batch > 1:
+    if batch > 1 and not fixed_micro_batch:
         aids.append(
             MemoryAid(
                 name="micro-batch",
@@ -321,13 +328,21 @@ def musubi_aids(
 class MusubiFitProblem:
     """One recipe on one GPU class with Musubi's memory aids, for the ladder."""
 
-    def __init__(self, recipe: EstimateConfig, gpu: GpuClass, setup: StepSetup | None = None):
+    def __init__(
+        self,
+        recipe: EstimateConfig,
+        gpu: GpuClass,
+        setup: StepSetup | None = None,
+        *,
+        fixed_micro_batch: bool = False,
+    ):
         self.shape = get_shape(recipe.model)
         self.recipe = _bare(recipe, self.shape)
         self.gpu = gpu
         self.setup = setup
         """None sizes training alone (the estimator's own question)."""
-        self.aids = musubi_aids(self.recipe, self.shape, setup)
+        self.fixed_micro_batch = fixed_micro_batch
+        self.aids = musubi_aids(self.recipe, self.shape, setup, fixed_micro_batch=fixed_micro_batch)
         self._estimates: dict[EstimateConfig, Estimate | None] = {}
 
     def baseline(self) -> AidChoice:
@@ -720,15 +735,19 @@ def _fewer_frames(buckets: tuple[Bucket, ...], scale: float) -> tuple[Bucket, ..
     return tuple(Bucket(b.width, b.height, frames(b.frames), b.count) for b in buckets)
 
 
-def _most_aided(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
-    """The recipe with every memory aid at its strongest (least VRAM)."""
+def _most_aided(
+    recipe: EstimateConfig, shape: ModelShape, *, fixed_micro_batch: bool = False
+) -> EstimateConfig:
+    """The recipe with every memory aid at its strongest (least VRAM); a micro-batch a
+    person set stays."""
     fp8 = _fp8_choice(shape) or shape.fp8_modes[0]
     gc = "cpu-offload" if shape.gc_cpu_offload else "on"
+    micro = recipe.micro_batch if fixed_micro_batch else 1
     return recipe.replace(
         fp8=fp8,
         gradient_checkpointing=gc,
-        micro_batch=1,
-        grad_accum=recipe.micro_batch * recipe.grad_accum,
+        micro_batch=micro,
+        grad_accum=recipe.micro_batch * recipe.grad_accum // micro,
         blocks_to_swap=shape.swap_limit,
         swap_h2d_only=False,
         offload_inactive_dit=False,
@@ -750,10 +769,23 @@ def _first_fitting(options: list[RecipeOption]) -> RecipeOption | None:
     return options[-1] if options else None
 
 
-def _recipe_options(recipe: EstimateConfig, shape: ModelShape, gpu: GpuClass) -> list[RecipeOption]:
+def _recipe_options(
+    recipe: EstimateConfig, shape: ModelShape, gpu: GpuClass, fixed_micro_batch: bool = False
+) -> list[RecipeOption]:
     """Recipe changes (with every aid applied): the mildest that fits, else the strongest."""
-    aided = _most_aided(recipe, shape)
+    aided = _most_aided(recipe, shape, fixed_micro_batch=fixed_micro_batch)
     result: list[RecipeOption] = []
+    if fixed_micro_batch and recipe.micro_batch > 1:
+        smaller = _most_aided(recipe, shape)
+        result.append(
+            _option(
+                f"micro-batch 1, accumulation {smaller.grad_accum} (your batch_size "
+                f"{recipe.micro_batch}; the effective batch is kept)",
+                {"batch_size": 1, "gradient_accumulation_steps": smaller.grad_accum},
+                smaller,
+                gpu,
+            )
+        )
     resolution = [
         _option(
             f"resolution x{scale}",
@@ -832,6 +864,7 @@ def fastest_fitting(
     *,
     host_ram_gib: float | None = None,
     setup: StepSetup | None = None,
+    fixed_micro_batch: bool = False,
 ) -> FitPlan:
     """The fastest configuration of ``recipe`` that fits ``gpu``, and how it got there.
 
@@ -839,7 +872,7 @@ def fastest_fitting(
     them. ``host_ram_gib`` (e.g. ``host_facts().ram_available_gib``) rules out
     configurations whose swapped weights would not fit in host RAM.
     """
-    problem = MusubiFitProblem(recipe, gpu, setup)
+    problem = MusubiFitProblem(recipe, gpu, setup, fixed_micro_batch=fixed_micro_batch)
     shape, bare = problem.shape, problem.recipe
     estimate(bare, gpu)  # raises Unsupported for a recipe Musubi refuses outright
     result: LadderResult = walk(problem, host_ram_gib=host_ram_gib)
@@ -862,7 +895,7 @@ def fastest_fitting(
     strongest = {aid.name: aid.levels[-1] for aid in problem.aids if not aid.counted}
     unsized = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is None]
     failing = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is False]
-    aided = _most_aided(bare, shape)
+    aided = _most_aided(bare, shape, fixed_micro_batch=fixed_micro_batch)
     smallest, cheapest = _bigger_gpus(bare, shape)
     notes = ["Does not fit with every memory aid; the recipe has to change or the GPU."]
     if unsized:
@@ -872,7 +905,13 @@ def fastest_fitting(
         ]
     elif failing and failing != ["train"]:
         notes.append(f"Step(s) that still do not fit: {', '.join(failing)}.")
-    if bare.micro_batch > 1:
+    if bare.micro_batch > 1 and fixed_micro_batch:
+        notes.append(
+            f"Your micro-batch {bare.micro_batch} is kept (backend.config.batch_size / "
+            "gradient_accumulation_steps are yours): the recipe options show what micro-batch "
+            "1 with more accumulation would give."
+        )
+    elif bare.micro_batch > 1:
         notes.append(
             "A smaller effective batch does not lower the peak: the aided configuration "
             "already runs micro-batch 1 with accumulation."
@@ -882,7 +921,7 @@ def fastest_fitting(
         False,
         bare,
         estimate(aided, gpu),
-        recipe_options=tuple(_recipe_options(bare, shape, gpu)),
+        recipe_options=tuple(_recipe_options(bare, shape, gpu, fixed_micro_batch)),
         smallest_gpu=smallest,
         cheapest_priced_gpu=cheapest,
         notes=tuple(notes),
