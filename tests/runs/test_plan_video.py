@@ -91,3 +91,31 @@ def test_framepack_latent_caching_is_sized_at_the_whole_aligned_clip(
         > latent_cache_gib(ENCODERS["framepack"], width, height, 33, chunk=False, tiling=False)
         * 1.5
     )  # not one 33-frame section
+
+
+def _wan(ws: Workspace, tmp_path: Path, frames: tuple[int, ...], targets: list[int]) -> str:
+    _clips(ws, tmp_path, frames)
+    run_id = create_run(ws, datasets=["clips"], base="wan2.1-t2v-1.3b", now=NOW).run_id
+    _, document = load_run(ws, run_id)
+    document["datasets"][0]["frames"] = targets
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    return run_id
+
+
+def test_a_dataset_that_yields_no_item_is_refused_with_its_cause_and_fix(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    # 60 frames at 30 fps are 30 at Wan's 16 fps: none reaches 81 frames (head extraction)
+    run_id = _wan(ws, tmp_path, (60, 60), [81])
+    with pytest.raises(SpecError, match="gives wan no training item") as refused:
+        plan_run(ws, run_id, gpu="h200")
+    assert "at 16 fps" in refused.value.message and "81" in refused.value.message
+    assert "datasets[].frames" in (refused.value.hint or "")
+    assert not (ws.run_dir(run_id) / "plan.md").exists()
+
+
+def test_videos_that_give_no_item_are_named_in_a_warning(ws: Workspace, tmp_path: Path) -> None:
+    # c0 has 30 frames at 16 fps (no 45-frame item), c1 has 96
+    report = plan_run(ws, _wan(ws, tmp_path, (60, 180), [45]), gpu="h200").to_dict()
+    warnings = report["compile"]["warnings"]
+    assert any("c0.mp4 give no item" in w for w in warnings), warnings
