@@ -172,3 +172,60 @@ def test_only_a_character_run_gets_drafted_samples(ws: Workspace) -> None:
     created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", task="style", now=NOW)
     spec, _ = load_run(ws, created.run_id)
     assert spec.training.sample_prompts == []
+
+
+# --- issue 23 items 9 and 2: drafted prompts are text only, and only what the trainer takes
+
+
+def _captions(ws: Workspace, *texts: str) -> None:
+    from kura.dataset.registry import media_dir, read_dataset
+
+    folder = media_dir(ws, read_dataset(ws, "myaku"))
+    for index, text in enumerate(texts):
+        (folder / f"{index}.txt").write_text(text + "\n")
+
+
+def test_option_syntax_in_a_caption_never_becomes_a_sample_prompt_option(ws: Workspace) -> None:
+    from kura.backends.musubi.prompts import read_options
+
+    _captions(ws, "myaku --s 5000 --f 999 --i /etc/passwd", "myaku, picture 1", "I am myaku")
+    created = create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    width, height = spec.datasets[0].resolution
+    prompts = spec.training.sample_prompts
+    assert prompts == [
+        f"myaku -s 5000 -f 999 -i /etc/passwd --w {width} --h {height}",
+        f"myaku, picture 1 --w {width} --h {height}",
+    ]
+    assert all(read_options(p) == {"width": str(width), "height": str(height)} for p in prompts)
+    # the caption Musubi would read as `--i am myaku` is left out, saying so
+    provenance = spec.provenance["training.sample_prompts"]
+    assert "1 caption(s) left out" in provenance and "'I am myaku'" in provenance
+
+
+def test_a_framepack_run_drafts_no_prompt_it_cannot_sample_and_says_why(
+    ws: Workspace, tmp_path
+) -> None:
+    from kura.dataset.registry import add_dataset, set_dataset_values
+    from tests.dataset.dataset_builders import Builder
+
+    clips = Builder(tmp_path / "clips")
+    for index in range(2):
+        clips.video(f"c{index}.mp4", 60, fps=30, caption=f"myaku walking {index}")
+    add_dataset(ws, "clips", tmp_path / "clips", resolution=(640, 640))
+    set_dataset_values(ws, "clips", ["intent.task=character", "intent.trigger=myaku"])
+    created = create_run(ws, datasets=["clips"], base="framepack", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.training.sample_prompts == [] and spec.training.sample_every_n_epochs is None
+    why = spec.provenance["training.sample_prompts"]
+    assert why.startswith("not drafted: Musubi Tuner refuses") and "start image" in why
+    # a person's prompt without --i is refused at once, naming the fix
+    with pytest.raises(SpecError, match="samples from a start image") as refused:
+        create_run(
+            ws,
+            datasets=["clips"],
+            base="framepack",
+            sets=['training.sample_prompts=["a walk"]', "training.sample_every_n_epochs=1"],
+            now=datetime(2026, 11, 30, 11, 0),
+        )
+    assert "--i" in (refused.value.hint or "")

@@ -341,14 +341,32 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
 
 def check_gate(workspace: Workspace, run_id: str) -> ApprovalRecord:
     """Everything launch checks before it touches an executor: the approval and every input
-    the approved run reads (model files, datasets)."""
+    the approved run reads (model files, datasets, the other files the lock names)."""
     from kura.models.lockcheck import verify_locked_models
 
     record = check_approval(workspace, run_id)
     lock = read_lock(workspace, run_id)
     verify_locked_models(lock.models, run_id=run_id)
     _check_datasets_at_launch(workspace, run_id, lock)
+    _check_inputs_at_launch(run_id, lock)
     return record
+
+
+def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
+    """Every other file the trainer opens (a sample prompt's image) is the one approved."""
+    from kura.runs.compile import file_sha256
+
+    for entry in lock.inputs:
+        path = Path(entry.path)
+        now = file_sha256(path) if path.is_file() else None
+        if now != entry.sha256:
+            what = "is gone" if now is None else "changed"
+            raise CheckFailed(
+                f"{entry.purpose}: {entry.path} {what} after approval",
+                hint=f"put the approved file back, or run `kura run plan {run_id}` and approve "
+                "again",
+                path=path,
+            )
 
 
 def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "COMPILED_DIR",
     "CompileReport",
     "compile_in_workspace",
+    "file_sha256",
     "lock_path",
     "prepared_inputs",
 ]
@@ -86,6 +87,7 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     compiled = backend.compile(spec, inputs)
     check_explicit_values(workspace, document, source=f"runs/{run_id}/run.yaml")
     lock = _lock(workspace, spec, resolution, compiled.release)
+    lock["inputs"] = _input_files(compiled)
     container = (
         _container_with_hosts(container_document(compiled.container), paths)
         if paths.in_container and compiled.container is not None
@@ -250,6 +252,45 @@ def _lock(workspace: Workspace, spec: RunSpec, resolution: Any, release: str) ->
     return lock.model_dump(mode="json")
 
 
+def _input_files(compiled: Any) -> list[dict[str, Any]]:
+    """The files the backend mounts with their host side already set (neither a model nor a
+    dataset: a sample prompt's image), each with its size and digest for the launch gate;
+    a missing one is refused here, at compile, naming it."""
+    from kura.spec.lock import LockedInput
+
+    if compiled.container is None:
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for mount in compiled.container.mounts:
+        if mount.source is None or mount.baked or mount.source in found:
+            continue
+        path = Path(mount.source)
+        if not path.is_file():
+            raise InvalidInput(
+                f"{mount.purpose}: {path} is not a file on this machine",
+                hint="fix the path in run.yaml (an absolute path to an existing file)",
+                path=path,
+            )
+        found[mount.source] = LockedInput(
+            path=mount.source,
+            purpose=mount.purpose,
+            size=path.stat().st_size,
+            sha256=file_sha256(path),
+        ).model_dump(mode="json")
+    return [found[key] for key in sorted(found)]
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in chunks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:
     """What must hold before launch, as far as compile can tell now."""
     from kura.dataset.registry import read_dataset
@@ -283,7 +324,8 @@ def _container_with_hosts(container: dict[str, Any], paths: PathMap) -> dict[str
     """The backend's mounts with their host sides, plus the sibling shards of a model."""
     mounts = []
     for mount in container["mounts"]:
-        source = None if mount["baked"] else paths.host_side(mount["target"])
+        # A mount the backend gave its host side (a sample prompt's file) keeps it.
+        source = mount["source"] or (None if mount["baked"] else paths.host_side(mount["target"]))
         if source is None and not mount["baked"]:
             source = _run_subfolder(mount["target"], paths)
         mounts.append({**mount, "source": source})

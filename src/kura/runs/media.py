@@ -3,24 +3,67 @@ backend's planner and compiler: trainers count items per epoch from these facts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kura.backends.base import DatasetMedia
+    from kura.spec.dataset import DatasetSpec
+    from kura.spec.run import RunSpec
     from kura.workspace import Workspace
 
-__all__ = ["dataset_media"]
+__all__ = ["at_run_resolution", "dataset_media"]
 
 
 def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
     """The videos (frames, fps, bucket), the image count and the controls per item of
     dataset ``name``; empty when it has no stored inspection (a damaged one is an error)."""
-    from kura.backends.base import ClipFact, DatasetMedia
+    from kura.backends.base import DatasetMedia
     from kura.dataset.registry import INSPECTION_NAME, load_inspection
 
     if not (workspace.dataset_dir(name) / INSPECTION_NAME).is_file():
         return DatasetMedia()
     report = load_inspection(workspace, name)
+    return _media(report.videos, report.counts, report.pairs)
+
+
+def at_run_resolution(
+    workspace: Workspace,
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSpec],
+    media: Mapping[str, DatasetMedia],
+) -> tuple[dict[str, DatasetSpec], dict[str, DatasetMedia]]:
+    """Each run dataset's facts and media as inspection reports them at the resolution the
+    run trains it at: a trainer buckets every image and clip by its own size at that
+    resolution, so buckets inspected at another one say nothing of the run's batches.
+    A dataset inspected at the run's resolution is taken as stored; another is inspected
+    again there (from the stat cache; nothing is written)."""
+    from kura.dataset.inspect import inspect_dataset
+    from kura.dataset.registry import control_dir, facts_from_report, media_dir
+    from kura.dataset.statcache import StatCache
+
+    out_datasets, out_media = dict(datasets), dict(media)
+    for use in spec.datasets:
+        stored = datasets[use.name]
+        width, height = (list(use.resolution) * 2)[:2]
+        if stored.facts is None or list(stored.facts.resolution) == [width, height]:
+            continue
+        with StatCache.open() as cache:
+            report = inspect_dataset(
+                media_dir(workspace, stored),
+                caption_ext=stored.caption_ext,
+                control_dir=control_dir(workspace, stored),
+                resolution=(width, height),
+                cache=cache,
+            ).to_dict()
+        out_datasets[use.name] = stored.model_copy(update={"facts": facts_from_report(report)})
+        out_media[use.name] = _media(report["videos"], report["counts"], report["pairs"])
+    return out_datasets, out_media
+
+
+def _media(videos: Any, counts: Mapping[str, int], pairs: Any) -> DatasetMedia:
+    from kura.backends.base import ClipFact, DatasetMedia
+
     clips = tuple(
         ClipFact(
             name=str(row.get("path")),
@@ -28,13 +71,13 @@ def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
             fps=_float(row.get("fps")),
             bucket=_bucket(row.get("bucket")),
         )
-        for row in report.videos
+        for row in videos
         if not row.get("error")
     )
-    controls = (report.pairs or {}).get("control_counts") or {}
+    controls = (pairs or {}).get("control_counts") or {}
     return DatasetMedia(
         clips=clips,
-        images=report.counts.get("images", 0),
+        images=counts.get("images", 0),
         control_count=int(next(iter(controls))) if len(controls) == 1 else None,
     )
 

@@ -195,7 +195,9 @@ def create_run(
         },
     }
     document["provenance"]["task"] = task_evidence
-    if samples is not None:
+    if samples is not None and not samples.prompts:
+        document["provenance"]["training.sample_prompts"] = samples.provenance
+    elif samples is not None:
         document["training"]["sample_prompts"] = list(samples.prompts)
         every = sample_every(decisions["training.epochs"].value)
         document["training"]["sample_every_n_epochs"] = every
@@ -207,6 +209,7 @@ def create_run(
     for index, (_, reason) in enumerate(entries):
         if reason:
             document["provenance"][f"datasets.{index}.resolution"] = reason
+    _draft_video_keys(workspace, document, datasets, drafted.video_datasets, explicit)
     document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
     for key, value in explicit.items():
         if key not in defaults:
@@ -217,7 +220,9 @@ def create_run(
                 document["backend"]["reasons"][key.removeprefix("backend.config.")] = (
                     EXPLICIT_REASON
                 )
-    check_explicit_values(workspace, document, source="kura run new --set")
+    _check_with_drafted_samples(
+        workspace, document, trainer, decisions, drafted=bool(samples and samples.prompts)
+    )
     with workspace.lock():
         run_id = new_run_id(workspace.runs_dir, now)
         document["id"] = run_id
@@ -245,6 +250,28 @@ _HEADER = (
     "# `provenance` says where each drafted value came from. Editing this file is drafting:\n"
     "# `kura run plan` then `kura run approve` make it launchable.\n"
 )
+
+
+def _draft_video_keys(
+    workspace: Workspace,
+    document: dict[str, Any],
+    datasets: list[str],
+    values: Any,
+    explicit: dict[str, Any],
+) -> None:
+    """The backend's drafted keys on every video dataset entry (a person's ``--set
+    datasets.N.KEY`` wins), each with its reason in the provenance."""
+    from kura.dataset.registry import read_dataset
+
+    for index, name in enumerate(datasets):
+        facts = read_dataset(workspace, name).facts
+        if facts is None or facts.counts.get("videos", 0) == 0:
+            continue
+        for key, (value, reason) in values.items():
+            if f"datasets.{index}.{key}" in explicit:
+                continue
+            document["datasets"][index][key] = value
+            document["provenance"][f"datasets.{index}.{key}"] = reason
 
 
 def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
@@ -289,6 +316,38 @@ def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -
             hint=(exc.hint + "; " if exc.hint else "") + "set a value inside the limit",
             path=source,
         ) from None
+
+
+def _check_with_drafted_samples(
+    workspace: Workspace,
+    document: dict[str, Any],
+    trainer: Any,
+    decisions: dict[str, Decision],
+    *,
+    drafted: bool,
+) -> None:
+    """:func:`check_explicit_values`; when the backend refuses the drafted sample prompts
+    (FramePack samples from a start image, which captions cannot name), the run gets none,
+    and its provenance says why: a drafted value never makes ``run new`` fail."""
+    from kura.errors import SpecError
+
+    source = "kura run new --set"
+    if not drafted:
+        check_explicit_values(workspace, document, source=source)
+        return
+    try:
+        check_explicit_values(workspace, document, source=source)
+        return
+    except SpecError as exc:
+        refusal = exc.message
+    training = document["training"]
+    training["sample_prompts"] = []
+    training["sample_every_n_epochs"] = decisions["training.sample_every_n_epochs"].value
+    document["provenance"].pop("training.sample_every_n_epochs", None)
+    check_explicit_values(workspace, document, source=source)
+    document["provenance"]["training.sample_prompts"] = (
+        f"not drafted: {trainer.title} refuses the prompts drafted from the captions ({refusal})"
+    )
 
 
 def _drafted_samples(

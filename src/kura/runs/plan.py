@@ -164,6 +164,10 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
     inputs = plan_inputs(workspace, context)
+    # The run as written must compile before it is sized: compile's refusals name the value
+    # and the fix; sizing a run the trainer would refuse could only guess (or crash).
+    assert inputs.compile is not None
+    context.backend.compile(spec, inputs.compile)
     host = host_facts(workspace.root)
     # This machine's RAM bounds block swap only when the plan is for this machine's GPU.
     local = gpu_source.startswith("local GPU")
@@ -319,13 +323,16 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, Any]) -> list[Plan
 
 
 def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
-    """The context's plan inputs with the run's prepared compile inputs."""
+    """The context's plan inputs with the run's prepared compile inputs, each dataset's
+    facts and media as inspection sees them at the run's resolution (its buckets)."""
     from dataclasses import replace
 
     from kura.runs.compile import prepared_inputs
+    from kura.runs.media import at_run_resolution
 
     compiled = prepared_inputs(workspace, context.spec, context.backend)
-    return replace(context.plan_inputs, compile=compiled)
+    datasets, media = at_run_resolution(workspace, context.spec, context.datasets, context.media)
+    return replace(context.plan_inputs, compile=compiled, datasets=datasets, media=media)
 
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:

@@ -191,8 +191,9 @@ def _fit(
     if not fit["fits"]:
         out += ["", "Nothing speed-only fits. Options that change the recipe (not applied):"]
         for option in fit["recipe_options"]:
+            worst = f" ({option['step']}, the worst step)" if option.get("step") else ""
             out.append(
-                f"- {option['option']}: peak {_gib(option['peak_gib'])}"
+                f"- {option['option']}: peak {_gib(option['peak_gib'])}{worst}"
                 + (" — fits" if option["fits"] else " — still too large")
             )
         if fit.get("smallest_gpu"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kura.dataset.captions import decode_caption
 from kura.dataset.registry import media_dir, read_dataset
+from kura.errors import SpecError
 from kura.workspace import Workspace
 
 __all__ = ["PROMPT_COUNT", "DraftedSamples", "draft_sample_prompts", "sample_every"]
@@ -38,8 +39,10 @@ def draft_sample_prompts(
 ) -> DraftedSamples | None:
     """Up to :data:`PROMPT_COUNT` one-line prompts from ``dataset``'s captions (each starting
     with the trigger word when the dataset has one and the caption lacks it), each passed
-    through ``render`` (the backend's ``sample_prompt``: its syntax for the sample size);
-    None when the dataset has no readable caption."""
+    through ``render`` (the backend's ``sample_prompt``: its syntax for the sample size).
+    Drafted prompts are text only: a caption ``render`` refuses (SpecError: the trainer
+    would read it as prompt options) is left out, and the provenance says so; no prompt at
+    all when every caption is refused. None when the dataset has no readable caption."""
     spec = read_dataset(workspace, dataset)
     trigger = spec.intent.trigger or (
         spec.facts.trigger.word if spec.facts and spec.facts.trigger else None
@@ -55,15 +58,26 @@ def draft_sample_prompts(
             texts.append(line)
     if not texts:
         return None
-    count = min(PROMPT_COUNT, len(texts))
-    picked = [texts[(i * len(texts)) // count] for i in range(count)]
-    prompts = []
-    for text in picked:
+    rendered: list[str] = []
+    refused: list[str] = []
+    for text in texts:
         if trigger and trigger not in text.split() and trigger not in text:
             text = f"{trigger}, {text}"
-        prompts.append(text)
+        try:
+            rendered.append(render(text))
+        except SpecError as exc:
+            refused.append(exc.message)
+    source = f"drafted from the captions of dataset {dataset}"
+    if refused:
+        source += f" ({len(refused)} caption(s) left out: {refused[0]})"
+    if not rendered:
+        return DraftedSamples(
+            (),
+            f"not drafted: every caption of dataset {dataset} was "
+            f"refused as sample-prompt text ({refused[0]})",
+        )
+    count = min(PROMPT_COUNT, len(rendered))
+    picked = [rendered[(i * len(rendered)) // count] for i in range(count)]
     return DraftedSamples(
-        tuple(render(prompt) for prompt in dict.fromkeys(prompts)),
-        f"drafted from the captions of dataset {dataset} "
-        "(turn off: --set training.sample_prompts=[])",
+        tuple(dict.fromkeys(picked)), source + " (turn off: --set training.sample_prompts=[])"
     )

@@ -3,7 +3,8 @@
 Written by ``kura run compile`` (:mod:`kura.runs.compile`), read by the launch gate. The
 models part is the model lock of :mod:`kura.models.lockdoc`; each dataset entry names the
 folder the trainer will read (resolved, so a ``media:`` pointed at a copy after approval is
-seen) with the digest of its content.
+seen) with the digest of its content; ``inputs`` are the other files it opens (a sample
+prompt's image), each with its size and digest.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from pydantic import Field
 
 from kura.spec.base import StrictModel
 
-__all__ = ["LOCK_VERSION", "LockedDataset", "LockedModels", "LockedRole", "LockedShard", "RunLock"]
+__all__ = [
+    "LOCK_VERSION",
+    "LockedDataset",
+    "LockedInput",
+    "LockedModels",
+    "LockedRole",
+    "LockedShard",
+    "RunLock",
+]
 
 LOCK_VERSION: Literal[2] = 2
 
@@ -61,6 +70,16 @@ class LockedDataset(StrictModel):
     control: str | None = None
 
 
+class LockedInput(StrictModel):
+    """A file the trainer opens that is neither a model nor a dataset (a sample prompt's
+    start image): the backend names it as a mount with its host side."""
+
+    path: str = Field(description="The file on this host, as the run names it.")
+    purpose: str
+    size: int
+    sha256: str
+
+
 class LockedTrainer(StrictModel):
     name: str
     release: str
@@ -72,3 +91,6 @@ class RunLock(StrictModel):
     trainer: LockedTrainer
     models: LockedModels
     datasets: list[LockedDataset]
+    inputs: list[LockedInput] = Field(
+        [], description="Other files the trainer opens; re-hashed by the launch gate."
+    )

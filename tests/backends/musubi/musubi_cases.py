@@ -144,6 +144,16 @@ _SAMPLES = {
         "sample_every_n_epochs": 2,
     }
 }
+_I2V_SAMPLES = {
+    "training": {
+        # An image-to-video model samples from a start image (issue 23 items 1 and 2): the
+        # host path is mounted and the compiled line names the container's.
+        "sample_prompts": [
+            "a red fox in snow --w 512 --h 512 --s 20 --d 1 --i /home/me/start/fox one.png"
+        ],
+        "sample_every_n_epochs": 2,
+    }
+}
 
 
 def _swap(blocks: int, **more: Any) -> dict[str, Any]:
@@ -288,7 +298,7 @@ CASES: tuple[Case, ...] = (
         "wan-i2v-14B-sampling",
         "wan",
         "i2v-14B",
-        spec=_SAMPLES,
+        spec=_I2V_SAMPLES,
         spec_datasets=_VIDEO,
         datasets=[video_dataset(fps=16.0)],
         drop_roles=("dit_high_noise",),

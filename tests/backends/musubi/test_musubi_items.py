@@ -236,3 +236,11 @@ def test_controls_are_costed_at_their_resolution(
     media = DatasetMedia(images=4, control_count=1)
     inputs = _inputs(bundle, "pairs", media, images=4)
     assert estimate_config(spec, inputs.datasets, inputs.media).reference_images == expected
+
+
+def test_full_extraction_without_max_frames_caps_at_musubis_default() -> None:
+    # dataset/config_utils.py:71 max_frames = 129 (issue 23 item 3: sizing never asserts)
+    from kura.backends.musubi.items import MAX_FRAMES
+
+    found = video_items([("long.mp4", 400)], "full", None)
+    assert MAX_FRAMES == 129 and found.per_frames == {129: 1}

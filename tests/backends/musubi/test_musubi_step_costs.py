@@ -139,3 +139,49 @@ def test_wan22_single_expert_sizes_one_resident_expert() -> None:
     assert weights["both"] == pytest.approx(2 * weights["single"])
     assert weights["offloaded"] == pytest.approx(weights["single"])
     assert _train_estimate(offloaded).host_ram_gib > _train_estimate(single).host_ram_gib + 13
+
+
+# --- issue 23 item 4: recipe options are judged by the worst step ------------------------
+
+
+def _options(fit) -> list[dict]:  # type: ignore[no-untyped-def]
+    return list(fit.document["recipe_options"])
+
+
+def test_a_training_change_is_not_offered_as_fitting_when_sampling_blocks() -> None:
+    """HunyuanVideo with a 1280x720x129 sample prompt on a 24 GB card: training fits with
+    aids, the sample does not; smaller or shorter samples fit, a lower resolution does not."""
+    spec = _spec(
+        "hunyuan-video",
+        {
+            "training": {
+                "sample_prompts": ["a fox --w 1280 --h 720 --f 129"],
+                "sample_every_n_epochs": 1,
+            }
+        },
+    )
+    fit = BACKEND.fit(spec, _inputs("hunyuan-video"), GPU_CLASSES["rtx-4090"], host_ram_gib=None)
+    assert not fit.fits
+    options = _options(fit)
+    by_name = {o["option"]: o for o in options}
+    assert options[0]["option"].startswith("sample prompts at") and options[0]["fits"]
+    assert by_name["no sampling during training (training.sample_prompts: [])"]["fits"]
+    resolution = next(o for o in options if o["option"].startswith("resolution"))
+    assert resolution["step"] == "sample" and not resolution["fits"]
+    for option in options:  # each shows its worst step's peak
+        assert option["fits"] == (option["upper_gib"] <= GPU_CLASSES["rtx-4090"].usable_gib)
+
+
+def test_a_text_encoder_that_blocks_gets_its_own_option_not_a_smaller_recipe() -> None:
+    """FLUX.2 dev's Mistral 3 (46 GiB in bf16, no fp8 path) on a 48 GB card: no training
+    change helps; caching the text encoder off the GPU does."""
+    fit = BACKEND.fit(
+        _spec("flux2-dev"), _inputs("flux2-dev"), GPU_CLASSES["rtx-6000-ada"], host_ram_gib=None
+    )
+    assert not fit.fits
+    options = _options(fit)
+    assert "--device cpu" in options[0]["option"] and options[0]["fits"]
+    for option in options[1:]:
+        assert option["step"] == "cache_text_encoder" and not option["fits"], option
+    smallest = fit.document["smallest_gpu"]
+    assert smallest is not None and smallest["memory_gib"] > GPU_CLASSES["rtx-6000-ada"].memory_gib

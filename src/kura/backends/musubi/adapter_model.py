@@ -85,6 +85,9 @@ class Variant:
     """The ``control_resolution`` Kura writes when the dataset sets none (and does not
     keep controls unresized)."""
     note: str = ""
+    sample_image: str | None = None
+    """Why every sample prompt must name a start image (``--i``): the trainer asserts it or
+    opens it (its source); None when a prompt needs none."""
 
 
 @dataclass(frozen=True)

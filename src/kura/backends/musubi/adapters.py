@@ -111,6 +111,9 @@ def _wan_variant(
     boundary: int | None = None,
     note: str = "",
 ) -> Variant:
+    """``clip`` (Wan 2.1 I2V/FLF2V) and ``i2v`` (Wan 2.2 I2V) tasks sample from a start
+    image: wan_train_network.py:57 (``"i2v" in task or "flf2v" in task``) opens
+    ``image_path`` at :322-323."""
     step_flags: dict[StepName, tuple[str, ...]] = {}
     step_roles: dict[StepName, tuple[RoleFlag, ...]] = {}
     if clip:
@@ -131,6 +134,11 @@ def _wan_variant(
             else None
         ),
         note=note,
+        sample_image=(
+            "wan_train_network.py:322-323 opens the prompt's image_path for I2V sampling"
+            if clip or i2v
+            else None
+        ),
     )
 
 
@@ -144,6 +152,9 @@ def _k5_variant(limit: int, blocks: str) -> Variant:
     )
 
 
+_FP_SAMPLE_IMAGE = (
+    "fpack_train_network.py:100-101 asserts 'image_path should be set for I2V training'"
+)
 _FLUX2_SWAP = "flux_2/flux2_models.py split rule, each part <= count-2"
 _QIE_CONTROL = Default(
     1024,
@@ -252,6 +263,8 @@ ADAPTERS: dict[str, Adapter] = {
                 "hv15",
                 51,
                 "hunyuan_video_1_5_models.py: blocks_to_swap < 54 double - 2",
+                sample_image="hv_1_5_train_network.py:136-137 asserts 'image_path should be "
+                "set for I2V training'",
                 step_flags={"cache_latents": ("--i2v",)},
                 step_roles={
                     "cache_latents": (RoleFlag("image_encoder", "--image_encoder"),),
@@ -407,11 +420,12 @@ ADAPTERS: dict[str, Adapter] = {
         version_flag=None,
         version_steps=(),
         variants={
-            None: Variant("fp", 38, _SWAP_SRC_HV),
+            None: Variant("fp", 38, _SWAP_SRC_HV, sample_image=_FP_SAMPLE_IMAGE),
             "f1": Variant(
                 "fp",
                 38,
                 _SWAP_SRC_HV,
+                sample_image=_FP_SAMPLE_IMAGE,
                 step_flags={"cache_latents": ("--f1",), "train": ("--f1",)},
                 note="FramePack-F1: `--f1` on latent caching and training",
             ),
@@ -438,6 +452,12 @@ ADAPTERS: dict[str, Adapter] = {
             timestep_sampling=Default("shift", "docs/framepack.md training example"),
             discrete_flow_shift=Default(3.0, "docs/framepack.md training example"),
             frame_extraction=Default("full", "docs/framepack.md dataset recommendation"),
+            max_frames=Default(
+                129,
+                "Musubi's own default (dataset/config_utils.py:71); docs/framepack.md: 'set "
+                "max_frames to a sufficiently large value' (latent caching encodes the clip "
+                "whole)",
+            ),
         ),
         notes=(
             "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) is not supported by "

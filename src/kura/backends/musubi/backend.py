@@ -62,6 +62,10 @@ _AID_OF_KEY = {
 """Which ladder aid sets each backend.config key (for the key's reason)."""
 
 
+VIDEO_DATASET_DEFAULTS = ("max_frames",)
+"""Adapter defaults that are dataset-entry keys: drafted into each video dataset entry."""
+
+
 class MusubiBackend:
     name = "musubi-tuner"
     samples_during_training = True
@@ -81,8 +85,12 @@ class MusubiBackend:
     def sample_prompt(self, text: str, *, width: int, height: int) -> str:
         """Musubi's prompt options ``--w``/``--h``: without them its samplers render 256×256
         (e.g. ``qwen_image_train_network.py``: ``prompt_dict.get("width", 256)``), too small
-        to judge a LoRA trained at ``width``×``height``."""
-        return f"{text} --w {width} --h {height}"
+        to judge a LoRA trained at ``width``×``height``. ``text`` stays text: option syntax
+        in it is escaped, or refused (SpecError) where Musubi would still read an option
+        (:func:`kura.backends.musubi.prompts.drafted_line`)."""
+        from kura.backends.musubi.prompts import drafted_line
+
+        return drafted_line(text, width=width, height=height)
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """The adapter's execution settings, written out with their sources as reasons."""
@@ -102,7 +110,12 @@ class MusubiBackend:
             reasons[name] = f"adapter default ({default.source})"
         _match_weight_dtype(adapter, bundle, explicit, config, reasons)
         _split_effective_batch(explicit, config, reasons)
-        return DraftedConfig(config, reasons)
+        video = {
+            key: (default.value, f"adapter default ({default.source})")
+            for key, default in adapter.defaults.items()
+            if key in VIDEO_DATASET_DEFAULTS
+        }
+        return DraftedConfig(config, reasons, video)
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         from kura.backends.musubi.adapters import adapter_for
@@ -117,8 +130,20 @@ class MusubiBackend:
 
     def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
         """Musubi's own limits through the estimator's validation of the run as written
-        (block-swap count, fp8 modes, attention): InvalidInput naming the value."""
+        (block-swap count, fp8 modes, attention): InvalidInput naming the value; sample
+        prompts an image-to-video model cannot sample from (no ``--i``): SpecError."""
+        from kura.backends.musubi.adapters import adapter_for
+        from kura.backends.musubi.rules import check_sample_images, select_variant
+
         self.estimate(spec, inputs, None)
+        adapter = adapter_for(inputs.bundle.architecture)
+        if adapter is not None:
+            trainer = inputs.bundle.trainer
+            version = next(
+                (str(trainer[k]) for k in ("model_version", "task", "model_type") if k in trainer),
+                None,
+            )
+            check_sample_images(spec, adapter, select_variant(adapter, version))
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         """The image's Musubi folder, or on the host the checkout the installed environment
@@ -163,6 +188,7 @@ class MusubiBackend:
             LADDER_KEYS,
             config_changes,
             estimate_config,
+            person_set,
             step_setup,
         )
         from kura.backends.musubi.fit import fastest_fitting
@@ -173,6 +199,9 @@ class MusubiBackend:
             gpu,
             host_ram_gib=host_ram_gib,
             setup=setup,
+            fixed_micro_batch=any(
+                person_set(spec, key) for key in ("batch_size", "gradient_accumulation_steps")
+            ),
         )
         wanted = {**config_changes(plan.config), **plan.step_settings} if plan.fits else {}
         managed = (*LADDER_KEYS, *plan.step_settings)

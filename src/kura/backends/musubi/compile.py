@@ -37,6 +37,7 @@ from kura.backends.musubi.rules import (
     check_fp8,
     check_reasons,
     check_recipe,
+    check_sample_images,
     check_sampling_roles,
     check_weight_dtype,
     resolve_network_module,
@@ -44,6 +45,7 @@ from kura.backends.musubi.rules import (
     select_expert,
     select_variant,
 )
+from kura.backends.musubi.sample_inputs import sample_inputs
 from kura.errors import SpecError, Unsupported
 from kura.spec.run import RunSpec
 
@@ -98,6 +100,7 @@ def compile_run(spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
     warnings += check_depth(cfg, inputs.trainer_facts)
     boundary = check_dual_dit(spec, adapter, variant, inputs, cfg)
     check_sampling_roles(spec, adapter, inputs)
+    check_sample_images(spec, adapter, variant)
     planned, dataset_warnings = plan_datasets(spec, inputs, adapter, variant)
     warnings += dataset_warnings
     hidream_task = _hidream_task(adapter, planned, cfg)
@@ -179,7 +182,8 @@ def _files(spec: RunSpec, planned: list[PlannedDataset], cfg: ExecConfig) -> dic
                     "a training.sample_prompts entry contains a line break",
                     hint="give one prompt per list item, on one line",
                 )
-        files[SAMPLE_PROMPTS] = "".join(f"{line}\n" for line in prompts)
+        # The files a prompt names, as the step sees them (mounted in a container).
+        files[SAMPLE_PROMPTS] = "".join(f"{line}\n" for line in sample_inputs(spec).lines)
     return files
 
 

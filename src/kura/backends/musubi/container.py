@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kura.backends.base import ImageRecipe
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.contract import CompileInputs, ContainerSpec, Mount
+from kura.backends.musubi.sample_inputs import sample_inputs
 from kura.spec.run import RunSpec
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ def image_recipe(workspace: Workspace | None) -> ImageRecipe:
 
 
 def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
-    """Image, GPU count, mounts (data and models read-only) and environment."""
+    """Image, GPU count, mounts (data, models and the sample prompts' files read-only) and
+    environment."""
     mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (dataset.toml, prompts)")]
     for sub in ("cache", "output", "logs"):
         mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
@@ -67,6 +69,7 @@ def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
             mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
     for role, path in sorted(inputs.model_paths.items()):
         mounts.append(Mount(path, True, f"model {role}"))
+    mounts += sample_inputs(spec).mounts
     mounts.append(Mount(IMAGE_HF_HOME, True, "Hugging Face tokenizer cache", baked=True))
     return ContainerSpec(
         image=inputs.container_image or DEFAULT_IMAGE,

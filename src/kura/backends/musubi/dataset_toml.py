@@ -244,6 +244,7 @@ def plan_datasets(
             if adapter is not None:
                 warnings.extend(_check_fps(adapter, use, source))
                 _check_framepack(adapter, use, source, extraction)
+                warnings.extend(_check_items(adapter, use, source, extraction))
                 _check_mixed(adapter, use, source)
         cache_dir = posixpath.join(family, f"{index:02d}-{_slug(use.name)}")
         control_default = (
@@ -330,6 +331,43 @@ def _check_framepack(
             "would fail at latent caching",
             hint="drop or lengthen them, or use frame_extraction head with frames that fit",
         )
+
+
+def _check_items(
+    adapter: Adapter, use: DatasetUse, source: DatasetInput, extraction: str
+) -> list[str]:
+    """Videos that give Musubi no item are skipped silently (``VideoDataset`` keeps only the
+    targets a clip reaches, ``dataset/image_video_dataset.py:742-768``): a warning naming
+    them, and a refusal when the dataset gives no training item at all (nothing to train,
+    yet a plan would say it fits)."""
+    items = _clip_items(adapter, use, source, extraction)
+    if items is None or not items.too_short:
+        return []
+    rate = (
+        f" at {adapter.model_fps} fps (Musubi drops frames from {source.source_fps:g} fps)"
+        if adapter.model_fps is not None and source.source_fps is not None
+        else ""
+    )
+    wanted = (
+        f"max_frames {use.max_frames}"
+        if extraction == "full"
+        else f"the target frame count(s) {', '.join(str(f) for f in use.frames or ())}"
+    )
+    names = ", ".join(items.too_short[:5]) + (
+        f" and {len(items.too_short) - 5} more" if len(items.too_short) > 5 else ""
+    )
+    if items.count == 0 and source.images == 0:
+        longest = max((c.frames or 0 for c in source.clips), default=0)
+        raise SpecError(
+            f"dataset {use.name!r} gives {adapter.id} no training item: every video "
+            f"({names}) is shorter{rate} than {wanted} ({extraction} extraction; the longest "
+            f"has {longest} frames before any fps conversion)",
+            hint="set datasets[].frames to counts the clips reach (4n+1), or use longer clips",
+        )
+    return [
+        f"dataset {use.name!r}: video(s) {names} give no item (shorter{rate} than {wanted}); "
+        "Musubi skips them"
+    ]
 
 
 def _clip_items(

@@ -82,6 +82,9 @@ class DatasetItems:
     videos: tuple[Any, ...]
     images: tuple[Any, ...]
     notes: tuple[str, ...]
+    cached_videos: tuple[Any, ...] | None = None
+    """The video items as latent caching encodes them, once each (no repeats), where they
+    differ from the training items (FramePack: whole clips, trained as sections)."""
 
 
 def dataset_items(
@@ -98,13 +101,16 @@ def dataset_items(
     video_buckets: list[Any] = []
     if videos:
         inspected_at = tuple(facts.resolution) if facts else None
-        found, note = _video_buckets(
+        found, cached, note = _video_buckets(
             use, media, videos, architecture, (width, height), inspected_at
         )
         video_buckets = [Bucket(w, h, f, n * use.repeats) for (w, h, f), n in found.items()]
+        cached_videos = (
+            None if cached is None else tuple(Bucket(w, h, f, n) for (w, h, f), n in cached.items())
+        )
         notes += [note] if note else []
         if not images:
-            return DatasetItems(use.name, tuple(video_buckets), (), tuple(notes))
+            return DatasetItems(use.name, tuple(video_buckets), (), tuple(notes), cached_videos)
     image_buckets: list[Any] = []
     if facts and list(facts.resolution) == [width, height] and facts.buckets:
         # Inspection buckets the images of a folder (beside its videos too) by aspect.
@@ -113,7 +119,13 @@ def dataset_items(
         notes += [note] if note else []
     else:
         image_buckets = [Bucket(width, height, 1, max(1, images) * use.repeats)]
-    return DatasetItems(use.name, tuple(video_buckets), tuple(image_buckets), tuple(notes))
+    return DatasetItems(
+        use.name,
+        tuple(video_buckets),
+        tuple(image_buckets),
+        tuple(notes),
+        cached_videos if videos else None,
+    )
 
 
 def _buckets(
@@ -180,14 +192,21 @@ def _video_buckets(
     architecture: str,
     resolution: tuple[int, int],
     inspected_at: tuple[int, ...] | None = None,
-) -> tuple[dict[tuple[int, int, int], int], str | None]:
+) -> tuple[dict[tuple[int, int, int], int], dict[tuple[int, int, int], int] | None, str | None]:
     """Items per (bucket width, height, frame count) of one video dataset: exact from the
     clips' frames and buckets (Musubi batches never mix buckets or frame counts), else one
     item per target frame count per video at the dataset resolution (an assumption, said
     so). Clip buckets inspected at another resolution are placed again at this one by
     their aspect (said so)."""
     from kura.backends.musubi.adapters import adapter_for
-    from kura.backends.musubi.items import FRAMEPACK_WINDOW, VAE_FRAME_STRIDE, video_items
+    from kura.backends.musubi.items import (
+        FRAMEPACK_WINDOW,
+        MAX_FRAMES,
+        VAE_FRAME_STRIDE,
+        framepack_aligned_frames,
+        framepack_sections,
+        video_items,
+    )
     from kura.dataset.buckets import BucketRule
 
     adapter = adapter_for(architecture)
@@ -209,6 +228,7 @@ def _video_buckets(
                 bucket, placed = rule.select(clip.bucket), True
             by_bucket.setdefault(bucket, []).append(clip)
         found: dict[tuple[int, int, int], int] = {}
+        cached: dict[tuple[int, int, int], int] | None = None if window is None else {}
         for (w, h), group in sorted(by_bucket.items()):
             items = video_items(
                 [(c.name, c.frames or 0) for c in group],
@@ -224,23 +244,37 @@ def _video_buckets(
                 framepack_window=window,
             )
             found.update({(w, h, f): n for f, n in items.per_frames.items()})
+            if cached is not None and items.cached_frames is not None:
+                cached.update({(w, h, f): n for f, n in items.cached_frames.items()})
         note = (
             f"dataset {use.name}: video buckets placed at {width}x{height} from an inspection "
             "at another resolution (re-inspect at the run's resolution for Musubi's own)"
             if placed
             else None
         )
-        return found or {(width, height, 1): 0}, note
+        return found or {(width, height, 1): 0}, cached, note
     if window is not None:
         frames = (window - 1) * VAE_FRAME_STRIDE + 1
-        return {(width, height, frames): videos}, (
-            f"dataset {use.name}: video frame counts unknown; one FramePack section "
-            f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed"
+        # Latent caching encodes each clip whole: at most max_frames, section-aligned.
+        longest = framepack_sections(use.max_frames or MAX_FRAMES, window)
+        whole = framepack_aligned_frames(max(1, longest), window)
+        return (
+            {(width, height, frames): videos},
+            {(width, height, whole): videos},
+            (
+                f"dataset {use.name}: video frame counts unknown; one FramePack section "
+                f"({window or FRAMEPACK_WINDOW} latent frames) per video assumed, each "
+                f"clip cached at max_frames ({whole} frames once aligned)"
+            ),
         )
     targets = list(use.frames or [use.max_frames or 1])
-    return {(width, height, f): videos for f in targets}, (
-        f"dataset {use.name}: video frame counts unknown; one item per target frame count per "
-        "video assumed (Musubi makes more under chunk/slide/uniform)"
+    return (
+        {(width, height, f): videos for f in targets},
+        None,
+        (
+            f"dataset {use.name}: video frame counts unknown; one item per target frame count "
+            "per video assumed (Musubi makes more under chunk/slide/uniform)"
+        ),
     )
 
 
@@ -250,6 +284,21 @@ def steps_per_epoch(
     """Optimizer steps per epoch: batches never mix buckets (Musubi groups by bucket)."""
     batches = sum(math.ceil(int(b.count) / micro_batch) for b in buckets)
     return max(1, math.ceil(batches / (accumulation * gpus)))
+
+
+KURA_REASONS = ("fit ladder", "adapter default")
+"""The reasons Kura writes for a ``backend.config`` value (``kura.runs.plan.KURA_REASONS``)."""
+
+
+def person_set(spec: RunSpec, key: str) -> bool:
+    """Whether a person set ``backend.config.KEY``: its reason is not one Kura writes, or its
+    provenance is the person's instruction. The same rule as ``kura.runs.plan._person_set``,
+    which keeps such a value whatever the ladder chose (a backend cannot import the runs
+    layer; ``tests/backends/musubi/test_musubi_fit_fixed.py`` pins that the two agree)."""
+    reason = spec.backend.reasons.get(key)
+    if reason is not None and not str(reason).startswith(KURA_REASONS):
+        return True
+    return str(spec.provenance.get(f"backend.config.{key}", "")).startswith("your instruction")
 
 
 def single_expert(spec: RunSpec, model_paths: Mapping[str, str] | None = None) -> bool:
@@ -450,15 +499,21 @@ def cache_items(
     architecture: str,
 ) -> tuple[Any, ...]:
     """The items the caching scripts encode: every dataset's buckets once, without repeats
-    (``cache_latents.py`` / ``cache_text_encoder_outputs.py`` encode each item once)."""
+    (``cache_latents.py`` / ``cache_text_encoder_outputs.py`` encode each item once); a
+    FramePack clip whole, section-aligned, as ``fpack_cache_latents.py:63-85`` encodes it
+    in one VAE call (it trains as sections)."""
     from kura.backends.musubi.estimator.config import Bucket
 
     out: list[Any] = []
     for use in spec.datasets:
         items = dataset_items(use, datasets[use.name].facts, media.get(use.name), architecture)
-        out += [
-            Bucket(b.width, b.height, b.frames, b.count // use.repeats)
-            for b in (*items.videos, *items.images)
+        videos = (
+            [Bucket(b.width, b.height, b.frames, b.count // use.repeats) for b in items.videos]
+            if items.cached_videos is None
+            else list(items.cached_videos)
+        )
+        out += videos + [
+            Bucket(b.width, b.height, b.frames, b.count // use.repeats) for b in items.images
         ]
     return tuple(out)
 

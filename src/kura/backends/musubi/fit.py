@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kura.backends.base import AidChoice, Evaluation, MemoryAid, StepCost
@@ -122,18 +122,24 @@ class StepSetup:
 
 @dataclass(frozen=True)
 class RecipeOption:
-    """A change to the recipe itself, estimated with every memory aid applied."""
+    """A change to the recipe itself, estimated with every memory aid applied and judged by
+    the worst step of the run (issue 23 item 4: a change to training cannot fix a sampling
+    or caching step that does not fit)."""
 
     option: str
     change: dict[str, Any]
     peak_gib: float
     upper_gib: float
     fits: bool
+    step: str = "train"
+    """The worst step with the option applied: its peak is the option's (``fits``: every
+    step fits)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "option": self.option,
             "change": dict(self.change),
+            "step": self.step,
             "peak_gib": round(self.peak_gib, 2),
             "upper_gib": round(self.upper_gib, 2),
             "fits": self.fits,
@@ -210,9 +216,16 @@ def _bare(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
 
 
 def musubi_aids(
-    recipe: EstimateConfig, shape: ModelShape, setup: StepSetup | None = None
+    recipe: EstimateConfig,
+    shape: ModelShape,
+    setup: StepSetup | None = None,
+    *,
+    fixed_micro_batch: bool = False,
 ) -> tuple[MemoryAid, ...]:
-    """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data."""
+    """The memory aids Musubi offers for ``recipe``'s model, as the ladder's data; no
+    micro-batch aid when a person set the micro-batch or its accumulation
+    (``fixed_micro_batch``): the aid changes both keys together, and a person's value is
+    never replaced (DESIGN invariant 10)."""
     aids: list[MemoryAid] = []
     setup = setup or StepSetup()
     encoder = ENCODERS.get(base_model(shape.id))
@@ -270,7 +283,7 @@ def musubi_aids(
             )
         )
     batch = recipe.micro_batch
-    if batch > 1:
+    if batch > 1 and not fixed_micro_batch:
         aids.append(
             MemoryAid(
                 name="micro-batch",
@@ -321,13 +334,21 @@ def musubi_aids(
 class MusubiFitProblem:
     """One recipe on one GPU class with Musubi's memory aids, for the ladder."""
 
-    def __init__(self, recipe: EstimateConfig, gpu: GpuClass, setup: StepSetup | None = None):
+    def __init__(
+        self,
+        recipe: EstimateConfig,
+        gpu: GpuClass,
+        setup: StepSetup | None = None,
+        *,
+        fixed_micro_batch: bool = False,
+    ):
         self.shape = get_shape(recipe.model)
         self.recipe = _bare(recipe, self.shape)
         self.gpu = gpu
         self.setup = setup
         """None sizes training alone (the estimator's own question)."""
-        self.aids = musubi_aids(self.recipe, self.shape, setup)
+        self.fixed_micro_batch = fixed_micro_batch
+        self.aids = musubi_aids(self.recipe, self.shape, setup, fixed_micro_batch=fixed_micro_batch)
         self._estimates: dict[EstimateConfig, Estimate | None] = {}
 
     def baseline(self) -> AidChoice:
@@ -459,7 +480,10 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
     fp8 = te_fp8 or setup.te_fp8
     te_peak = text_encoder_gib(encoder, fp8)
     te_upper, te_fits = _fit(te_peak, usable)
-    largest = max(config.buckets, key=lambda b: b.width * b.height * b.frames)
+    # The largest item latent caching encodes in one VAE call (a FramePack clip is encoded
+    # whole, not by the sections it trains as).
+    encoded = setup.cache_items or config.buckets
+    largest = max(encoded, key=lambda b: b.width * b.height * b.frames)
     chunk = vae or setup.vae_chunked
     tiled = vae or setup.vae_tiled
     vae_peak = latent_cache_gib(
@@ -717,15 +741,19 @@ def _fewer_frames(buckets: tuple[Bucket, ...], scale: float) -> tuple[Bucket, ..
     return tuple(Bucket(b.width, b.height, frames(b.frames), b.count) for b in buckets)
 
 
-def _most_aided(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
-    """The recipe with every memory aid at its strongest (least VRAM)."""
+def _most_aided(
+    recipe: EstimateConfig, shape: ModelShape, *, fixed_micro_batch: bool = False
+) -> EstimateConfig:
+    """The recipe with every memory aid at its strongest (least VRAM); a micro-batch a
+    person set stays."""
     fp8 = _fp8_choice(shape) or shape.fp8_modes[0]
     gc = "cpu-offload" if shape.gc_cpu_offload else "on"
+    micro = recipe.micro_batch if fixed_micro_batch else 1
     return recipe.replace(
         fp8=fp8,
         gradient_checkpointing=gc,
-        micro_batch=1,
-        grad_accum=recipe.micro_batch * recipe.grad_accum,
+        micro_batch=micro,
+        grad_accum=recipe.micro_batch * recipe.grad_accum // micro,
         blocks_to_swap=shape.swap_limit,
         swap_h2d_only=False,
         offload_inactive_dit=False,
@@ -733,11 +761,49 @@ def _most_aided(recipe: EstimateConfig, shape: ModelShape) -> EstimateConfig:
     )
 
 
-def _option(
-    name: str, change: dict[str, Any], config: EstimateConfig, gpu: GpuClass
-) -> RecipeOption:
-    est = estimate(config, gpu)
-    return RecipeOption(name, change, est.peak_vram_gib, est.upper_gib, bool(est.fits))
+@dataclass(frozen=True)
+class _Judge:
+    """Judges a recipe option on one GPU class by its worst step: every step the run
+    takes (caching, training, sampling) with every memory aid at its strongest, the step
+    aids (text-encoder fp8, VAE chunking) included."""
+
+    gpu: GpuClass
+    setup: StepSetup | None
+    te_fp8: bool = False
+    vae: bool = False
+
+    def option(
+        self,
+        name: str,
+        change: dict[str, Any],
+        config: EstimateConfig,
+        setup: StepSetup | None = None,
+        *,
+        off_gpu: tuple[str, ...] = (),
+    ) -> RecipeOption:
+        """``setup``: the steps around training as the option changes them (default: as
+        they are); ``off_gpu``: steps the option moves off the GPU."""
+        found = estimate(config, self.gpu)
+        setup = setup or self.setup
+        if setup is None:
+            return RecipeOption(
+                name, change, found.peak_vram_gib, found.upper_gib, bool(found.fits)
+            )
+        costs = [
+            cost
+            for cost in evaluation_of(found, setup, te_fp8=self.te_fp8, vae=self.vae).costs
+            if cost.step not in off_gpu
+        ]
+        worst = max(costs, key=lambda c: -1.0 if c.upper_gib is None else c.upper_gib)
+        fits = all(cost.fits is True for cost in costs)
+        return RecipeOption(
+            name, change, worst.peak_gib or 0.0, worst.upper_gib or 0.0, fits, worst.step
+        )
+
+
+def _judge(problem: MusubiFitProblem, gpu: GpuClass) -> _Judge:
+    names = {aid.name for aid in problem.aids}
+    return _Judge(gpu, problem.setup, TE_FP8_AID in names, VAE_AID in names)
 
 
 def _first_fitting(options: list[RecipeOption]) -> RecipeOption | None:
@@ -747,27 +813,54 @@ def _first_fitting(options: list[RecipeOption]) -> RecipeOption | None:
     return options[-1] if options else None
 
 
-def _recipe_options(recipe: EstimateConfig, shape: ModelShape, gpu: GpuClass) -> list[RecipeOption]:
-    """Recipe changes (with every aid applied): the mildest that fits, else the strongest."""
-    aided = _most_aided(recipe, shape)
-    result: list[RecipeOption] = []
+def _scaled_setup(setup: StepSetup | None, buckets: tuple[Bucket, ...]) -> StepSetup | None:
+    """The caching steps encode the changed items too."""
+    if setup is None or not setup.cache_items:
+        return setup
+    return replace(setup, cache_items=buckets)
+
+
+def _recipe_options(
+    problem: MusubiFitProblem, failing: list[str], fixed_micro_batch: bool = False
+) -> list[RecipeOption]:
+    """Recipe changes (with every aid applied), each judged by its worst step: first what
+    changes the steps that do not fit besides training (smaller or shorter sample prompts,
+    sampling off, text-encoder caching off the GPU), then the training recipe's own
+    (resolution, frames, optimizer, rank): per kind the mildest that fits, else the
+    strongest."""
+    recipe, shape, gpu = problem.recipe, problem.shape, problem.gpu
+    judge = _judge(problem, gpu)
+    aided = _most_aided(recipe, shape, fixed_micro_batch=fixed_micro_batch)
+    setup = problem.setup
+    result: list[RecipeOption] = _step_options(judge, aided, setup, failing)
+    if fixed_micro_batch and recipe.micro_batch > 1:
+        smaller = _most_aided(recipe, shape)
+        result.append(
+            judge.option(
+                f"micro-batch 1, accumulation {smaller.grad_accum} (your batch_size "
+                f"{recipe.micro_batch}; the effective batch is kept)",
+                {"batch_size": 1, "gradient_accumulation_steps": smaller.grad_accum},
+                smaller,
+            )
+        )
+    cached = setup.cache_items if setup is not None else ()
     resolution = [
-        _option(
+        judge.option(
             f"resolution x{scale}",
             {"buckets": [b.to_dict() for b in _scaled_buckets(recipe.buckets, scale)]},
             aided.replace(buckets=_scaled_buckets(recipe.buckets, scale)),
-            gpu,
+            _scaled_setup(setup, _scaled_buckets(cached, scale)),
         )
         for scale in RESOLUTION_SCALES
     ]
     result += [option for option in [_first_fitting(resolution)] if option]
     if shape.video and any(b.frames > 1 for b in recipe.buckets):
         frames = [
-            _option(
+            judge.option(
                 f"frames x{scale}",
                 {"buckets": [b.to_dict() for b in _fewer_frames(recipe.buckets, scale)]},
                 aided.replace(buckets=_fewer_frames(recipe.buckets, scale)),
-                gpu,
+                _scaled_setup(setup, _fewer_frames(cached, scale)),
             )
             for scale in RESOLUTION_SCALES
         ]
@@ -776,20 +869,92 @@ def _recipe_options(recipe: EstimateConfig, shape: ModelShape, gpu: GpuClass) ->
         "adafactor", recipe.rank
     ):
         result.append(
-            _option(
+            judge.option(
                 "optimizer adafactor",
                 {"optimizer": "adafactor"},
                 aided.replace(optimizer="adafactor"),
-                gpu,
             )
         )
     ranks = []
     rank = recipe.rank // 2
     while rank >= RANK_FLOOR:
-        ranks.append(_option(f"rank {rank}", {"rank": rank}, aided.replace(rank=rank), gpu))
+        ranks.append(judge.option(f"rank {rank}", {"rank": rank}, aided.replace(rank=rank)))
         rank //= 2
     result += [option for option in [_first_fitting(ranks)] if option]
     return result
+
+
+SAMPLE_SCALES = (0.75, 0.5)
+
+
+def _step_options(
+    judge: _Judge, aided: EstimateConfig, setup: StepSetup | None, failing: list[str]
+) -> list[RecipeOption]:
+    """What fixes a blocking step other than training, each judged by the worst step."""
+    if setup is None:
+        return []
+    out: list[RecipeOption] = []
+    if "sample" in failing and setup.sampling:
+        prompts = setup.samples or (parse_prompt("", get_shape(aided.model).architecture),)
+        smaller = [
+            judge.option(
+                f"sample prompts at x{scale} size (--w/--h)",
+                {"sample_prompts": [_size(p, scale) for p in prompts]},
+                aided,
+                replace(setup, samples=tuple(_sample_scaled(p, scale) for p in prompts)),
+            )
+            for scale in SAMPLE_SCALES
+        ]
+        out += [option for option in [_first_fitting(smaller)] if option]
+        if any(p.frames > 1 for p in prompts):
+            shorter = tuple(replace(p, frames=_fewer_frame_count(p.frames, 0.5)) for p in prompts)
+            out.append(
+                judge.option(
+                    "sample prompts at half the frames (--f)",
+                    {"sample_prompts": [f"{_size(p, 1.0)}x{p.frames}" for p in shorter]},
+                    aided,
+                    replace(setup, samples=shorter),
+                )
+            )
+        out.append(
+            judge.option(
+                "no sampling during training (training.sample_prompts: [])",
+                {"sample_prompts": []},
+                aided,
+                replace(setup, sampling=False, samples=()),
+            )
+        )
+    if "cache_text_encoder" in failing:
+        out.append(
+            judge.option(
+                "text-encoder caching on the CPU (Musubi's cache script takes --device cpu, "
+                "cache_text_encoder_outputs.py:215: backend.config.cache_text_encoder_command; "
+                "hours, not minutes, and Kura cannot size a command it did not generate)",
+                {"cache_text_encoder": "--device cpu"},
+                aided,
+                off_gpu=("cache_text_encoder",),
+            )
+        )
+    return out
+
+
+def _sample_scaled(prompt: SamplePrompt, scale: float) -> SamplePrompt:
+    return replace(
+        prompt,
+        width=max(8, int(prompt.width * scale) // 8 * 8),
+        height=max(8, int(prompt.height * scale) // 8 * 8),
+    )
+
+
+def _size(prompt: SamplePrompt, scale: float) -> str:
+    scaled = _sample_scaled(prompt, scale)
+    return f"{scaled.width}x{scaled.height}"
+
+
+def _fewer_frame_count(count: int, scale: float) -> int:
+    if count <= 1:
+        return count
+    return max(1, int(((count - 1) // 4) * scale)) * 4 + 1
 
 
 def _gpu_summary(gpu: GpuClass) -> dict[str, Any]:
@@ -805,12 +970,13 @@ def _gpu_summary(gpu: GpuClass) -> dict[str, Any]:
 
 
 def _bigger_gpus(
-    recipe: EstimateConfig, shape: ModelShape
+    problem: MusubiFitProblem, aided: EstimateConfig
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The catalog class with the least memory that fits the recipe with every aid, and the
-    cheapest class that fits among those with a known price (None where there is none)."""
-    aided = _most_aided(recipe, shape)
-    fitting = [gpu for gpu in GPU_CLASSES.values() if estimate(aided, gpu).fits]
+    """The catalog class with the least memory on which every step fits with every aid,
+    and the cheapest class that fits among those with a known price (None where none)."""
+    fitting = [
+        gpu for gpu in GPU_CLASSES.values() if _judge(problem, gpu).option("as is", {}, aided).fits
+    ]
     if not fitting:
         return None, None
     smallest = min(fitting, key=lambda gpu: (gpu.memory_gib, gpu.bf16_tflops))
@@ -829,6 +995,7 @@ def fastest_fitting(
     *,
     host_ram_gib: float | None = None,
     setup: StepSetup | None = None,
+    fixed_micro_batch: bool = False,
 ) -> FitPlan:
     """The fastest configuration of ``recipe`` that fits ``gpu``, and how it got there.
 
@@ -836,7 +1003,7 @@ def fastest_fitting(
     them. ``host_ram_gib`` (e.g. ``host_facts().ram_available_gib``) rules out
     configurations whose swapped weights would not fit in host RAM.
     """
-    problem = MusubiFitProblem(recipe, gpu, setup)
+    problem = MusubiFitProblem(recipe, gpu, setup, fixed_micro_batch=fixed_micro_batch)
     shape, bare = problem.shape, problem.recipe
     estimate(bare, gpu)  # raises Unsupported for a recipe Musubi refuses outright
     result: LadderResult = walk(problem, host_ram_gib=host_ram_gib)
@@ -859,8 +1026,8 @@ def fastest_fitting(
     strongest = {aid.name: aid.levels[-1] for aid in problem.aids if not aid.counted}
     unsized = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is None]
     failing = [c.step for c in (problem.evaluate(strongest) or _empty()).costs if c.fits is False]
-    aided = _most_aided(bare, shape)
-    smallest, cheapest = _bigger_gpus(bare, shape)
+    aided = _most_aided(bare, shape, fixed_micro_batch=fixed_micro_batch)
+    smallest, cheapest = _bigger_gpus(problem, aided)
     notes = ["Does not fit with every memory aid; the recipe has to change or the GPU."]
     if unsized:
         notes = [
@@ -869,7 +1036,13 @@ def fastest_fitting(
         ]
     elif failing and failing != ["train"]:
         notes.append(f"Step(s) that still do not fit: {', '.join(failing)}.")
-    if bare.micro_batch > 1:
+    if bare.micro_batch > 1 and fixed_micro_batch:
+        notes.append(
+            f"Your micro-batch {bare.micro_batch} is kept (backend.config.batch_size / "
+            "gradient_accumulation_steps are yours): the recipe options show what micro-batch "
+            "1 with more accumulation would give."
+        )
+    elif bare.micro_batch > 1:
         notes.append(
             "A smaller effective batch does not lower the peak: the aided configuration "
             "already runs micro-batch 1 with accumulation."
@@ -879,7 +1052,7 @@ def fastest_fitting(
         False,
         bare,
         estimate(aided, gpu),
-        recipe_options=tuple(_recipe_options(bare, shape, gpu)),
+        recipe_options=tuple(_recipe_options(problem, failing, fixed_micro_batch)),
         smallest_gpu=smallest,
         cheapest_priced_gpu=cheapest,
         notes=tuple(notes),

@@ -12,10 +12,12 @@ dropping when ``source_fps`` is set) and ``fpack_cache_latents.py`` (FramePack's
 - per video: ``head`` one item per target that fits; ``chunk`` every whole chunk of each
   target; ``slide`` every ``frame_stride`` offset of each target; ``uniform``
   ``frame_sample`` offsets of each target that fits; ``full`` one item of
-  ``min(frames, max_frames)`` rounded down to 4n+1;
+  ``min(frames, max_frames)`` rounded down to 4n+1 (``max_frames`` 129 when unset,
+  ``dataset/config_utils.py:71``);
 - FramePack caches each item as ``floor((latent_frames - 1) / window)`` sections, each a
   training item of ``window`` latent frames (plus clean context); fewer than one section
-  fails at latent caching ("Not enough frames for FramePack").
+  fails at latent caching ("Not enough frames for FramePack"). The VAE encodes the whole
+  section-aligned item in one call before it is split.
 
 Each item is then repeated ``num_repeats`` times per epoch.
 """
@@ -28,10 +30,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "FRAMEPACK_WINDOW",
+    "MAX_FRAMES",
     "VAE_FRAME_STRIDE",
     "VideoItems",
     "extracted_frames",
     "fps_frame_count",
+    "framepack_aligned_frames",
     "framepack_min_frames",
     "framepack_sections",
     "rounded_targets",
@@ -40,6 +44,8 @@ __all__ = [
 
 VAE_FRAME_STRIDE = 4
 """``VideoDataset.vae_frame_stride``: every architecture wants 4n+1 frames."""
+MAX_FRAMES = 129
+"""``max_frames`` when a dataset sets none (``dataset/config_utils.py:71``)."""
 FRAMEPACK_WINDOW = 9
 """``fp_latent_window_size`` default in ``dataset/config_utils.py``."""
 
@@ -93,8 +99,7 @@ def extracted_frames(
     if extraction == "uniform":
         return [t for t in targets if frame_count >= t for _ in range(sample)]
     if extraction == "full":
-        assert max_frames is not None
-        frames = min(frame_count, max_frames)
+        frames = min(frame_count, MAX_FRAMES if max_frames is None else max_frames)
         return [(frames - 1) // VAE_FRAME_STRIDE * VAE_FRAME_STRIDE + 1]
     raise ValueError(f"frame_extraction {extraction} is not supported")
 
@@ -103,6 +108,13 @@ def framepack_sections(frames: int, window: int = FRAMEPACK_WINDOW) -> int:
     """FramePack sections (training items) one cached item of ``frames`` frames gives."""
     latent = (frames - 1) // VAE_FRAME_STRIDE + 1
     return (latent - 1) // window
+
+
+def framepack_aligned_frames(sections: int, window: int = FRAMEPACK_WINDOW) -> int:
+    """The frames FramePack's latent caching keeps of an item of ``sections`` sections and
+    encodes in one VAE call: ``latent_f_aligned = sections * window + 1``, ``frame_count_
+    aligned = (latent_f_aligned - 1) * 4 + 1`` (``fpack_cache_latents.py:72-85``)."""
+    return sections * window * VAE_FRAME_STRIDE + 1
 
 
 def framepack_min_frames(window: int = FRAMEPACK_WINDOW) -> int:
@@ -122,6 +134,10 @@ class VideoItems:
     per_frames: dict[int, int]
     too_short: tuple[str, ...]
     no_section: tuple[str, ...] = ()
+    cached_frames: dict[int, int] | None = None
+    """Frame count → items as latent caching encodes them, one VAE call each (None: the
+    items themselves). FramePack encodes the whole section-aligned clip at once
+    (``fpack_cache_latents.py:63-85``), then splits it into sections."""
 
     @property
     def count(self) -> int:
@@ -147,6 +163,7 @@ def video_items(
         extraction = "head"
     end = max(kept) if extraction == "head" and kept else None
     counts: Counter[int] = Counter()
+    cached: Counter[int] = Counter()
     short: list[str] = []
     fatal: list[str] = []
     for name, frames in clips:
@@ -164,8 +181,14 @@ def video_items(
             for s in sections:
                 if s >= 1:
                     counts[window_frames] += s
+                    cached[framepack_aligned_frames(s, framepack_window)] += 1
             continue
         if not items:
             short.append(name)
         counts.update(items)
-    return VideoItems(dict(sorted(counts.items())), tuple(short), tuple(fatal))
+    return VideoItems(
+        dict(sorted(counts.items())),
+        tuple(short),
+        tuple(fatal),
+        dict(sorted(cached.items())) if framepack_window is not None else None,
+    )

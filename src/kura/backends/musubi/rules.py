@@ -28,6 +28,7 @@ __all__ = [
     "check_fp8",
     "check_reasons",
     "check_recipe",
+    "check_sample_images",
     "check_sampling_roles",
     "check_weight_dtype",
     "resolve_network_module",
@@ -441,6 +442,29 @@ def check_sampling_roles(spec: RunSpec, adapter: Adapter, inputs: CompileInputs)
         raise SpecError(
             f"training.sample_prompts needs model role(s) {', '.join(missing)} for {adapter.id}",
             hint="add them to the model bundle (model.paths), or drop training.sample_prompts",
+        )
+
+
+def check_sample_images(spec: RunSpec, adapter: Adapter, variant: Variant) -> None:
+    """An image-to-video model samples from a start image: every sample prompt must name
+    one with ``--i`` (:attr:`Variant.sample_image` says where the trainer needs it), or
+    training dies at its start or at the first sampling point."""
+    if variant.sample_image is None:
+        return
+    from kura.backends.musubi.prompts import read_options
+
+    missing = [
+        index
+        for index, line in enumerate(spec.training.sample_prompts)
+        if "image_path" not in read_options(line)
+    ]
+    if missing:
+        shown = "training.sample_prompts" + ", ".join(f"[{i}]" for i in missing[:5])
+        raise SpecError(
+            f"{adapter.id} samples from a start image, but {shown} "
+            f"name{'s' if len(missing) == 1 else ''} none ({variant.sample_image})",
+            hint="add `--i /absolute/path/to/start.png` to every sample prompt, or turn "
+            "sampling off with training.sample_prompts: []",
         )
 
 

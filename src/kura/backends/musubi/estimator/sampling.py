@@ -1,7 +1,8 @@
 """Sampling during training: what each prompt line asks Musubi's sampler for, and its cost.
 
 Musubi parses every line of the ``--sample_prompts`` file with
-``training/sampling_prompts.py`` ``line_to_prompt_dict`` (the line split at ``" --"``;
+``training/sampling_prompts.py`` ``line_to_prompt_dict`` (the line split at ``" --"``, every
+piece read, the prompt text too: :mod:`kura.backends.musubi.prompts`;
 ``w``/``h``/``f``/``s``/``g``/``l``/``n`` read the width, height, frame count, steps,
 guidance, CFG scale and negative prompt) and samples each prompt at every sampling point.
 What a line leaves out comes from the trainer: ``training/trainer_base.py``
@@ -20,7 +21,6 @@ every n-th prompt).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -134,18 +134,6 @@ SAMPLERS: dict[str, Sampler] = {
     ),
 }
 
-_FLAGS = {
-    "width": re.compile(r"w (\d+)", re.IGNORECASE),
-    "height": re.compile(r"h (\d+)", re.IGNORECASE),
-    "frame_count": re.compile(r"f (\d+)", re.IGNORECASE),
-    "seed": re.compile(r"d (\d+)", re.IGNORECASE),
-    "sample_steps": re.compile(r"s (\d+)", re.IGNORECASE),
-    "guidance_scale": re.compile(r"g ([\d\.]+)", re.IGNORECASE),
-    "discrete_flow_shift": re.compile(r"fs ([\d\.]+)", re.IGNORECASE),
-    "cfg_scale": re.compile(r"l ([\d\.]+)", re.IGNORECASE),
-    "negative_prompt": re.compile(r"n (.+)", re.IGNORECASE),
-}
-
 
 @dataclass(frozen=True)
 class SamplePrompt:
@@ -165,15 +153,31 @@ class SamplePrompt:
 
 
 def _fields(line: str) -> dict[str, str]:
-    """``line_to_prompt_dict``'s reading of one line (first match per piece, in its order)."""
+    """``line_to_prompt_dict``'s reading of one line (:mod:`kura.backends.musubi.prompts`:
+    every piece, the prompt text too, first match per piece, a later piece winning)."""
+    from kura.backends.musubi.prompts import pieces
+
     found: dict[str, str] = {}
-    for piece in line.split(" --")[1:]:
-        for key, pattern in _FLAGS.items():
-            match = pattern.match(piece)
-            if match:
-                found[key] = match.group(1)
-                break
+    for piece in pieces(line):
+        if piece.key in _SIZED and piece.value is not None:
+            found[piece.key] = piece.value
     return found
+
+
+_SIZED = frozenset(
+    {
+        "width",
+        "height",
+        "frame_count",
+        "seed",
+        "sample_steps",
+        "guidance_scale",
+        "discrete_flow_shift",
+        "cfg_scale",
+        "negative_prompt",
+    }
+)
+"""The options that change what sampling costs (the file options do not)."""
 
 
 def _number(text: str | None) -> float | None:
