@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,9 +23,10 @@ from kura.errors import InvalidInput
 
 FAKE_PYTHON = """#!/bin/sh
 # Stands in for the interpreter that makes a venv: `-m venv DIR` makes DIR/bin/python,
-# which accepts anything (the pip commands) and exits 0.
+# which accepts anything (the pip commands), prints as pip does and exits 0.
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
-  mkdir -p "$3/bin" && printf '#!/bin/sh\\necho "pip $*" >> "$(dirname "$0")/../pip.log"\\n' \\
+  mkdir -p "$3/bin"
+  printf '#!/bin/sh\\necho "pip $*" >> "$(dirname "$0")/../pip.log"\\necho Collecting\\n' \\
     > "$3/bin/python" && chmod +x "$3/bin/python"
   exit 0
 fi
@@ -96,14 +100,25 @@ def test_no_record_is_none_and_a_damaged_one_names_the_file(tmp_path: Path) -> N
         read_env_record(location)
 
 
-def test_an_install_writes_the_record_after_its_commands(kura, tmp_path: Path, monkeypatch) -> None:
+def test_an_install_writes_the_record_after_its_commands(tmp_path: Path) -> None:
+    """As a separate process, so the commands' own output is seen where it really goes:
+    pip prints to stderr, stdout stays the one JSON document."""
     env = tmp_path / "moss-env"
-    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(env))
     python = tmp_path / "python-maker"
     python.write_text(FAKE_PYTHON)
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
-    doc = kura("backend", "install", "kohakumoss", "--python", str(python), "--json").json()
-    assert doc["installed"] is True
+    argv = [sys.executable, "-m", "kura", "backend", "install", "kohakumoss"]
+    done = subprocess.run(
+        [*argv, "--python", str(python), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KURA_KOHAKUMOSS_ENV": str(env)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["installed"] is True and "Collecting" in done.stderr
     assert len((env / "pip.log").read_text().splitlines()) == 2  # torch, then the rest
     record = json.loads((env / "kura-env.json").read_text())
     assert record["backend"] == "kohakumoss" and record["checkout"] is None

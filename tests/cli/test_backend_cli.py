@@ -53,10 +53,16 @@ def test_a_failing_install_command_stops_with_its_exit_code(kura, moss_env: Path
     ("name", "how"),
     [("musubi", "kura image build musubi-tuner"), ("ai-toolkit", "kura image build ai-toolkit")],
 )
-def test_a_trainer_kura_does_not_install_says_how_it_comes(kura, name: str, how: str) -> None:
+def test_a_trainer_installed_from_source_asks_for_one_and_names_the_image(
+    kura, name: str, how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("KURA_MUSUBI_ENV", "KURA_AITK_ENV"):
+        monkeypatch.setenv(variable, str(tmp_path / "no-env"))
     result = kura("backend", "install", name, "--json")
-    assert result.exit_code != 0
-    assert how in result.json()["error"]["hint"]
+    assert result.exit_code == 2
+    error = result.json()["error"]
+    assert "name one with --source" in error["message"]
+    assert "--source DIR" in error["hint"] and how in error["hint"]
 
 
 def test_an_unknown_backend_lists_the_registered_ones(kura) -> None:

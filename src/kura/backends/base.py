@@ -702,6 +702,9 @@ class TrainerSetup:
     record: EnvRecord | None = None
     """What ``kura backend install`` writes into the environment once every command in
     ``install`` succeeded (``kura-env.json``)."""
+    needs_source: bool = False
+    """Whether the trainer installs from a checkout and none was given or configured (then
+    ``install`` is empty and ``kura backend install`` asks for ``--source``)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ order, as argv lists (never a shell string), stopping at the first that fails.
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import ClassVar
 from kura.backends.base import TrainerSetup
 from kura.backends.registry import backend_names, command_backend, get_backend
 from kura.backends.trainer_env import EnvLocation, write_env_record
-from kura.errors import CheckFailed, KuraError
+from kura.errors import CheckFailed, KuraError, UsageError
 from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
 
@@ -130,6 +131,15 @@ def install_trainer(
     never taken for a finished one."""
     backend = command_backend(name)
     setup = backend.setup(workspace, python=python, source=source)
+    if setup.needs_source and not (setup.present and not force):
+        raise UsageError(
+            f"{backend.title} installs from a checkout of its source at {backend.release}: "
+            "name one with --source",
+            hint=f"`kura backend install {name} --source DIR`, DIR a checkout at "
+            f"{backend.release}; how it comes: {setup.how}",
+        )
+    if setup.needs_source:
+        return InstallResult(setup, installed=False, commands=())
     if not setup.install or setup.path is None:
         raise KuraError(
             f"Kura installs no environment for {backend.title}; it comes as {setup.how}",
@@ -141,7 +151,7 @@ def install_trainer(
     setup.path.parent.mkdir(parents=True, exist_ok=True)
     for argv in setup.install:
         announce("$ " + " ".join(argv))
-        done = subprocess.run(list(argv), stdin=subprocess.DEVNULL, check=False)
+        done = _run_to_stderr(argv, announce)
         if done.returncode != 0:
             raise CheckFailed(
                 f"`{' '.join(argv)}` exited {done.returncode}",
@@ -151,3 +161,30 @@ def install_trainer(
     if setup.record is not None:
         write_env_record(EnvLocation(setup.path, setup.source or "default"), setup.record)
     return InstallResult(setup, installed=True, commands=setup.install)
+
+
+def _run_to_stderr(
+    argv: tuple[str, ...], announce: Callable[[str], None]
+) -> subprocess.CompletedProcess[str]:
+    """Run one install command with its output on stderr, so stdout stays the one JSON
+    document: straight to the process's stderr where it is a real file, else collected and
+    announced line by line (an in-process caller that captured stderr)."""
+    try:
+        stderr_fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        stderr_fd = None
+    if stderr_fd is not None:
+        return subprocess.run(
+            list(argv), stdin=subprocess.DEVNULL, stdout=stderr_fd, text=True, check=False
+        )
+    done = subprocess.run(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        announce(line)
+    return done

@@ -146,7 +146,7 @@ def test_backend_install_runs_the_commands_then_writes_the_record(
 ) -> None:
     refused = kura("--workspace", ws.root, "backend", "install", "musubi", "--json")
     assert refused.exit_code != 0
-    assert "--source DIR" in refused.json()["error"]["message"]
+    assert "--source DIR" in refused.json()["error"]["hint"]
     python = tmp_path / "python-maker"
     python.write_text(FAKE_PYTHON)
     python.chmod(python.stat().st_mode | stat.S_IXUSR)

@@ -258,7 +258,7 @@ class AitkBackend:
         )
         checkout = source if source is not None else _toml_checkout(workspace)
         if checkout is None:
-            return base
+            return replace(base, needs_source=True)
         folder = validate_source(checkout)
         return replace(
             base,

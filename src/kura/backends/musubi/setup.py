@@ -52,7 +52,7 @@ def musubi_setup(
         checkout=checkout,
     )
     if checkout is None:
-        return base
+        return replace(base, needs_source=True)
     return replace(
         base, install=install_commands(location, checkout, python), record=env_record(checkout)
     )
