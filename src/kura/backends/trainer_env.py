@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from kura.constants import data_dir, trainer_env_override
-from kura.errors import InvalidInput
+from kura.errors import InvalidInput, KuraError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import StrictModel, describe_validation
 
@@ -32,6 +34,7 @@ __all__ = [
     "RECORD_NAME",
     "EnvLocation",
     "EnvRecord",
+    "helper_answer",
     "locate_env",
     "read_env_record",
     "write_env_record",
@@ -127,3 +130,59 @@ def read_env_record(location: EnvLocation) -> EnvRecord | None:
             hint="reinstall the trainer with `kura backend install NAME --force`",
             path=path,
         ) from None
+
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def helper_answer(
+    location: EnvLocation,
+    helper: Path,
+    command: str,
+    request: Mapping[str, object],
+    *,
+    trainer: str,
+    doctor: str,
+    extra_env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600.0,
+    runner: Runner = subprocess.run,
+) -> dict[str, object]:
+    """Run a backend's ``envhelper.py COMMAND`` with the environment's Python, the request
+    as JSON on stdin, and return its last stdout line's JSON object (``ok`` and ``result``
+    or ``error``). A helper that ran past ``timeout``, crashed or answered no object is a
+    KuraError naming ``trainer`` and the ``doctor`` command to run. The caller checks that
+    the environment is present and reads ``ok``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
+    env.update({"NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1", **(extra_env or {})})
+    try:
+        done = runner(
+            [str(location.python), str(helper), command],
+            input=json.dumps(dict(request)),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise KuraError(
+            f"the {trainer} helper `{command}` ran past {timeout:.0f} s",
+            hint=f"run `{doctor}` to check the environment",
+        ) from err
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    answer: object = None
+    if done.returncode == 0 and lines:
+        try:
+            answer = json.loads(lines[-1])
+        except ValueError:
+            answer = None
+    if not isinstance(answer, dict):
+        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
+        raise KuraError(
+            f"the {trainer} helper `{command}` failed (exit {done.returncode}):\n{tail}",
+            hint=f"run `{doctor}`; reinstall the environment with `kura backend install … --force`",
+            path=location.path,
+        )
+    return answer

@@ -20,7 +20,7 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.spec.run import RunSpec
 
-__all__ = ["export_metadata", "export_run"]
+__all__ = ["export_metadata", "export_recipe", "export_run"]
 
 HASH_KEYS = ("sshs_model_hash", "sshs_legacy_hash")
 
@@ -82,7 +82,7 @@ def export_run(
         source=source.path.name,
         epoch=epoch_number,
         triggers=trigger_words(workspace, datasets),
-        recipe=_recipe(spec, datasets),
+        recipe=export_recipe(spec, datasets),
         copied=conversion.copied,
     )
     target = _out_path(workspace, run_id, source.path.stem, fmt, out)
@@ -147,7 +147,8 @@ def export_metadata(
     return out
 
 
-def _recipe(spec: RunSpec, datasets: list[str]) -> dict[str, object]:
+def export_recipe(spec: RunSpec, datasets: list[str]) -> dict[str, object]:
+    """The recipe an exported LoRA carries in its ``kura.recipe`` metadata."""
     training = spec.training
     return {
         "task": spec.task,

@@ -183,7 +183,7 @@ def _source(workspace: Workspace, run_id: str, epoch: int | None) -> tuple[Path,
 def export_sdxl(
     workspace: Workspace, spec: RunSpec, *, epoch: int | None, out: Path | None
 ) -> LoraExport:
-    from kura.export.exporting import export_metadata
+    from kura.export.exporting import export_metadata, export_recipe
     from kura.export.runfiles import trigger_words
     from kura.export.tensorio import read_tensors, serialize
     from kura.fsutil import atomic_write_bytes
@@ -212,7 +212,7 @@ def export_sdxl(
         source=source.name,
         epoch=None,
         triggers=trigger_words(workspace, datasets),
-        recipe=_recipe(spec, datasets),
+        recipe=export_recipe(spec, datasets),
         copied=True,
     )
     target = _target(workspace, spec.id, source.stem, out)
@@ -236,22 +236,6 @@ def export_sdxl(
         metadata=new_metadata,
         rank=verdict.rank,
     )
-
-
-def _recipe(spec: RunSpec, datasets: list[str]) -> dict[str, object]:
-    training = spec.training
-    return {
-        "task": spec.task,
-        "base": spec.model.base,
-        "datasets": datasets,
-        "rank": training.network.rank,
-        "alpha": training.network.alpha,
-        "learning_rate": training.learning_rate,
-        "optimizer": training.optimizer,
-        "max_steps": training.max_steps,
-        "effective_batch": training.effective_batch,
-        "seed": training.seed,
-    }
 
 
 def _target(workspace: Workspace, run_id: str, stem: str, out: Path | None) -> Path:

@@ -17,16 +17,14 @@ Kura calls the environment only through ``envhelper.py`` (run by path, JSON in a
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
-from kura.backends.trainer_env import EnvLocation
+from kura.backends.trainer_env import EnvLocation, Runner, helper_answer
 from kura.backends.trainer_env import locate_env as _locate
-from kura.errors import CheckFailed, KuraError, NotFound
+from kura.errors import CheckFailed, NotFound
 
 __all__ = [
     "HELPER",
@@ -104,7 +102,6 @@ class HelperFailed(CheckFailed):
 
 
 JSON = object
-Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def call_helper(
@@ -120,36 +117,16 @@ def call_helper(
     Raises NotFound when the environment is missing, HelperFailed on an error answer,
     KuraError when the helper crashed (its stderr tail in the message)."""
     require_env(location)
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PYTHONPATH")}
-    env["NO_COLOR"] = "1"
-    argv: Sequence[str] = (str(location.python), str(HELPER), command)
-    try:
-        done = runner(
-            list(argv),
-            input=json.dumps(dict(request or {})),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        raise KuraError(
-            f"the KohakuMoss helper `{command}` ran past {timeout:.0f} s",
-            hint="run `kura doctor kohakumoss` to check the environment",
-        ) from err
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    if done.returncode != 0 or not lines:
-        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
-        raise KuraError(
-            f"the KohakuMoss helper `{command}` failed (exit {done.returncode}):\n{tail}",
-            hint="run `kura doctor kohakumoss`; reinstall with "
-            "`kura backend install kohakumoss --force`",
-            path=location.path,
-        )
-    answer = json.loads(lines[-1])
-    if not isinstance(answer, dict):
-        raise KuraError(f"the KohakuMoss helper `{command}` answered {answer!r}")
+    answer = helper_answer(
+        location,
+        HELPER,
+        command,
+        dict(request or {}),
+        trainer="KohakuMoss",
+        doctor="kura doctor kohakumoss",
+        timeout=timeout,
+        runner=runner,
+    )
     if not answer.get("ok"):
         raise HelperFailed(
             f"KohakuMoss: {answer.get('error')}",

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kura.backends.trainer_env import EnvLocation
-from kura.errors import CheckFailed, KuraError, NotFound
+from kura.backends.trainer_env import EnvLocation, helper_answer
+from kura.errors import CheckFailed, NotFound
 
 __all__ = ["HELPER", "call_helper"]
 
@@ -33,32 +30,17 @@ def call_helper(
             hint="run `kura backend install musubi --source DIR`",
             path=location.path,
         )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1")
-    try:
-        done = subprocess.run(
-            [str(location.python), str(HELPER), command],
-            input=json.dumps(dict(request)),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=cwd,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        raise KuraError(f"the Musubi helper `{command}` ran past {timeout:.0f} s") from err
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    if done.returncode != 0 or not lines:
-        tail = "\n".join(done.stderr.strip().splitlines()[-12:])
-        raise KuraError(
-            f"the Musubi helper `{command}` failed (exit {done.returncode}):\n{tail}",
-            hint="run `kura doctor musubi`; reinstall with `kura backend install musubi "
-            "--source DIR --force`",
-            path=location.path,
-        )
-    answer = json.loads(lines[-1])
-    if not isinstance(answer, dict) or not answer.get("ok"):
-        error = answer.get("error") if isinstance(answer, dict) else answer
-        raise CheckFailed(f"Musubi helper `{command}`: {error}", path=location.path)
+    answer = helper_answer(
+        location,
+        HELPER,
+        command,
+        request,
+        trainer="Musubi",
+        doctor="kura doctor musubi",
+        extra_env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        cwd=cwd,
+        timeout=timeout,
+    )
+    if not answer.get("ok"):
+        raise CheckFailed(f"Musubi helper `{command}`: {answer.get('error')}", path=location.path)
     return answer.get("result")
