@@ -13,7 +13,6 @@ file, its log) with what Kura reports. Skipped without the environment; a failur
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import time
@@ -22,10 +21,10 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
+from tests.backends.cli_driver import Kura
 
 from kura.backends.aitoolkit.tiny import TINY_BASE, TinyPipeline, tiny_settings
 from kura.backends.trainer_env import EnvLocation
-from kura.cli.main import main
 from kura.models.header import read_header
 
 pytestmark = pytest.mark.slow
@@ -37,21 +36,6 @@ CAPTIONS = (
     "kura, 1girl, sitting, red hair",
 )
 STEPS = 4
-
-
-class Kura:
-    """``kura --workspace WS … --json`` in-process; the exit code and the document."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-
-    def __call__(self, *argv: str, ok: bool = True) -> tuple[int, Any]:
-        out = io.StringIO()
-        code = main(["--workspace", str(self.workspace), *argv, "--json"], stdout=out)
-        text = out.getvalue().strip()
-        if ok:
-            assert code == 0, (argv, code, text[-3000:])
-        return code, json.loads(text) if text else None
 
 
 def _images(folder: Path) -> Path:

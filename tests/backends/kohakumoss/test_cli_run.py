@@ -12,7 +12,6 @@ real-run tests (``moss_env``).
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
@@ -20,37 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.backends.cli_driver import Kura
 from tests.backends.kohakumoss.tinyrun import CPU
 from tests.backends.kohakumoss.tinyrun import images as _images
 from tests.web.helpers import client
 
 from kura.backends.registry import get_backend
-from kura.cli.main import main
 from kura.execution.attempts import attempt_refs, run_attempts
 from kura.models.header import read_header
 from kura.workspace import Workspace
 
 pytestmark = pytest.mark.slow
-
-
-class Kura:
-    """``kura --workspace WS … --json`` in-process; the result document and exit code."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-
-    def __call__(self, *argv: str, ok: bool = True) -> tuple[int, Any]:
-        out = io.StringIO()
-        code = main(["--workspace", str(self.workspace), *argv, "--json"], stdout=out)
-        text = out.getvalue().strip()
-        if argv[:2] == ("run", "watch"):  # JSON lines, one per update, the final one last
-            lines = [json.loads(line) for line in text.splitlines()]
-            doc = lines[-1] if lines else None
-        else:
-            doc = json.loads(text) if text else None
-        if ok:
-            assert code == 0, (argv, code, text[-3000:])
-        return code, doc
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

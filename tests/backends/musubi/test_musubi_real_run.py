@@ -18,7 +18,6 @@ Skipped without the environment, failed under ``CI=true`` (``conftest.musubi_tra
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 from pathlib import Path
@@ -26,10 +25,10 @@ from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
+from tests.backends.cli_driver import Kura
 
 from kura.backends.musubi.env import HostTrainer
 from kura.backends.musubi.tiny import TinyQwenImage, tiny_settings
-from kura.cli.main import main
 from kura.models.header import read_header
 
 pytestmark = pytest.mark.slow
@@ -42,21 +41,6 @@ CAPTIONS = (
     "kura, a red circle on grey",
 )
 RISK = "the text-encoder cache step is Kura's CPU stand-in, which Kura does not size"
-
-
-class Kura:
-    """``kura --workspace WS … --json`` in-process; the exit code and the document."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-
-    def __call__(self, *argv: str, ok: bool = True) -> tuple[int, Any]:
-        out = io.StringIO()
-        code = main(["--workspace", str(self.workspace), *argv, "--json"], stdout=out)
-        text = out.getvalue().strip()
-        if ok:
-            assert code == 0, (argv, code, text[-3000:])
-        return code, json.loads(text) if text else None
 
 
 def images(folder: Path) -> Path:
