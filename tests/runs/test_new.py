@@ -25,7 +25,7 @@ def test_new_run_takes_card_values_and_says_where_from(ws: Workspace) -> None:
     assert spec.task == "character"
     assert spec.training.learning_rate == 1e-4
     assert spec.training.network.rank == 32
-    assert spec.provenance["training.learning_rate"] == "card baseline (flux2 × all)"
+    assert spec.provenance["training.learning_rate"] == "card baseline (musubi-tuner flux2 × all)"
     assert spec.provenance["task"] == "dataset myaku: intent.task"
     assert spec.datasets[0].resolution == [1024, 1024]
 

@@ -164,13 +164,15 @@ def create_run(
     explicit = _parse_sets(sets or [])
     chosen_task, task_evidence = _task(workspace, datasets, task)
     defaults = recipe_keys()
+    knowledge = trainer.knowledge(architecture)
     decisions = draft_values(
         workspace,
+        trainer.name,
         architecture,
         chosen_task,
         keys=list(defaults),
         explicit={k: v for k, v in explicit.items() if k in defaults},
-        defaults=defaults,
+        defaults=knowledge.defaults,
     )
     drafted = trainer.draft_config(bundle, explicit)
     entries = [_dataset_entry(workspace, name, bundle) for name in datasets]
@@ -197,13 +199,10 @@ def create_run(
     document["provenance"]["task"] = task_evidence
     if samples is not None:
         document["training"]["sample_prompts"] = list(samples.prompts)
-        every = sample_every(decisions["training.epochs"].value)
+        every, why = _sample_cadence(decisions, knowledge)
         document["training"]["sample_every_n_epochs"] = every
         document["provenance"]["training.sample_prompts"] = samples.provenance
-        document["provenance"]["training.sample_every_n_epochs"] = (
-            f"drafted with the sample prompts: every {every} epochs, about "
-            f"{SAMPLING_POINTS} sampling points over the run"
-        )
+        document["provenance"]["training.sample_every_n_epochs"] = why
     for index, (_, reason) in enumerate(entries):
         if reason:
             document["provenance"][f"datasets.{index}.resolution"] = reason
@@ -313,6 +312,23 @@ def _drafted_samples(
         datasets[0],
         render=lambda text: trainer.sample_prompt(text, width=width, height=height),
     )
+
+
+def _sample_cadence(decisions: dict[str, Decision], knowledge: Any) -> tuple[int | None, str]:
+    """Epochs between drafted samples: about :data:`SAMPLING_POINTS` over a run counted in
+    epochs; for a trainer that counts steps, its own default (it samples by steps, and
+    its knowledge says by which setting)."""
+    epochs = decisions["training.epochs"].value
+    if epochs:
+        every = sample_every(epochs)
+        return every, (
+            f"drafted with the sample prompts: every {every} epochs, about "
+            f"{SAMPLING_POINTS} sampling points over the run"
+        )
+    known = knowledge.defaults["training.sample_every_n_epochs"]
+    sample_first = decisions["training.sample_at_first"].value
+    value = known.value if known.value is not None or sample_first else 1
+    return value, f"drafted with the sample prompts: the length is in steps ({known.source})"
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

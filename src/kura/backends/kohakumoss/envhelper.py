@@ -19,6 +19,8 @@ command calls KohakuMoss's own code and re-implements none of it:
                   + each VRAM layer's MEMORY_PROFILE/MAX_TOKENS + whether torch sees CUDA
 ``plan``          what a plan needs, in one process: ``estimate`` rows + the ``inspect``
                   report of the same config
+``knobs``         the composed knobs of a config (``config_knobs``: script defaults, its
+                  layers, its own values), what the run will train with
 ``build-tiny``    a tiny random MOSS-shaped pipeline root (KohakuMoss's own builder and
                   the real encoder classes with tiny random weights)
 
@@ -303,6 +305,13 @@ def cmd_facts(req: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def cmd_knobs(req: dict[str, Any]) -> dict[str, Any]:
+    from kohakumoss.cli.config.validate import config_knobs
+
+    script, knobs = config_knobs(Path(req["config"]))
+    return {"script": str(script), "knobs": knobs}
+
+
 def cmd_plan(req: dict[str, Any]) -> dict[str, Any]:
     rows = cmd_estimate(req)["rows"]
     try:
@@ -388,6 +397,7 @@ COMMANDS = {
     "inspect": cmd_inspect,
     "facts": cmd_facts,
     "plan": cmd_plan,
+    "knobs": cmd_knobs,
     "build-tiny": cmd_build_tiny,
 }
 
