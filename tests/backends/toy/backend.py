@@ -191,7 +191,10 @@ class ToyBackend:
         return TrainerKnowledge(self.name, architecture, defaults, {"all": baseline})
 
     def tasks(self, bundle: Bundle) -> tuple[str, ...]:
-        return ("character", "style", "concept") if self.serves(bundle.architecture) else ()
+        """Image tasks on a bundle of Musubi's layout (the toy reads single files)."""
+        if not self.serves(bundle.architecture) or bundle.backend != "musubi-tuner":
+            return ()
+        return ("character", "style", "concept")
 
     def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
         """toy.json, read back: its steps, batch, rank and learning rate."""
