@@ -97,3 +97,12 @@ def test_show_names_the_trainer_when_several_have_a_card(tmp_path: Path) -> None
     card = show_card(workspace, "flux2", "ai-toolkit")
     assert card.backend == "ai-toolkit" and card.to_dict()["backend"] == "ai-toolkit"
     assert show_card(workspace, "moss_image").backend == "kohakumoss"
+
+
+def test_the_committed_knowledge_doc_is_the_data() -> None:
+    from kura.knowledge.doc import render_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "knowledge.md"
+    assert (doc.read_text(encoding="utf-8") if doc.exists() else "") == render_markdown(), (
+        "docs/knowledge.md is stale: run `python -m kura.knowledge.doc > docs/knowledge.md`"
+    )

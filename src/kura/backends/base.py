@@ -269,6 +269,9 @@ class TrainerKnowledge:
     architecture: str
     defaults: Mapping[str, KnownValue]
     baselines: Mapping[str, Mapping[str, KnownValue]]
+    video: Mapping[str, KnownValue] = field(default_factory=dict)
+    """A video dataset's entry values (``frames``, ``frame_extraction``, ``max_frames`` …)
+    the trainer documents for this architecture, drafted for a dataset of videos."""
 
 
 # ---------------------------------------------------------------------------------------

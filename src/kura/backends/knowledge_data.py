@@ -2,9 +2,11 @@
 
 Each file says what one trainer's own docs, examples and code give a run: ``defaults`` (every
 recipe key, each with its source) and, per architecture, the card's upstream values per
-section (``all`` or a task). A backend's ``knowledge`` verb reads its own file through
-:func:`trainer_knowledge`; the file is checked when read, so a value without a source, a
-key the run schema does not have, or a value it refuses fails loudly naming the file.
+section (``all`` or a task) and, for a video architecture, the values a video dataset's
+entry is drafted with (``video``: frames, frame extraction). A backend's ``knowledge`` verb
+reads its own file through :func:`trainer_knowledge`; the file is checked when read, so a
+value without a source, a key the run schema does not have, or a value it refuses fails
+loudly naming the file.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from kura.backends.base import TASKS, KnownValue, TrainerKnowledge
 from kura.errors import Unsupported
 from kura.spec.base import plain
-from kura.spec.run import TrainingSection
+from kura.spec.run import DatasetUse, TrainingSection
 from kura.yamlio import parse_yaml
 
 __all__ = ["SECTIONS", "knowledge_architectures", "recipe_keys", "trainer_knowledge"]
@@ -53,9 +55,13 @@ class _Table:
         if not self.cite:
             raise ValueError(f"{where}: `cite` (the trainer and release) is missing")
         self.defaults = self._defaults(raw.get("defaults") or {})
+        architectures = raw.get("architectures") or {}
         self.architectures = {
-            str(arch): self._architecture(str(arch), spec)
-            for arch, spec in (raw.get("architectures") or {}).items()
+            str(arch): self._architecture(str(arch), spec) for arch, spec in architectures.items()
+        }
+        self.video = {
+            str(arch): self._video(str(arch), spec.get("video") or {}, spec.get("source"))
+            for arch, spec in architectures.items()
         }
 
     def _known(self, key: str, raw: Any, source: str | None, what: str) -> KnownValue:
@@ -84,7 +90,7 @@ class _Table:
         source = spec.get("source")
         sections: dict[str, dict[str, KnownValue]] = {}
         for section, values in spec.items():
-            if section == "source":
+            if section in ("source", "video"):
                 continue
             if section not in SECTIONS:
                 raise ValueError(f"{self.where}: {arch}: unknown section {section!r}")
@@ -95,6 +101,20 @@ class _Table:
             _validate(self.defaults, known, f"{self.where}: {arch}.{section}")
             sections[str(section)] = known
         return sections
+
+    def _video(
+        self, arch: str, raw: Mapping[str, Any], source: str | None
+    ) -> dict[str, KnownValue]:
+        allowed = ("frames", "frame_extraction", "frame_stride", "frame_sample", "max_frames")
+        unknown = [k for k in raw if k not in allowed]
+        if unknown:
+            raise ValueError(f"{self.where}: {arch}.video: unknown key(s) {unknown}")
+        video = {k: self._known(k, v, source, f"{arch}.video") for k, v in raw.items()}
+        try:
+            DatasetUse.model_validate({"name": "video", **{k: v.value for k, v in video.items()}})
+        except ValidationError as error:
+            raise ValueError(f"{self.where}: {arch}.video: {error}") from None
+        return video
 
 
 def _validate(
@@ -143,4 +163,5 @@ def trainer_knowledge(backend: str, architecture: str) -> TrainerKnowledge:
         architecture=architecture,
         defaults=MappingProxyType(dict(table.defaults)),
         baselines=MappingProxyType({k: MappingProxyType(v) for k, v in sections.items()}),
+        video=MappingProxyType(dict(table.video.get(architecture, {}))),
     )

@@ -10,7 +10,8 @@ command calls KohakuMoss's own code and re-implements none of it:
 
 ``versions``      package versions, the bundle root, the preset layers, torch's devices
 ``layers``        the preset layer paths for a choice (``presets.layer``/``vram_layer``)
-``problems``      ``config_problems`` of each config, split by ``blocking``
+``problems``      ``config_problems`` of each config, split by ``blocking``, with its
+                  composed knobs (``config_knobs``)
 ``defaults``      the train script's knob defaults as type names (for Kura's type check)
 ``infer``         ``infer_config`` of a DiT (file or pipeline root), headers only
 ``estimate``      ``estimate(workload(knobs), resolve(profile))`` per memory option
@@ -19,8 +20,6 @@ command calls KohakuMoss's own code and re-implements none of it:
                   + each VRAM layer's MEMORY_PROFILE/MAX_TOKENS + whether torch sees CUDA
 ``plan``          what a plan needs, in one process: ``estimate`` rows + the ``inspect``
                   report of the same config
-``knobs``         the composed knobs of a config (``config_knobs``: script defaults, its
-                  layers, its own values), what the run will train with
 ``build-tiny``    a tiny random MOSS-shaped pipeline root (KohakuMoss's own builder and
                   the real encoder classes with tiny random weights)
 
@@ -147,7 +146,9 @@ def cmd_layers(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
-    from kohakumoss.cli.config.validate import blocking, config_problems
+    """Each config's ``config_problems``, and its knobs as KohakuMoss composes them
+    (``config_knobs``: what the run trains with, for the plan's recipe)."""
+    from kohakumoss.cli.config.validate import blocking, config_knobs, config_problems
 
     out: dict[str, Any] = {}
     for path in req["configs"]:
@@ -156,9 +157,13 @@ def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError, KeyError) as err:
             # KohakuMoss's checker crashes on a value of the wrong type; say so plainly.
             found = [f"the checker raised {type(err).__name__}: {err}"]
-            out[path] = {"all": found, "blocking": found, "crashed": True}
+            out[path] = {"all": found, "blocking": found, "crashed": True, "knobs": None}
             continue
-        out[path] = {"all": found, "blocking": blocking(found), "crashed": False}
+        try:
+            knobs: Any = config_knobs(Path(path))[1]
+        except (TypeError, ValueError, KeyError):
+            knobs = None  # its problems above say why; the recipe read-back says none
+        out[path] = {"all": found, "blocking": blocking(found), "crashed": False, "knobs": knobs}
     return out
 
 
@@ -305,13 +310,6 @@ def cmd_facts(req: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cmd_knobs(req: dict[str, Any]) -> dict[str, Any]:
-    from kohakumoss.cli.config.validate import config_knobs
-
-    script, knobs = config_knobs(Path(req["config"]))
-    return {"script": str(script), "knobs": knobs}
-
-
 def cmd_plan(req: dict[str, Any]) -> dict[str, Any]:
     rows = cmd_estimate(req)["rows"]
     try:
@@ -397,7 +395,6 @@ COMMANDS = {
     "inspect": cmd_inspect,
     "facts": cmd_facts,
     "plan": cmd_plan,
-    "knobs": cmd_knobs,
     "build-tiny": cmd_build_tiny,
 }
 

@@ -1,8 +1,9 @@
 """The recipe KohakuMoss will run, read back from ``compiled/kohakumoss/train.py`` as
-KohakuMoss itself composes it (``config_knobs`` through the helper: the train script's
-defaults, the preset layers, Kura's knobs), each part with where run.yaml's intent differs:
-KohakuMoss takes its optimizer, schedule shape, timesteps and batching from its own knobs,
-so a run.yaml value that is not passed is said to differ."""
+KohakuMoss itself composes it (``config_knobs``, answered with compile's own check of the
+configs: the train script's defaults, the preset layers, Kura's knobs), each part with
+where run.yaml's intent differs: KohakuMoss takes its optimizer, schedule shape, timesteps
+and batching from its own knobs, so a run.yaml value that is not passed is said to
+differ."""
 
 from __future__ import annotations
 
@@ -27,14 +28,21 @@ LOSS_LABELS = LossLabels(
 TRAIN = "compiled/kohakumoss/train.py"
 
 
-def composed_knobs(env: EnvLocation, config: Path) -> Mapping[str, Any]:
-    """Every knob of ``config`` as KohakuMoss composes it (its ``config_knobs``)."""
-    from kura.backends.kohakumoss.env import call_helper
+def composed_knobs(env: EnvLocation, compiled_dir: Path) -> Mapping[str, Any]:
+    """The train config's knobs as KohakuMoss composes them (``config_knobs``), from the
+    same check of the compiled configs compile ran (``config_problems``: one answer)."""
+    from kura.backends.kohakumoss.queries import config_problems
 
-    answer = call_helper(env, "knobs", {"config": str(config)}, timeout=300)
-    knobs = answer.get("knobs") if isinstance(answer, dict) else None
-    if not isinstance(knobs, dict):
-        raise KuraError("the KohakuMoss helper answered `knobs` without a knob mapping")
+    folder = compiled_dir / "kohakumoss"
+    configs = [folder / "train.py", folder / "data.py"]
+    if (folder / "val_data.py").is_file():
+        configs.append(folder / "val_data.py")
+    knobs = config_problems(env, configs)[0].knobs
+    if knobs is None:
+        raise KuraError(
+            f"KohakuMoss's checker crashed on {configs[0]}: its knobs cannot be read back",
+            hint="fix the value its problems name in backend.config, then plan again",
+        )
     return knobs
 
 
@@ -48,7 +56,7 @@ def moss_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> Traine
     )
     kogine = Path(steps.steps[0].argv[0])
     env = require_env(EnvLocation(kogine.parent.parent, "compiled/steps.json"))
-    k = composed_knobs(env, compiled_dir / "kohakumoss" / "train.py")
+    k = composed_knobs(env, compiled_dir)
     dim, alpha = float(k.get("DIM", 0)), float(k.get("ALPHA", 0))
     scale = alpha / dim if dim else None
     total = int(k["STEPS"]) if isinstance(k.get("STEPS"), int) else None
