@@ -14,7 +14,8 @@ def test_init_creates_layout_and_config(tmp_path: Path) -> None:
     workspace, created = init_workspace(tmp_path / "ws")
     layout = ["datasets/", "models/", "runs/", "knowledge/", "kura.toml"]
     assert created[:5] == layout
-    assert "knowledge/flux2.md" in created[5:]
+    assert "knowledge/musubi-tuner/flux2.md" in created[5:]
+    assert "knowledge/ai-toolkit/flux2.md" in created[5:]
     assert all((workspace.root / item).exists() for item in created)
     assert (workspace.root / "kura.toml").read_text().startswith("# Kura workspace settings")
     assert workspace.config().executor.default == "docker"

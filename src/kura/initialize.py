@@ -36,7 +36,7 @@ class WorkspaceInit:
 def init_workspace(root: Path) -> tuple[Workspace, list[str]]:
     """Create (or complete) the workspace at ``root``; returns what was created."""
     workspace, created = create_layout(root)
-    created += [f"knowledge/{r.architecture}.md" for r in sync_baselines(workspace) if r.created]
+    created += [r.card for r in sync_baselines(workspace) if r.created]
     return workspace, created
 
 

@@ -39,7 +39,7 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
         (["dataset", "list"], "dataset-list"),
         (["dataset", "inspect", "myaku"], "dataset-inspection"),
         (["model", "bundles"], "model-bundles"),
-        (["knowledge", "show", "zimage"], "knowledge-card"),
+        (["knowledge", "show", "zimage", "--backend", "musubi-tuner"], "knowledge-card"),
         (["gpus"], "gpus"),
         (["estimate", "--base", "zimage-base", "--gpu", "rtx-4090"], "run-estimate"),
         (["run", "compile", run_id], "run-compile"),

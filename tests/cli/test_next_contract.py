@@ -212,7 +212,7 @@ def test_every_document_run_here_matches_its_decision(web: WebWorkspace, tmp_pat
             "knowledge promote",
             [*ws, "knowledge", "promote", finished, "--arch", "flux2", "--task", "character"],
         ),
-        ("knowledge show", [*ws, "knowledge", "show", "flux2"]),
+        ("knowledge show", [*ws, "knowledge", "show", "flux2", "--backend", "musubi-tuner"]),
         ("knowledge sync", [*ws, "knowledge", "sync", "flux2"]),
         ("knowledge regret", [*ws, "knowledge", "regret", finished, "fp8 -> check the skin"]),
     ]

@@ -336,12 +336,17 @@ def test_knowledge_verbs_are_their_documents(web: WebWorkspace) -> None:
     ws = ["-w", str(web.workspace.root)]
     synced = sync_cards(web.workspace, ["zimage", "flux2"])
     assert isinstance(synced, KnowledgeSync)
-    assert [c.architecture for c in synced.cards] == ["zimage", "flux2"]
+    assert [(c.backend, c.architecture) for c in synced.cards] == [
+        ("ai-toolkit", "zimage"),
+        ("ai-toolkit", "flux2"),
+        ("musubi-tuner", "zimage"),
+        ("musubi-tuner", "flux2"),
+    ]
     _same(synced, _cli(*ws, "knowledge", "sync", "zimage", "flux2"))
 
-    card = show_card(web.workspace, "flux2")
+    card = show_card(web.workspace, "flux2", "musubi-tuner")
     assert isinstance(card, KnowledgeCard) and card.entries
-    _same(card, _cli(*ws, "knowledge", "show", "flux2"))
+    _same(card, _cli(*ws, "knowledge", "show", "flux2", "--backend", "musubi-tuner"))
 
     line = "zzz-typed [red]never -> a reminder"
     document = _cli(*ws, "knowledge", "regret", web.finished, line)

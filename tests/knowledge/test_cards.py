@@ -66,3 +66,12 @@ def test_list_values_stay_on_one_line_and_read_back() -> None:
     )
     (entry,), _ = parse_card(line)
     assert entry.value == ["weight_decay=0.01", "betas=0.9,0.95"]
+
+
+def test_a_null_value_keeps_its_source() -> None:
+    from kura.knowledge.cards import entry_line, parse_card
+
+    line = entry_line("training.timestep_sampling", None, "upstream (a doc)")
+    entries, problems = parse_card(f"## all\n{line}\n")
+    assert problems == []
+    assert [(e.value, e.source) for e in entries] == [(None, "upstream (a doc)")]

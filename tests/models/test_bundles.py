@@ -114,3 +114,18 @@ def test_native_resolution_is_data_with_its_source() -> None:
         _native_resolution("x", {"sizes": [[512, 512]]})
     with pytest.raises(ValueError, match="width, height"):
         _native_resolution("x", {"sizes": [[512]], "source": "s"})
+
+
+def test_a_bundle_lists_only_the_backends_that_accept_it() -> None:
+    """AI-Toolkit loads its own layout and refuses Musubi's bundles (and the other way): a
+    bundle's ``backends`` is its own trainer, or none where no trainer takes it."""
+    from kura.models.bundle_list import bundle_list
+
+    listed = {entry.bundle.id: entry for entry in bundle_list().bundles}
+    for bundle_id, entry in listed.items():
+        assert entry.backends in ((entry.bundle.backend,), ()), bundle_id
+    unaccepted = sorted(i for i, e in listed.items() if not e.backends)
+    # unsupported by Musubi; a Musubi variant Kura's adapter table does not have
+    assert unaccepted == ["qwen-image-layered", "wan2.2-ti2v-5b"]
+    assert listed["flux2-dev"].to_dict()["backends"] == ["musubi-tuner"]
+    assert listed["aitk-flux2-dev"].to_dict()["backends"] == ["ai-toolkit"]

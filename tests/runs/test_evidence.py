@@ -40,7 +40,7 @@ def test_evaluate_refuses_out_of_range_ratings(ws: Workspace, run_id: str) -> No
 
 
 def test_promote_adds_run_lines_beside_owner_lines(ws: Workspace, run_id: str) -> None:
-    path = card_path(ws, "flux2")
+    path = card_path(ws, "musubi-tuner", "flux2")
     path.write_text(
         path.read_text()
         + "\n## character\n- training.network.rank: 16 — source: owner (2026-11-01)\n"
@@ -66,7 +66,7 @@ def test_the_chosen_epoch_is_recorded_and_promoted(ws: Workspace, run_id: str) -
     assert "- chosen: epoch 10" in (ws.run_dir(run_id) / "notes.md").read_text()
     promoted = promote_run(ws, run_id, architecture="flux2", task="character")
     assert promoted.added["training.epochs"] == 10
-    entries, _ = parse_card(card_path(ws, "flux2").read_text())
+    entries, _ = parse_card(card_path(ws, "musubi-tuner", "flux2").read_text())
     epochs = [e.value for e in entries if e.key == "training.epochs" and e.section == "character"]
     assert 10 in epochs and 16 not in epochs
 

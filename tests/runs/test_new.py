@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_new_run_takes_card_values_and_says_where_from(ws: Workspace) -> None:
     assert spec.task == "character"
     assert spec.training.learning_rate == 1e-4
     assert spec.training.network.rank == 32
-    assert spec.provenance["training.learning_rate"] == "card baseline (flux2 × all)"
+    assert spec.provenance["training.learning_rate"] == "card baseline (musubi-tuner flux2 × all)"
     assert spec.provenance["task"] == "dataset myaku: intent.task"
     assert spec.datasets[0].resolution == [1024, 1024]
 
@@ -229,3 +230,39 @@ def test_a_framepack_run_drafts_no_prompt_it_cannot_sample_and_says_why(
             now=datetime(2026, 11, 30, 11, 0),
         )
     assert "--i" in (refused.value.hint or "")
+
+
+def test_a_trainer_without_an_image_drafts_the_host_executor(ws: Workspace) -> None:
+    created = create_run(ws, datasets=["myaku"], base="moss-image-base", now=NOW)
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.backend.name == "kohakumoss" and spec.execution.executor == "host"
+    assert spec.provenance["execution.executor"].startswith("kohakumoss has no image (")
+    # KohakuMoss's own recipe, not Musubi's
+    assert (spec.training.optimizer, spec.training.scheduler) == ("adamw", "cosine")
+    assert (spec.training.max_steps, spec.training.epochs, spec.training.warmup_steps) == (
+        4000,
+        None,
+        100,
+    )
+    musubi = create_run(ws, datasets=["myaku"], base="zimage-base", now=NOW)
+    assert load_run(ws, musubi.run_id)[0].execution.executor == "docker"
+
+
+def test_a_video_dataset_drafts_the_trainers_own_frame_settings(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    from kura.dataset.registry import add_dataset
+    from tests.dataset.dataset_builders import Builder
+
+    clips = Builder(tmp_path / "clips")
+    clips.video("0.mp4", 33, fps=16)
+    add_dataset(ws, "clips", tmp_path / "clips")
+    wan = create_run(ws, datasets=["clips"], base="wan2.1-t2v-1.3b", task="video", now=NOW)
+    spec, _ = load_run(ws, wan.run_id)
+    assert (spec.datasets[0].frames, spec.datasets[0].frame_extraction) == ([1, 25, 45], "head")
+    assert "docs/dataset_config.md:158" in spec.provenance["datasets.0.frames"]
+    aitk = create_run(ws, datasets=["clips"], base="aitk-wan2.1-t2v-1.3b", task="video", now=NOW)
+    spec, _ = load_run(ws, aitk.run_id)
+    assert spec.datasets[0].frames == [41] and spec.datasets[0].frame_extraction is None
+    images = create_run(ws, datasets=["myaku"], base="wan2.1-t2v-1.3b", now=NOW)
+    assert load_run(ws, images.run_id)[0].datasets[0].frames is None

@@ -151,9 +151,62 @@ def test_the_plan_shows_the_effective_lora_scale(ws: Workspace) -> None:
     run_id = _run(ws, sets=["training.network.rank=32", "training.network.alpha=8"])
     plan_run(ws, run_id, gpu="h200")
     plan = (ws.run_dir(run_id) / "plan.md").read_text()
-    assert "rank 32 alpha 8 (effective LoRA scale alpha/rank = 0.25)" in plan
+    assert "networks.lora_flux_2, rank 32, alpha 8: LoRA scale alpha/rank = 0.25" in plan
     record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
-    assert record["estimate"]["lora"] == {"rank": 32, "alpha": 8.0, "scale": 0.25}
+    assert record["estimate"]["lora"] == {
+        "rank": 32,
+        "alpha": 8.0,
+        "scale": 0.25,
+        "scale_asked": 0.25,
+        "scale_source": "the trainer's compiled configuration",
+    }
+
+
+def test_the_plan_renders_the_recipe_the_compiled_files_hold(ws: Workspace) -> None:
+    """plan.md's Recipe is the trainer's compiled configuration read back through the
+    backend (its argv flags here), and plan.json carries the same items."""
+    run_id = _run(ws, sets=["training.scheduler=cosine", "training.warmup_steps=20"])
+    plan_run(ws, run_id, gpu="h200")
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    recipe = plan[plan.index("## Recipe") : plan.index("## Accommodations")]
+    assert "As musubi-tuner's compiled configuration holds it" in recipe
+    assert "| schedule | cosine, 20 warm-up steps | compiled/steps.json train argv" in recipe
+    assert "| length | 16 epochs = 48 optimizer steps (3 per epoch" in recipe
+    assert "Every part follows run.yaml's intent." in recipe
+    record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
+    items = {item["item"]: item for item in record["recipe"]["items"]}
+    assert list(items) == [
+        "network",
+        "optimizer",
+        "schedule",
+        "length",
+        "batch",
+        "precision",
+        "memory",
+        "timesteps",
+    ]
+    assert items["schedule"]["values"] == {"lr_scheduler": "cosine", "lr_warmup_steps": 20}
+    assert record["recipe"]["total_steps"] == 48 and record["recipe"]["differences"] == []
+
+
+def test_the_plan_says_where_the_trainer_departs_from_the_intent(ws: Workspace) -> None:
+    """A person's own train command (the escape hatch) runs another length than run.yaml
+    asks: the plan names the difference, from the compiled argv."""
+    run_id = _run(ws)
+    compiled = plan_run(ws, run_id, gpu="h200").compile
+    (train,) = [s["argv"] for s in compiled["steps"] if s["name"] == "train"]
+    argv = [*train]
+    argv[argv.index("--max_train_epochs") + 1] = "4"
+    spec = ws.run_dir(run_id) / "run.yaml"
+    text = spec.read_text().replace(
+        "  config:\n", "  config:\n    command: " + json.dumps(argv) + "\n", 1
+    )
+    spec.write_text(text)
+    plan_run(ws, run_id, gpu="h200")
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "- length: run.yaml asks 16 epochs; Musubi trains 4 epochs = 12 optimizer steps" in plan
+    record = json.loads((ws.run_dir(run_id) / "plan.json").read_text())
+    assert record["recipe"]["differences"] == ["length"]
 
 
 def test_a_character_run_plans_its_drafted_sampling_step(ws: Workspace) -> None:

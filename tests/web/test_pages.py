@@ -104,10 +104,22 @@ def test_sample_images_are_served_as_png(web: WebWorkspace) -> None:
 def test_knowledge_shows_cards_with_sources_and_the_regrets(web: WebWorkspace) -> None:
     page = client(web.workspace).get("/knowledge")
     assert page.status_code == 200
-    assert "<h3>flux2</h3>" in page.text
+    assert "<h3>flux2 <small>on musubi-tuner</small></h3>" in page.text
+    assert "<h3>flux2 <small>on ai-toolkit</small></h3>" in page.text
     assert "training.learning_rate" in page.text
     assert "source-upstream" in page.text
     assert "check skin texture at epoch 4" in page.text
+
+
+def test_knowledge_names_an_old_layout_card_and_its_move(web: WebWorkspace) -> None:
+    (web.workspace.knowledge_dir / "wan.md").write_text("# wan\n")
+    try:
+        page = client(web.workspace).get("/knowledge")
+    finally:
+        (web.workspace.knowledge_dir / "wan.md").unlink()
+    assert page.status_code == 200
+    assert "knowledge cards of the old layout" in page.text
+    assert "knowledge/musubi-tuner/wan.md" in page.text
 
 
 def test_no_get_writes_anything(web: WebWorkspace) -> None:
@@ -207,3 +219,26 @@ def test_video_samples_show_as_video_and_unnamed_prompts_by_number(web: WebWorks
         video.unlink()
         folder.rmdir()
         folder.parent.rmdir()
+
+
+def test_the_run_page_names_the_loss_as_its_trainer_does(web: WebWorkspace, tmp_path) -> None:
+    """Musubi's page says its average loss and TensorBoard series; an AI-Toolkit run's page
+    names loss_log.db and its last raw loss, never TensorBoard."""
+    from kura.runs.following import run_status
+    from kura.runs.new import create_run
+    from tests.builders import character_workspace
+
+    musubi = client(web.workspace).get(f"/runs/{web.finished}").text
+    assert "Average loss (Musubi&#39;s avr_loss" in musubi
+    assert "TensorBoard loss/current" in musubi
+    ws = character_workspace(tmp_path)
+    run_id = create_run(ws, datasets=["myaku"], base="aitk-zimage-base").run_id
+    page = client(ws).get(f"/runs/{run_id}").text
+    assert "Last loss (AI-Toolkit&#39;s progress line" in page
+    assert "loss_log.db loss/loss" in page and "loss_log.db learning_rate" in page
+    assert "TensorBoard" not in page and "Average loss" not in page
+    assert run_status(ws, run_id).to_dict()["labels"] == {
+        "loss": "Last loss (AI-Toolkit's progress line: the step's raw loss)",
+        "raw": "loss_log.db loss/loss (each step's raw loss)",
+        "learning_rate": "loss_log.db learning_rate",
+    }

@@ -142,7 +142,7 @@ def test_the_promote_command_is_the_clis_and_writes_the_card(
     assert command == f"kura sweep promote {swept.sweep}"
     argv = shlex.split(command)
     assert main(["-w", str(copy.root), *argv[1:]]) == 0
-    card = (copy.knowledge_dir / "zimage.md").read_text()
+    card = (copy.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {swept.sweep}" in card
 
 

@@ -213,7 +213,7 @@ def test_a_front_trials_promote_command_is_the_clis(
     argv = shlex.split(_field(text, f"promote-{chosen['number']}"))
     assert argv[:3] == ["kura", "sweep", "promote"]
     assert main(["-w", str(copy.root), *argv[1:]]) == 0
-    card = (copy.knowledge_dir / "zimage.md").read_text()
+    card = (copy.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {pareto_swept.sweep} (trial {chosen['number']} of the Pareto front" in (
         card
     )

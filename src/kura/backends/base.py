@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kura.workspace import Workspace
 
 __all__ = [
+    "TASKS",
     "AidChoice",
     "AttemptLoss",
     "AttemptRef",
@@ -54,14 +55,17 @@ __all__ = [
     "ImageRecipe",
     "ImportedRun",
     "Importer",
+    "KnownValue",
     "LoraExport",
     "LossHistory",
+    "LossLabels",
     "LossPoint",
     "MemoryAid",
     "Mount",
     "OutputLayout",
     "PlanFit",
     "PlanInputs",
+    "RecipeItem",
     "Remedy",
     "SearchKey",
     "SearchKeys",
@@ -70,6 +74,8 @@ __all__ = [
     "StepKind",
     "StepProgress",
     "TrainerFacts",
+    "TrainerKnowledge",
+    "TrainerRecipe",
     "TrainerSetup",
     "attempt_at",
 ]
@@ -233,6 +239,137 @@ class DraftedConfig:
     config: Mapping[str, object]
     reasons: Mapping[str, str]
     video_datasets: Mapping[str, tuple[object, str]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
+# Knowledge: what the trainer's own docs, examples and code say a run uses
+
+TASKS = ("character", "style", "concept", "paired-edit", "video")
+"""The run tasks (run.yaml ``task``), in the order cards and the conformance matrix list them."""
+
+
+@dataclass(frozen=True)
+class KnownValue:
+    """One recipe value (a run.yaml ``training.*`` path's) and where the trainer says it:
+    a file of its docs, example configs or code, with the line where it can."""
+
+    value: object
+    source: str
+
+
+@dataclass(frozen=True)
+class TrainerKnowledge:
+    """What one trainer's own docs, examples and code give a run on one architecture.
+
+    ``baselines`` are the card's upstream lines per section (``all`` or a task): what the
+    trainer documents for this architecture. ``defaults`` covers every recipe key: the value
+    ``kura run new`` drafts when nothing ranked above it gives one (the trainer's own
+    default, or where it has no such setting the value meaning "not passed", its source
+    saying which of the trainer's own settings applies instead). A value another trainer has
+    is never here."""
+
+    backend: str
+    architecture: str
+    defaults: Mapping[str, KnownValue]
+    baselines: Mapping[str, Mapping[str, KnownValue]]
+    video: Mapping[str, KnownValue] = field(default_factory=dict)
+    """A video dataset's entry values (``frames``, ``frame_extraction``, ``max_frames`` …)
+    the trainer documents for this architecture, drafted for a dataset of videos."""
+
+
+# ---------------------------------------------------------------------------------------
+# The recipe as the compiled trainer configuration holds it (plan.md's "Recipe")
+
+RECIPE_ITEMS = (
+    "network",
+    "optimizer",
+    "schedule",
+    "length",
+    "batch",
+    "precision",
+    "memory",
+    "timesteps",
+)
+"""The parts of a recipe every backend reads back, in plan order."""
+
+
+@dataclass(frozen=True)
+class RecipeItem:
+    """One part of the recipe as the trainer's compiled files hold it.
+
+    ``runs`` says it in the trainer's own terms, ``source`` names the compiled file and the
+    keys or flags it was read from, ``values`` are those settings (JSON values). ``intent``
+    is what run.yaml asks for this part (None where run.yaml has no say in it), and
+    ``differs`` says how the trainer's configuration departs from that intent (None when it
+    follows it)."""
+
+    item: str
+    runs: str
+    source: str
+    values: Mapping[str, object] = field(default_factory=dict)
+    intent: str | None = None
+    differs: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "item": self.item,
+            "runs": self.runs,
+            "source": self.source,
+            "values": dict(self.values),
+            "intent": self.intent,
+            "differs": self.differs,
+        }
+
+
+@dataclass(frozen=True)
+class TrainerRecipe:
+    """``Backend.recipe``: what the trainer will run, read back from the compiled files.
+
+    ``items`` has one entry per :data:`RECIPE_ITEMS` name, in that order; ``lora_scale`` is
+    the factor the trainer multiplies the LoRA update by (alpha / rank where it applies
+    alpha; 1.0 where its format ignores alpha); ``total_steps`` the optimizer steps it will
+    take (None when it cannot be known before the trainer's own data pass)."""
+
+    backend: str
+    files: tuple[str, ...]
+    items: tuple[RecipeItem, ...]
+    lora_scale: float | None = None
+    total_steps: int | None = None
+
+    @property
+    def differences(self) -> tuple[RecipeItem, ...]:
+        return tuple(item for item in self.items if item.differs)
+
+    def item(self, name: str) -> RecipeItem:
+        for entry in self.items:
+            if entry.item == name:
+                return entry
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "backend": self.backend,
+            "files": list(self.files),
+            "items": [item.to_dict() for item in self.items],
+            "lora_scale": self.lora_scale,
+            "total_steps": self.total_steps,
+            "differences": [item.item for item in self.differences],
+        }
+
+
+@dataclass(frozen=True)
+class LossLabels:
+    """What the numbers Kura shows are, in the trainer's own terms (the run page and
+    ``kura run status``): ``loss`` is :attr:`StepProgress.loss` (Musubi's running average,
+    another trainer's last raw value), ``raw`` the series ``loss_history`` reads (the chart),
+    ``learning_rate`` its learning-rate series."""
+
+    loss: str
+    raw: str
+    learning_rate: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"loss": self.loss, "raw": self.raw, "learning_rate": self.learning_rate}
 
 
 # ---------------------------------------------------------------------------------------
@@ -816,6 +953,27 @@ class Backend(Protocol):
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """``backend.config`` defaults for a new run (keys in ``explicit`` left out)."""
+        ...
+
+    def knowledge(self, architecture: str) -> TrainerKnowledge:
+        """What this trainer's own docs, examples and code give a run on ``architecture``
+        (the card's upstream lines and the defaults ``kura run new`` drafts from);
+        Unsupported when it does not train ``architecture``."""
+        ...
+
+    def tasks(self, bundle: Bundle) -> tuple[str, ...]:
+        """The run tasks (:data:`TASKS`) this trainer trains on ``bundle``; empty when it
+        does not accept the bundle (laid out for another trainer, or not supported)."""
+        ...
+
+    def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
+        """The recipe read back from the files ``compile`` wrote under ``compiled_dir`` (plan.md
+        shows this, not run.yaml's intent), each part with where run.yaml's intent differs."""
+        ...
+
+    def loss_labels(self) -> LossLabels:
+        """What :attr:`StepProgress.loss` and the ``loss_history`` series are, in the
+        trainer's own names."""
         ...
 
     def config_keys(self, architecture: str) -> frozenset[str]:

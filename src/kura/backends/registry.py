@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backend_names",
     "backends_serving",
+    "builtin_names",
     "command_backend",
     "get_backend",
     "registered_backend",
@@ -58,6 +59,11 @@ def _plugins() -> dict[str, str]:
 
 def backend_names() -> tuple[str, ...]:
     return tuple(sorted({*_MODULES, *_plugins(), *_EXTRA}))
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The backends Kura ships (no plug-in, no test backend), in registry order."""
+    return tuple(sorted(_MODULES))
 
 
 def get_backend(name: str) -> Backend:

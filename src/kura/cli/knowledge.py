@@ -22,14 +22,15 @@ __all__ = ["knowledge_group"]
 
 @click.group("knowledge")
 def knowledge_group() -> None:
-    """Knowledge cards (per architecture × task), preferences and regrets."""
+    """Knowledge cards (per trainer × architecture × task), preferences and regrets."""
 
 
 @knowledge_group.command("sync")
 @click.argument("architectures", nargs=-1)
 @click.pass_obj
 def sync_command(state: AppState, architectures: tuple[str, ...]) -> None:
-    """Write or refresh the upstream baseline lines of the cards (never owner or run lines)."""
+    """Write or refresh the upstream lines of every trainer's cards, from each trainer's own
+    docs, examples and code (never owner or run lines)."""
     from kura.knowledge.baselines import sync_cards
 
     state.out.result(sync_cards(state.workspace(), list(architectures) or None), _render_sync)
@@ -38,21 +39,30 @@ def sync_command(state: AppState, architectures: tuple[str, ...]) -> None:
 def _render_sync(console: Console, synced: KnowledgeSync) -> None:
     for card in synced.cards:
         state = "created" if card.created else f"+{card.added} ~{card.updated}"
-        console.print(f"knowledge/{card.architecture}.md: {state}")
+        console.print(f"{card.card}: {state}")
 
 
 @knowledge_group.command("show")
 @click.argument("architecture")
+@click.option("--backend", help="The trainer whose card (default: the one that trains it).")
 @click.pass_obj
-def show_command(state: AppState, architecture: str) -> None:
-    """Show a card's values with their sources, and lines that lack one."""
+def show_command(state: AppState, architecture: str, backend: str | None) -> None:
+    """Show a trainer's card of an architecture: its values with their sources, and lines
+    that lack one."""
     from kura.knowledge.baselines import show_card
 
-    state.out.result(show_card(state.workspace(), architecture), _render_card)
+    state.out.result(show_card(state.workspace(), architecture, backend), _render_card)
 
 
 def _render_card(console: Console, card: KnowledgeCard) -> None:
-    table = new_table("section", "key", "value", "source", box=None, title=card.architecture)
+    table = new_table(
+        "section",
+        "key",
+        "value",
+        "source",
+        box=None,
+        title=f"{card.architecture} on {card.backend}",
+    )
     for entry in card.entries:
         table.add_row(entry.section, entry.key, str(entry.value), entry.source)
     console.print(table)
@@ -75,7 +85,8 @@ def promote_command(
     epoch: int | None,
     step: int | None,
 ) -> None:
-    """Add the run's recipe to a card as `source: run <id>` lines (never overwriting)."""
+    """Add the run's recipe to its trainer's card as `source: run <id>` lines (never
+    overwriting)."""
     from kura.cli.nexts import after_knowledge_promote, followed
     from kura.runs.evidence import promote_run
 

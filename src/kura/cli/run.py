@@ -222,9 +222,19 @@ def render_status(console: Console, status: RunStatus) -> None:
         loss = progress.loss_ema
         console.print(
             f"step {progress.step}/{progress.total}, epoch {progress.epoch}, "
-            f"loss {loss if loss is None else f'{loss:.4f}'}, "
+            f"loss {loss if loss is None else f'{loss:.4f}'} (EMA), "
             f"{progress.seconds_per_step} s/step, ETA {progress.eta_seconds} s"
         )
+        if status.labels is not None:
+            from rich.markup import escape
+
+            raw = progress.loss
+            console.print(
+                escape(
+                    f"{status.labels.loss}: {raw if raw is None else f'{raw:.4f}'}; "
+                    f"the EMA is of {status.labels.raw}"
+                )
+            )
     diagnosis = status.diagnosis
     if diagnosis is not None:
         console.print(f"[red]{diagnosis.code}[/]: {diagnosis.message}")

@@ -1,9 +1,10 @@
-"""Knowledge cards: ``knowledge/<architecture>.md``, Markdown a person can read and edit.
+"""Knowledge cards: ``knowledge/<backend>/<architecture>.md``, Markdown a person can read
+and edit (one card per trainer and architecture).
 
 A card has task sections (``## all``, ``## character``, ``## style``, ``## concept``,
 ``## paired-edit``, ``## video``); each value is one line::
 
-    - training.learning_rate: 0.0001 — source: upstream (musubi docs/flux_2.md)
+    - training.learning_rate: 0.0001 — source: upstream (musubi-tuner 0.3.4 docs/flux_2.md:170)
 
 Lines Kura does not recognise are kept as they are. Kura edits a card by inserting or
 replacing single lines, so a person's notes, order and wording survive.
@@ -64,19 +65,21 @@ class CardEntry:
 
 @dataclass(frozen=True)
 class KnowledgeCard:
-    """``kura knowledge show``: one architecture's card at ``path``, its value lines in file
-    order, and the lines that lack a (known) source."""
+    """``kura knowledge show``: one trainer's card of one architecture at ``path``, its value
+    lines in file order, and the lines that lack a (known) source."""
 
     architecture: str
     path: str
     entries: tuple[CardEntry, ...]
     problems: tuple[str, ...]
+    backend: str = ""
 
     kind: ClassVar[str] = "knowledge-card"
 
     def to_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
+            "backend": self.backend,
             "architecture": self.architecture,
             "path": self.path,
             "entries": [entry.to_dict() for entry in self.entries],
@@ -163,6 +166,8 @@ def _format_value(value: Any) -> str:
 
     from kura.yamlio import dump_yaml
 
+    if value is None:
+        return "null"  # an empty value would leave the line's source unparsed
     if isinstance(value, list | dict):
         return json.dumps(value, ensure_ascii=False)
     text = dump_yaml({"v": value}).strip()

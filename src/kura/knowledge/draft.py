@@ -1,38 +1,33 @@
 """Drafting recipe values: each from the first source that covers it, with that source.
 
 Order: an explicit instruction (``--set``) → the owner's preferences
-(``knowledge/user-preferences.md``) → the card's owner lines → its run lines → its sweep
-lines (a sweep's promoted winner) → its agent
-lines → its upstream baseline → Kura's own default. Within one card, the task's section
-outranks ``all``. A key that two sources at the same rank disagree on keeps both: the first
+(``knowledge/user-preferences.md``) → the run's trainer's card (its owner lines → run
+lines → sweep lines (a sweep's promoted winner) → agent lines → upstream baseline) → that
+trainer's own default (``Backend.knowledge``). Within one card, the task's section outranks
+``all``. Only the run's trainer's card and defaults are read: a value another trainer has
+is never drafted. A key that two sources at the same rank disagree on keeps both: the first
 wins and the other is reported as a contradiction, never dropped silently.
+
+Preferences are the owner's own words, under sections named (first found wins)
+``<backend> × <architecture> × <task>``, ``<backend> × <architecture>``,
+``<architecture> × <task>``, ``<architecture>``, ``<backend>``, ``all``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import SpecError
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import CardEntry, parse_card, read_card
 from kura.workspace import Workspace
-from kura.yamlio import parse_yaml
 
-__all__ = ["Decision", "default_sources", "draft_values", "provenance_line"]
+if TYPE_CHECKING:
+    from kura.backends.base import KnownValue
 
-_DEFAULTS_FILE = "data/recipe_defaults.yaml"
-
-
-@cache
-def default_sources() -> dict[str, str]:
-    """run.yaml path → the source of Kura's own default (``kura/data/recipe_defaults.yaml``)."""
-    text = resources.files("kura").joinpath(_DEFAULTS_FILE).read_text(encoding="utf-8")
-    data = parse_yaml(text, source=f"kura/{_DEFAULTS_FILE}")
-    return {str(key): " ".join(str(value).split()) for key, value in data.items()}
-
+__all__ = ["Decision", "draft_values", "preferences_path", "provenance_line"]
 
 _CARD_ORDER = ("owner", "run", "sweep", "agent", "upstream")
 _ORIGIN_LABEL = {
@@ -43,7 +38,6 @@ _ORIGIN_LABEL = {
     "sweep": "card, from sweep",
     "agent": "card, agent",
     "upstream": "card baseline",
-    "default": "Kura default",
 }
 
 
@@ -55,11 +49,14 @@ class Decision:
     source: str
     section: str = ""
     contradictions: list[dict[str, Any]] = field(default_factory=list)
+    backend: str = ""
 
     def label(self, architecture: str) -> str:
+        if self.origin == "default":
+            return f"{self.backend} default"
         base = _ORIGIN_LABEL[self.origin]
         if self.origin in _CARD_ORDER:
-            where = f"{architecture} × {self.section}"
+            where = f"{self.backend} {architecture} × {self.section}"
             detail = self.source if self.origin in ("run", "sweep") else where
             return f"{base} ({detail})"
         return base
@@ -79,17 +76,28 @@ def preferences_path(workspace: Workspace) -> Any:
     return workspace.knowledge_dir / "user-preferences.md"
 
 
-def _preferences(workspace: Workspace, architecture: str, task: str | None) -> list[CardEntry]:
+def _preferences(
+    workspace: Workspace, backend: str, architecture: str, task: str | None
+) -> list[CardEntry]:
     entries, _ = parse_card(read_card(preferences_path(workspace)), default_kind="owner")
-    wanted = [f"{architecture} × {task}" if task else None, architecture, "all"]
+    wanted = [
+        f"{backend} × {architecture} × {task}" if task else None,
+        f"{backend} × {architecture}",
+        f"{architecture} × {task}" if task else None,
+        architecture,
+        backend,
+        "all",
+    ]
     ranked: list[CardEntry] = []
     for section in wanted:
-        ranked += [e for e in entries if section is not None and e.section == section]
+        ranked += [e for e in entries if section is not None and e.section == section.lower()]
     return ranked
 
 
-def _card_entries(workspace: Workspace, architecture: str, task: str | None) -> list[CardEntry]:
-    entries, _ = parse_card(read_card(card_path(workspace, architecture)))
+def _card_entries(
+    workspace: Workspace, backend: str, architecture: str, task: str | None
+) -> list[CardEntry]:
+    entries, _ = parse_card(read_card(card_path(workspace, backend, architecture)))
     sections = [s for s in (task, "all") if s]
     ranked: list[CardEntry] = []
     for kind in _CARD_ORDER:
@@ -100,20 +108,22 @@ def _card_entries(workspace: Workspace, architecture: str, task: str | None) -> 
 
 def draft_values(
     workspace: Workspace,
+    backend: str,
     architecture: str,
     task: str | None,
     *,
     keys: list[str],
     explicit: dict[str, Any],
-    defaults: dict[str, Any],
+    defaults: Mapping[str, KnownValue],
 ) -> dict[str, Decision]:
-    """Decide each of ``keys`` (run.yaml paths), recording where each value came from."""
-    preferences = _preferences(workspace, architecture, task)
-    card = _card_entries(workspace, architecture, task)
+    """Decide each of ``keys`` (run.yaml paths) for a run of ``backend``, recording where
+    each value came from; ``defaults`` are the backend's own (``Backend.knowledge``)."""
+    preferences = _preferences(workspace, backend, architecture, task)
+    card = _card_entries(workspace, backend, architecture, task)
     decisions: dict[str, Decision] = {}
     for key in keys:
         if key in explicit:
-            decisions[key] = Decision(key, explicit[key], "explicit", "--set")
+            decisions[key] = Decision(key, explicit[key], "explicit", "--set", backend=backend)
             continue
         candidates = [("preference", e) for e in preferences if e.key == key]
         candidates += [(e.kind, e) for e in card if e.key == key]
@@ -125,21 +135,22 @@ def draft_values(
                 if o == origin and e.value != chosen.value
             ]
             decisions[key] = Decision(
-                key, chosen.value, origin, chosen.source, chosen.section, others
+                key, chosen.value, origin, chosen.source, chosen.section, others, backend
             )
-        elif key in defaults:
-            source = default_sources().get(key)
-            if not source:
-                raise SpecError(
-                    f"kura/{_DEFAULTS_FILE} gives no source for Kura's default of {key}",
-                    hint=f"add `{key}: <where the default comes from>` to kura/{_DEFAULTS_FILE}",
-                )
-            decisions[key] = Decision(key, defaults[key], "default", f"kura: {source}")
+            continue
+        known = defaults.get(key)
+        if known is None:
+            raise SpecError(
+                f"{backend} gives no default for {key}",
+                hint=f"its knowledge (Backend.knowledge) must name every recipe key; add {key}",
+            )
+        decisions[key] = Decision(key, known.value, "default", known.source, backend=backend)
     return decisions
 
 
 def provenance_line(decisions: dict[str, Decision], architecture: str) -> str:
-    """``learning_rate: your preference · network.rank: card baseline (flux2 × all) · …``"""
+    """``learning_rate: your preference · network.rank: card baseline (musubi-tuner flux2 ×
+    all) · …``"""
     parts = []
     for key, decision in decisions.items():
         short = key.removeprefix("training.")

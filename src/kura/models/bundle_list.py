@@ -1,4 +1,4 @@
-"""``kura model bundles``: the known bundles, each with the backends that train it."""
+"""``kura model bundles``: the known bundles, each with the backends that accept it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ __all__ = ["BundleList", "BundleListEntry", "bundle_list"]
 
 @dataclass(frozen=True)
 class BundleListEntry:
-    """A bundle and the registered backends serving its architecture (registry order)."""
+    """A bundle and the registered backends that accept it (registry order): each trains
+    its architecture and some task on it (``Backend.tasks``), so a Musubi bundle does not
+    list AI-Toolkit, which loads its own layout."""
 
     bundle: Bundle
     backends: tuple[str, ...]
@@ -35,11 +37,18 @@ class BundleList:
 
 def bundle_list(architecture: str | None = None) -> BundleList:
     """Every bundle, or only those of ``architecture`` (an unknown one lists none)."""
-    from kura.backends.registry import backends_serving
+    from kura.backends.registry import backends_serving, get_backend
+
+    def accepting(bundle: Bundle) -> tuple[str, ...]:
+        return tuple(
+            name
+            for name in backends_serving(bundle.architecture)
+            if get_backend(name).tasks(bundle)
+        )
 
     return BundleList(
         bundles=tuple(
-            BundleListEntry(bundle, tuple(backends_serving(bundle.architecture)))
+            BundleListEntry(bundle, accepting(bundle))
             for bundle in list_bundles()
             if architecture in (None, bundle.architecture)
         )

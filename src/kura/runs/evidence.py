@@ -295,8 +295,8 @@ def promote_run(
     source = f"run {run_id}"
     added: dict[str, object] = {}
     with workspace.lock():
-        path = card_path(workspace, architecture)
-        text = read_card(path) or f"# {architecture} — knowledge card\n"
+        path = card_path(workspace, spec.backend.name, architecture)
+        text = read_card(path) or f"# {architecture} on {spec.backend.name} — knowledge card\n"
         entries, _ = parse_card(text)
         for key in PROMOTED_KEYS:
             value = _value(spec, key)

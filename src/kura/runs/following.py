@@ -31,12 +31,15 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
 
     spec, _ = load_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
+    backend = get_backend(spec.backend.name)
+    labels = backend.loss_labels()
     if not (run_dir / "state.json").exists():
         never = NextStep(
             f"kura run launch {run_id}", "it was never launched (plan and approve it first)"
         )
-        return RunStatus(run_id, state=None, progress=None, scalars=None, next=(never,))
-    backend = get_backend(spec.backend.name)
+        return RunStatus(
+            run_id, state=None, progress=None, scalars=None, next=(never,), labels=labels
+        )
     summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
     return RunStatus(
         run_id,
@@ -44,6 +47,7 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
         progress=summary.progress,
         scalars=summary.scalars,
         next=_after_status(run_id, summary.state),
+        labels=labels,
     )
 
 

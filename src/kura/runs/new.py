@@ -108,16 +108,34 @@ def _task(workspace: Workspace, datasets: list[str], task: str | None) -> tuple[
     return None, "no dataset records a task; the card's `all` section applies (set --task)"
 
 
-def _dataset_entry(workspace: Workspace, name: str, bundle: Any) -> tuple[dict[str, Any], str]:
-    """The dataset's run entry and the provenance of its resolution ("" when it is the
-    dataset's own): a bundle with a native resolution the dataset's differs from is drafted
-    at the native one nearest in aspect and area (on log scales, so a square dataset is as
-    far from 1280×720 as from 720×1280 and the first listed wins), saying so and why."""
+def _dataset_entry(
+    workspace: Workspace, name: str, bundle: Any, knowledge: Any
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The dataset's run entry and the provenance of what was drafted in it: a bundle with
+    a native resolution the dataset's differs from is drafted at the native one nearest in
+    aspect and area (on log scales, so a square dataset is as far from 1280×720 as from
+    720×1280 and the first listed wins), saying so and why; a dataset of videos takes the
+    frame settings the trainer documents for the architecture (``knowledge.video``)."""
     from kura.dataset.registry import read_dataset
 
     spec = read_dataset(workspace, name)
     resolution = list(spec.facts.resolution if spec.facts else [1024, 1024])
-    entry = {"name": name, "resolution": resolution, "repeats": 1}
+    entry: dict[str, Any] = {"name": name, "resolution": resolution, "repeats": 1}
+    drafted: dict[str, str] = {}
+    if spec.facts is not None and spec.facts.counts.get("videos", 0) > 0:
+        for key, known in knowledge.video.items():
+            entry[key] = known.value
+            drafted[key] = f"{knowledge.backend} (videos): {known.source}"
+    entry, reason = _native_resolution(entry, bundle, name)
+    if reason:
+        drafted["resolution"] = reason
+    return entry, drafted
+
+
+def _native_resolution(entry: dict[str, Any], bundle: Any, name: str) -> tuple[dict[str, Any], str]:
+    """The entry at the bundle's native size nearest the dataset's, and why ("" when the
+    dataset's own size is kept)."""
+    resolution = entry["resolution"]
     native = bundle.native_resolutions
     if not native or tuple(resolution) in native:
         return entry, ""
@@ -164,16 +182,19 @@ def create_run(
     explicit = _parse_sets(sets or [])
     chosen_task, task_evidence = _task(workspace, datasets, task)
     defaults = recipe_keys()
+    knowledge = trainer.knowledge(architecture)
     decisions = draft_values(
         workspace,
+        trainer.name,
         architecture,
         chosen_task,
         keys=list(defaults),
         explicit={k: v for k, v in explicit.items() if k in defaults},
-        defaults=defaults,
+        defaults=knowledge.defaults,
     )
     drafted = trainer.draft_config(bundle, explicit)
-    entries = [_dataset_entry(workspace, name, bundle) for name in datasets]
+    executor, executor_reason = _executor(workspace, trainer)
+    entries = [_dataset_entry(workspace, name, bundle, knowledge) for name in datasets]
     width, height = entries[0][0]["resolution"]
     samples = _drafted_samples(
         workspace, trainer, chosen_task, datasets, decisions, size=(width, height)
@@ -189,7 +210,7 @@ def create_run(
             "config": dict(drafted.config),
             "reasons": dict(drafted.reasons),
         },
-        "execution": {"executor": workspace.config().executor.default, "gpus": 1},
+        "execution": {"executor": executor, "gpus": 1},
         "provenance": {
             k: d.label(architecture) for k, d in decisions.items() if d.origin != "default"
         },
@@ -199,18 +220,17 @@ def create_run(
         document["provenance"]["training.sample_prompts"] = samples.provenance
     elif samples is not None:
         document["training"]["sample_prompts"] = list(samples.prompts)
-        every = sample_every(decisions["training.epochs"].value)
+        every, why = _sample_cadence(decisions, knowledge)
         document["training"]["sample_every_n_epochs"] = every
         document["provenance"]["training.sample_prompts"] = samples.provenance
-        document["provenance"]["training.sample_every_n_epochs"] = (
-            f"drafted with the sample prompts: every {every} epochs, about "
-            f"{SAMPLING_POINTS} sampling points over the run"
-        )
-    for index, (_, reason) in enumerate(entries):
-        if reason:
-            document["provenance"][f"datasets.{index}.resolution"] = reason
+        document["provenance"]["training.sample_every_n_epochs"] = why
+    for index, (_, drafted_keys) in enumerate(entries):
+        for key, reason in drafted_keys.items():
+            document["provenance"][f"datasets.{index}.{key}"] = reason
     _draft_video_keys(workspace, document, datasets, drafted.video_datasets, explicit)
     document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
+    if executor_reason:
+        document["provenance"]["execution.executor"] = executor_reason
     for key, value in explicit.items():
         if key not in defaults:
             set_dotted(document, key, value)
@@ -272,6 +292,24 @@ def _draft_video_keys(
                 continue
             document["datasets"][index][key] = value
             document["provenance"][f"datasets.{index}.{key}"] = reason
+
+
+def _executor(workspace: Workspace, trainer: Any) -> tuple[str, str]:
+    """kura.toml's default executor, or the host where that default runs an image and the
+    trainer has none (KohakuMoss lives in an environment of this machine), saying why."""
+    from kura.errors import Unsupported
+
+    default = workspace.config().executor.default
+    if default != "docker":
+        return default, ""
+    try:
+        trainer.image(workspace)
+    except Unsupported as refusal:
+        return "host", (
+            f"{trainer.name} has no image ({refusal.message}): the host executor, not "
+            f"kura.toml's default {default}"
+        )
+    return default, ""
 
 
 def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
@@ -372,6 +410,23 @@ def _drafted_samples(
         datasets[0],
         render=lambda text: trainer.sample_prompt(text, width=width, height=height),
     )
+
+
+def _sample_cadence(decisions: dict[str, Decision], knowledge: Any) -> tuple[int | None, str]:
+    """Epochs between drafted samples: about :data:`SAMPLING_POINTS` over a run counted in
+    epochs; for a trainer that counts steps, its own default (it samples by steps, and
+    its knowledge says by which setting)."""
+    epochs = decisions["training.epochs"].value
+    if epochs:
+        every = sample_every(epochs)
+        return every, (
+            f"drafted with the sample prompts: every {every} epochs, about "
+            f"{SAMPLING_POINTS} sampling points over the run"
+        )
+    known = knowledge.defaults["training.sample_every_n_epochs"]
+    sample_first = decisions["training.sample_at_first"].value
+    value = known.value if known.value is not None or sample_first else 1
+    return value, f"drafted with the sample prompts: the length is in steps ({known.source})"
 
 
 def _nest(decisions: dict[str, Decision]) -> dict[str, Any]:

@@ -65,6 +65,7 @@ class PlanReport:
     compiled_digest: str = ""
     checks: tuple[PlanCheck, ...] = ()
     dataset_files: dict[str, dict[str, str]] | None = None
+    recipe: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.record().model_dump(mode="json", exclude={"dataset_files"})
@@ -95,6 +96,7 @@ class PlanReport:
             "downloads": self.downloads,
             "compile": self.compile,
             "provenance": self.provenance,
+            "recipe": self.recipe,
             "plan": self.plan_path,
             "plan_digest": self.plan_digest,
         }
@@ -185,6 +187,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     contingency = context.backend.contingency(spec, inputs)
     contingency_doc = None if contingency is None else contingency.to_dict()
     compiled = compile_in_workspace(workspace, run_id)
+    recipe = context.backend.recipe(spec, inputs, workspace.run_dir(run_id) / COMPILED_DIR)
     regrets = _last_look(workspace, context, gpu_class.id)
     downloads = _downloads(compiled)
     gpu_doc = {
@@ -197,7 +200,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     from kura.runs.timecost import time_and_cost
 
     estimate_doc = _with_evidence(estimate_document(written), evidence)
-    estimate_doc["lora"] = lora_document(spec.training.network)
+    estimate_doc["lora"] = lora_document(spec.training.network, scale=recipe.lora_scale)
     price = gpu_doc["usd_per_hour"]
     estimate_doc["time_and_cost"] = time_and_cost(
         estimate_doc, price * spec.execution.gpus if price else None
@@ -219,6 +222,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         checks=[c.model_dump() for c in checks],
         plan_id=_PLACEHOLDER,
         aid_keys=fit.aid_keys,
+        recipe=recipe,
     )
     # The id is the digest of the plan's own text: the same inputs give the same plan (and
     # bytes), a different plan a different id.
@@ -244,6 +248,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         compiled_digest=compiled_digest(workspace, run_id),
         checks=tuple(checks),
         dataset_files={name: dict(c.files) for name, c in datasets.items()},
+        recipe=recipe.to_dict(),
     )
     record = record_text(report.record())
     with workspace.lock():

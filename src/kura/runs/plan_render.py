@@ -67,52 +67,56 @@ def _resources(
 
 
 def lora_scale(network: Any) -> float:
-    """The factor the LoRA update is multiplied by: alpha / rank (1 means unscaled; Musubi's
-    and most docs' ``alpha 1`` at rank 32 is 1/32, which is why they pair it with a higher
-    learning rate)."""
+    """alpha / rank as run.yaml asks it (1 means unscaled; Musubi's and most docs' ``alpha 1``
+    at rank 32 is 1/32, which is why they pair it with a higher learning rate). What the
+    trainer applies is its recipe's ``lora_scale`` (1.0 where its format ignores alpha)."""
     return float(network.alpha) / float(network.rank)
 
 
-def lora_document(network: Any) -> dict[str, Any]:
-    """plan.json's ``estimate.lora``: rank, alpha and the effective scale alpha/rank."""
+def lora_document(network: Any, *, scale: float | None = None) -> dict[str, Any]:
+    """plan.json's ``estimate.lora``: rank, alpha and the scale the trainer applies (read
+    from its compiled configuration when given, else alpha/rank), with run.yaml's alpha/rank
+    beside it."""
+    asked = lora_scale(network)
     return {
         "rank": int(network.rank),
         "alpha": float(network.alpha),
-        "scale": lora_scale(network),
+        "scale": asked if scale is None else scale,
+        "scale_asked": asked,
+        "scale_source": "alpha/rank of run.yaml"
+        if scale is None
+        else "the trainer's compiled configuration",
     }
 
 
-def _recipe(spec: Any) -> list[str]:
-    training = spec.training
-    network = training.network
-    module = network.module or "adapter default"
-    rows = [
-        (
-            "network",
-            f"{module} rank {network.rank} alpha {network.alpha:g}"
-            f" (effective LoRA scale alpha/rank = {lora_scale(network):.4g})",
-        ),
-        (
-            "learning rate",
-            f"{training.learning_rate:g} ({training.optimizer}, {training.scheduler})",
-        ),
-        ("effective batch", training.effective_batch),
-        (
-            "length",
-            f"{training.epochs} epochs" if training.epochs else f"{training.max_steps} steps",
-        ),
-        (
-            "timesteps",
-            f"{training.timestep_sampling or 'adapter default'}"
-            + (f", shift {training.discrete_flow_shift:g}" if training.discrete_flow_shift else ""),
-        ),
-        ("seed", training.seed),
+def _recipe(spec: Any, recipe: Any) -> list[str]:
+    """The recipe as the trainer's compiled files hold it (``Backend.recipe``), then where
+    run.yaml's intent differs, then the datasets, seed and provenance of the intent."""
+    rows = [(item.item, item.runs, item.source) for item in recipe.items]
+    out = [
+        "## Recipe",
+        "",
+        f"As {spec.backend.name}'s compiled configuration holds it "
+        f"({', '.join(recipe.files)}), not as run.yaml asks it:",
+        "",
+        *_table(("part", "the trainer runs", "read from"), rows),
+        "",
     ]
+    differences = recipe.differences
+    if differences:
+        out.append("Where run.yaml's intent differs:")
+        out += [
+            f"- {item.item}: run.yaml asks {item.intent}; {item.differs}" for item in differences
+        ]
+    else:
+        out.append("Every part follows run.yaml's intent.")
+    out.append("")
+    settings: list[tuple[str, object]] = [("seed", spec.training.seed)]
     for use in spec.datasets:
-        rows.append(
+        settings.append(
             (f"dataset {use.name}", f"{'x'.join(map(str, use.resolution))} × {use.repeats} repeats")
         )
-    out = ["## Recipe", "", *_table(("value", "setting"), rows), ""]
+    out += [*_table(("value", "setting"), settings), ""]
     provenance = " · ".join(
         f"{k.removeprefix('training.')}: {v}" for k, v in spec.provenance.items()
     )
@@ -350,15 +354,17 @@ def render(
     checks: list[dict[str, Any]],
     plan_id: str,
     aid_keys: tuple[str, ...],
+    recipe: Any,
 ) -> str:
     """plan.md; ``aid_keys`` are the ``backend.config`` keys the backend's fit ladder
-    manages (its memory aids), listed under Resources where they are on."""
+    manages (its memory aids), listed under Resources where they are on; ``recipe`` is the
+    backend's read-back of the compiled files (``TrainerRecipe``)."""
     lines = [f"# Plan for run {spec.id}", "", f"Plan id: `{plan_id}`", ""]
     task = spec.task or "unspecified"
     lines.append(f"{task} LoRA on {spec.model.base}; approve with `kura run approve {spec.id}`.")
     lines.append("")
     lines += _resources(spec, gpu, host, compiled, aid_keys)
-    lines += _recipe(spec)
+    lines += _recipe(spec, recipe)
     lines += _accommodations(spec)
     lines += _fit(fit, written, applied, kept)
     lines += _alternatives(

@@ -19,7 +19,7 @@ from kura.errors import InvalidInput
 from kura.nextsteps import NextStep, next_list
 
 if TYPE_CHECKING:
-    from kura.backends.base import Diagnosis, StepProgress
+    from kura.backends.base import Diagnosis, LossLabels, StepProgress
     from kura.spec.state import RunState
 
 __all__ = [
@@ -101,13 +101,15 @@ class CancelResult:
 class RunStatus:
     """Where a run stands: its refreshed state (None before its first launch), the current
     step's progress (None before it logs any), the last ``(step, value)`` of each
-    TensorBoard scalar, and what to run next."""
+    scalar the trainer logged, what to run next, and what the numbers are in the trainer's
+    own terms (``labels``: its ``Backend.loss_labels``)."""
 
     run: str
     state: RunState | None
     progress: StepProgress | None
     scalars: Mapping[str, tuple[int, float]] | None
     next: tuple[NextStep, ...] = ()
+    labels: LossLabels | None = None
 
     kind: ClassVar[str] = "run-status"
 
@@ -122,6 +124,7 @@ class RunStatus:
             "state": None if self.state is None else asdict(self.state),
             "progress": None if self.progress is None else self.progress.to_dict(),
             "scalars": None if self.scalars is None else dict(self.scalars),
+            "labels": None if self.labels is None else self.labels.to_dict(),
             "next": next_list(*self.next),
         }
 

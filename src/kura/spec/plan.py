@@ -16,7 +16,7 @@ from pydantic import Field
 
 from kura.spec.base import StrictModel
 
-__all__ = ["PLAN_VERSION", "PlanCheck", "PlanRecord"]
+__all__ = ["PLAN_VERSION", "PlanCheck", "PlanRecipe", "PlanRecord", "RecipeEntry"]
 
 PLAN_VERSION: Literal[1] = 1
 
@@ -27,6 +27,26 @@ class PlanCheck(StrictModel):
     detail: str
     blocking: bool = False
     files: list[str] = []
+
+
+class RecipeEntry(StrictModel):
+    item: str = Field(description="The part of the recipe (network, optimizer, schedule, …).")
+    runs: str = Field(description="What the trainer's compiled configuration runs, in its terms.")
+    source: str = Field(description="The compiled file and keys it was read from.")
+    values: dict[str, Any] = {}
+    intent: str | None = Field(None, description="What run.yaml asks for this part.")
+    differs: str | None = Field(None, description="How the trainer departs from run.yaml's intent.")
+
+
+class PlanRecipe(StrictModel):
+    """The recipe read back from the compiled trainer configuration (``Backend.recipe``)."""
+
+    backend: str
+    files: list[str]
+    items: list[RecipeEntry]
+    lora_scale: float | None = None
+    total_steps: int | None = None
+    differences: list[str] = []
 
 
 class PlanRecord(StrictModel):
@@ -57,6 +77,9 @@ class PlanRecord(StrictModel):
         {}, description="dataset → file → sha256 as the plan checked them (names what changed)."
     )
     provenance: dict[str, str]
+    recipe: PlanRecipe | None = Field(
+        None, description="The recipe as the compiled trainer configuration holds it."
+    )
     plan: str
     attempts: list[dict[str, Any]] = Field(
         [], description="What each launched attempt actually ran (relaunch appends)."

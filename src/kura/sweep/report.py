@@ -470,6 +470,7 @@ def _write_winner(
         "number": row.number,
         "params": row.params,
         **scored,
+        "backend": sweep.backend,
         "architecture": sweep.architecture,
         "task": sweep.task,
     }
@@ -573,8 +574,8 @@ def promote_winner(
         _write_winner(workspace, sweep, best, {"values": list(best.values)})
     added = {}
     with workspace.lock():
-        path = card_path(workspace, sweep.architecture)
-        text = read_card(path) or f"# {sweep.architecture} — knowledge card\n"
+        path = card_path(workspace, sweep.backend, sweep.architecture)
+        text = read_card(path) or (f"# {sweep.architecture} on {sweep.backend} — knowledge card\n")
         entries, _ = parse_card(text)
         for key, value in best.params.items():
             if any(e.key == key and e.section == target and e.value == value for e in entries):

@@ -1,10 +1,10 @@
 """Warm start: the configs every sweep tries first, each with where it came from.
 
 1. the **baseline**: the base run's own values of the axes;
-2. **curated** configs from the knowledge card of the architecture, in the task's section
+2. **curated** configs from the base run's trainer's card of the architecture, in the task's section
    then ``all``: lines ``- sweep.curated.<name>: {"training.learning_rate": 5e-5, …} —
    source: …`` (keys not searched are taken from the baseline);
-3. **past winners**: the best trial of earlier sweeps on the same architecture × task
+3. **past winners**: the best trial of earlier sweeps on the same trainer × architecture × task
    (``sweeps/<id>/winner.json``, written by ``kura sweep report``).
 
 A config whose value lies outside the space is left out with a note (never clamped
@@ -57,7 +57,7 @@ def warm_start(
     """(configs in the order they are enqueued, notes on what was left out and why)."""
     baseline = {key: recipe_value(base, key) for key in space.keys}
     candidates = [WarmConfig("baseline", baseline, f"run {base.id} (the base run)")]
-    entries, _ = parse_card(read_card(card_path(workspace, architecture)))
+    entries, _ = parse_card(read_card(card_path(workspace, base.backend.name, architecture)))
     sections = [s for s in (task, "all") if s]
     for section in sections:
         for entry in entries:
@@ -71,10 +71,12 @@ def warm_start(
                 WarmConfig(
                     name,
                     {**baseline, **entry.value},
-                    f"card {architecture} × {section}: {entry.source}",
+                    f"card {base.backend.name} {architecture} × {section}: {entry.source}",
                 )
             )
-    candidates += _past_winners(workspace, architecture, task, exclude_sweep, baseline)
+    candidates += _past_winners(
+        workspace, base.backend.name, architecture, task, exclude_sweep, baseline
+    )
     configs: list[WarmConfig] = []
     notes: list[str] = []
     seen: dict[str, int] = {}
@@ -113,6 +115,7 @@ def _problem(config: WarmConfig, space: CheckedSpace) -> str | None:
 
 def _past_winners(
     workspace: Workspace,
+    backend: str,
     architecture: str,
     task: str | None,
     exclude: str | None,
@@ -129,6 +132,8 @@ def _past_winners(
         winner = load_json(path)
         if winner.get("architecture") != architecture or winner.get("task") != task:
             continue
+        if winner.get("backend", backend) != backend:
+            continue  # another trainer's winner (a file without the field is checked by the space)
         params = {k: v for k, v in winner.get("params", {}).items() if k in baseline}
         found.append(
             WarmConfig(

@@ -22,7 +22,7 @@ from urllib.parse import quote
 from kura.backends.base import Diagnosis, StepProgress
 from kura.errors import KuraError, NotFound
 from kura.execution.state import ACTIVE, TERMINAL, read_state
-from kura.knowledge.baselines import card_path
+from kura.knowledge.baselines import card_path, old_layout_cards, require_current_layout
 from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
@@ -100,8 +100,14 @@ def display_progress(status: RunStatus) -> dict[str, Any]:
     state = status.state
     progress = status.progress or StepProgress()
     commands = [{"command": step.command, "why": step.why} for step in status.next]
+    labels = (
+        status.labels.to_dict()
+        if status.labels is not None
+        else {"loss": "Loss", "raw": "the raw loss", "learning_rate": "the learning rate"}
+    )
     if state is None:
         return {
+            "labels": labels,
             "status": "not launched",
             "launched": False,
             "live": False,
@@ -122,6 +128,7 @@ def display_progress(status: RunStatus) -> dict[str, Any]:
     speed = progress.seconds_per_step
     diagnosis = status.diagnosis
     return {
+        "labels": labels,
         "status": state.status,
         "launched": True,
         "live": state.status in ACTIVE,
@@ -290,21 +297,41 @@ def knowledge_view(workspace: Workspace) -> dict[str, Any]:
     """Every card in ``knowledge/`` with its entries and problems, and the regrets."""
     skip = {regrets_path(workspace).name, preferences_path(workspace).name}
     cards: list[dict[str, Any]] = []
-    folder = workspace.knowledge_dir
-    paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
-    names = [path.stem for path in paths if path.name not in skip]
-    for architecture in names:
-        path = card_path(workspace, architecture)
+    for old in old_layout_cards(workspace):
         try:
+            require_current_layout(workspace)
+        except KuraError as error:
+            cards.append(
+                {
+                    "backend": "(old layout)",
+                    "architecture": old.stem,
+                    "error": f"{error.message} — {error.hint}",
+                    "sections": {},
+                }
+            )
+    folder = workspace.knowledge_dir
+    paths = sorted(folder.glob("*/*.md")) if folder.is_dir() and not cards else []
+    names = [(path.parent.name, path.stem) for path in paths if path.name not in skip]
+    for backend, architecture in names:
+        try:
+            path = card_path(workspace, backend, architecture)
             entries, problems = parse_card(read_card(path))
         except KuraError as error:
-            cards.append({"architecture": architecture, "error": error.message, "sections": {}})
+            cards.append(
+                {
+                    "backend": backend,
+                    "architecture": architecture,
+                    "error": error.message,
+                    "sections": {},
+                }
+            )
             continue
         sections: dict[str, list[dict[str, Any]]] = {}
         for entry in entries:
             sections.setdefault(entry.section, []).append(entry.to_dict())
         cards.append(
             {
+                "backend": backend,
                 "architecture": architecture,
                 "path": workspace.relative(path),
                 "sections": sections,

@@ -31,19 +31,24 @@ from kura.backends.base import (
     FileRules,
     Finding,
     ImageRecipe,
+    KnownValue,
     LoraExport,
     LossHistory,
+    LossLabels,
     LossPoint,
     MemoryAid,
     OutputLayout,
     PlanFit,
     PlanInputs,
+    RecipeItem,
     SearchKey,
     SearchKeys,
     Step,
     StepCost,
     StepProgress,
     TrainerFacts,
+    TrainerKnowledge,
+    TrainerRecipe,
     TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported
@@ -168,6 +173,65 @@ class ToyBackend:
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         return DraftedConfig({"batch": 2}, {"batch": "adapter default (the toy's own)"})
+
+    def knowledge(self, architecture: str) -> TrainerKnowledge:
+        """The run schema's defaults, as the toy's own (it reads only a few of them)."""
+        from kura.backends.knowledge_data import recipe_keys
+        from kura.spec.run import TrainingSection
+
+        if not self.serves(architecture):
+            raise Unsupported(f"the toy trainer does not train {architecture}", hint="zimage")
+        defaults: dict[str, KnownValue] = {}
+        for key in recipe_keys():
+            node: object = TrainingSection()
+            for part in key.removeprefix("training.").split("."):
+                node = getattr(node, part)
+            defaults[key] = KnownValue(node, "the toy trainer (tests/backends/toy/toy_trainer.py)")
+        baseline = {"training.learning_rate": KnownValue(2e-4, "the toy trainer's own card")}
+        return TrainerKnowledge(self.name, architecture, defaults, {"all": baseline})
+
+    def tasks(self, bundle: Bundle) -> tuple[str, ...]:
+        """Image tasks on a bundle of Musubi's layout (the toy reads single files)."""
+        if not self.serves(bundle.architecture) or bundle.backend != "musubi-tuner":
+            return ()
+        return ("character", "style", "concept")
+
+    def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
+        """toy.json, read back: its steps, batch, rank and learning rate."""
+        toy = json.loads((compiled_dir / "toy.json").read_text())
+        source = "compiled/toy.json"
+        items = (
+            RecipeItem("network", f"rank {toy['rank']}", source, {"rank": toy["rank"]}),
+            RecipeItem(
+                "optimizer",
+                f"{toy['optimizer']}, learning rate {toy['learning_rate']:g}",
+                source,
+                {"optimizer": toy["optimizer"], "learning_rate": toy["learning_rate"]},
+            ),
+            RecipeItem("schedule", "constant (the toy has no schedule)", source),
+            RecipeItem(
+                "length",
+                f"{toy['steps']} steps",
+                source,
+                {"steps": toy["steps"]},
+                f"{spec.training.max_steps or spec.training.epochs} "
+                + ("steps" if spec.training.max_steps else "epochs"),
+                None if spec.training.max_steps in (None, toy["steps"]) else "the toy counts steps",
+            ),
+            RecipeItem("batch", f"batch {toy['batch']}", source, {"batch": toy["batch"]}),
+            RecipeItem("precision", "fp32 (the toy computes nothing)", source),
+            RecipeItem(
+                "memory",
+                "shrunk activations" if toy["shrink_activations"] else "no memory aid",
+                source,
+                {"shrink_activations": toy["shrink_activations"]},
+            ),
+            RecipeItem("timesteps", "none (the toy draws no timesteps)", source),
+        )
+        return TrainerRecipe(self.name, (source,), items, total_steps=toy["steps"])
+
+    def loss_labels(self) -> LossLabels:
+        return LossLabels("Last loss (toy step line)", "toy step lines", "none (the toy logs none)")
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         return frozenset({"batch", "shrink_activations", "steps", "step_sleep"})

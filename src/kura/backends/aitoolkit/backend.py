@@ -26,12 +26,15 @@ from kura.backends.base import (
     ImportedRun,
     LoraExport,
     LossHistory,
+    LossLabels,
     OutputLayout,
     PlanFit,
     PlanInputs,
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerKnowledge,
+    TrainerRecipe,
     TrainerSetup,
 )
 from kura.errors import CheckFailed, InvalidInput
@@ -90,12 +93,43 @@ class AitkBackend:
                 False,
                 "adapter default (off until the plan needs it; AI-Toolkit's own default is on)",
             ),
+            "save_every_steps": (
+                250,
+                "adapter default (AI-Toolkit's UI job: save.save_every 250, "
+                "ui/src/app/jobs/new/jobConfig.ts:64)",
+            ),
+            "sample_every_steps": (
+                250,
+                "adapter default (AI-Toolkit's UI job: sample.sample_every 250, "
+                "ui/src/helpers/defaultSamples.ts:5)",
+            ),
         }
         for key, (value, why) in drafts.items():
             if f"backend.config.{key}" in explicit:
                 continue
             config[key], reasons[key] = value, why
         return DraftedConfig(config, reasons)
+
+    def knowledge(self, architecture: str) -> TrainerKnowledge:
+        from kura.backends.aitoolkit.knowledge import aitk_knowledge
+
+        return aitk_knowledge(architecture)
+
+    def tasks(self, bundle: Bundle) -> tuple[str, ...]:
+        from kura.backends.aitoolkit.knowledge import aitk_tasks
+
+        return aitk_tasks(bundle)
+
+    def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
+        """The job file's one process, key by key."""
+        from kura.backends.aitoolkit.recipe import aitk_recipe
+
+        return aitk_recipe(spec, inputs, compiled_dir)
+
+    def loss_labels(self) -> LossLabels:
+        from kura.backends.aitoolkit.recipe import LOSS_LABELS
+
+        return LOSS_LABELS
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         from kura.backends.aitoolkit.knobs import KNOB_KEYS

@@ -46,6 +46,7 @@ from kura.backends.base import (
     ImageRecipe,
     LoraExport,
     LossHistory,
+    LossLabels,
     MemoryAid,
     OutputLayout,
     PlanFit,
@@ -56,6 +57,8 @@ from kura.backends.base import (
     StepKind,
     StepProgress,
     TrainerFacts,
+    TrainerKnowledge,
+    TrainerRecipe,
     TrainerSetup,
 )
 from kura.errors import CheckFailed, SpecError, Unsupported, UsageError
@@ -188,6 +191,27 @@ class KohakuMossBackend:
                 config[key] = value
                 reasons[key] = why
         return DraftedConfig(config, reasons)
+
+    def knowledge(self, architecture: str) -> TrainerKnowledge:
+        from kura.backends.kohakumoss.knowledge import moss_knowledge
+
+        return moss_knowledge(architecture)
+
+    def tasks(self, bundle: Bundle) -> tuple[str, ...]:
+        from kura.backends.kohakumoss.knowledge import moss_tasks
+
+        return moss_tasks(bundle)
+
+    def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
+        """The train config as KohakuMoss composes it (its ``config_knobs``)."""
+        from kura.backends.kohakumoss.recipe import moss_recipe
+
+        return moss_recipe(spec, inputs, compiled_dir)
+
+    def loss_labels(self) -> LossLabels:
+        from kura.backends.kohakumoss.recipe import LOSS_LABELS
+
+        return LOSS_LABELS
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         known: set[str] = set(KURA_KEYS) | {LADDER_KEY}
@@ -382,10 +406,11 @@ class KohakuMossBackend:
             for s in compiled.steps
         )
         warnings = []
-        if spec.training.optimizer != "adamw8bit" or spec.training.optimizer_args:
+        runs = str(spec.backend.config.get("OPTIMIZER", "adamw"))
+        if spec.training.optimizer.lower() != runs or spec.training.optimizer_args:
             warnings.append(
-                f"training.optimizer {spec.training.optimizer} is not passed to KohakuMoss: "
-                "set its OPTIMIZER knob in backend.config"
+                f"training.optimizer {spec.training.optimizer} is not passed to KohakuMoss, "
+                f"which runs its OPTIMIZER {runs}: set that knob in backend.config"
             )
         return CompiledRun(
             backend=self.name,

@@ -10,7 +10,8 @@ command calls KohakuMoss's own code and re-implements none of it:
 
 ``versions``      package versions, the bundle root, the preset layers, torch's devices
 ``layers``        the preset layer paths for a choice (``presets.layer``/``vram_layer``)
-``problems``      ``config_problems`` of each config, split by ``blocking``
+``problems``      ``config_problems`` of each config, split by ``blocking``, with its
+                  composed knobs (``config_knobs``)
 ``defaults``      the train script's knob defaults as type names (for Kura's type check)
 ``infer``         ``infer_config`` of a DiT (file or pipeline root), headers only
 ``estimate``      ``estimate(workload(knobs), resolve(profile))`` per memory option
@@ -146,8 +147,10 @@ def cmd_layers(req: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
     """``config_problems`` of each config, then, for a train config, the nested knobs
-    KohakuMoss's checker passes unread (:func:`_nested_problems`), all blocking."""
-    from kohakumoss.cli.config.validate import blocking, config_problems
+    KohakuMoss's checker passes unread (:func:`_nested_problems`), all blocking; and its
+    knobs as KohakuMoss composes them (``config_knobs``: what the run trains with, for the
+    plan's recipe)."""
+    from kohakumoss.cli.config.validate import blocking, config_knobs, config_problems
 
     out: dict[str, Any] = {}
     for path in req["configs"]:
@@ -157,12 +160,17 @@ def cmd_problems(req: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError, KeyError, AttributeError) as err:
             # KohakuMoss's checker crashes on a value of the wrong type; say so plainly.
             found = [f"the checker raised {type(err).__name__}: {err}", *nested]
-            out[path] = {"all": found, "blocking": found, "crashed": True}
+            out[path] = {"all": found, "blocking": found, "crashed": True, "knobs": None}
             continue
+        try:
+            knobs: Any = config_knobs(Path(path))[1]
+        except (TypeError, ValueError, KeyError):
+            knobs = None  # its problems above say why; the recipe read-back says none
         out[path] = {
             "all": [*found, *nested],
             "blocking": [*blocking(found), *nested],
             "crashed": False,
+            "knobs": knobs,
         }
     return out
 

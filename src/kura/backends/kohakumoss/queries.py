@@ -158,23 +158,42 @@ class ConfigProblems:
     problems: tuple[str, ...]
     blocking: tuple[str, ...]
     crashed: bool
+    knobs: Mapping[str, object] | None = None
+    """The config's knobs as KohakuMoss composes them (None when its checker crashed)."""
+
+
+_CHECKED: dict[str, tuple[ConfigProblems, ...]] = {}
+"""Answers within one Kura process, by the configs' paths and texts (compile checks the
+files, then the plan reads their composed knobs; a second GPU class's plan checks the same
+files again)."""
 
 
 def config_problems(env: EnvLocation, configs: Sequence[Path]) -> tuple[ConfigProblems, ...]:
+    import hashlib
+    import json
+
+    key = json.dumps(
+        [str(env.path)] + [[str(p), hashlib.sha256(p.read_bytes()).hexdigest()] for p in configs]
+    )
+    if key in _CHECKED:
+        return _CHECKED[key]
     request = {"configs": [str(p) for p in configs]}
     d = _obj(call_helper(env, "problems", request, timeout=300), "problems")
     out = []
     for path in configs:
         entry = _obj(d.get(str(path)), f"problems of {path}")
+        knobs = entry.get("knobs")
         out.append(
             ConfigProblems(
                 path=path,
                 problems=_strs(entry.get("all")),
                 blocking=_strs(entry.get("blocking")),
                 crashed=bool(entry.get("crashed")),
+                knobs=MappingProxyType(dict(knobs)) if isinstance(knobs, dict) else None,
             )
         )
-    return tuple(out)
+    _CHECKED[key] = tuple(out)
+    return _CHECKED[key]
 
 
 def knob_types(env: EnvLocation) -> Mapping[str, str]:

@@ -24,12 +24,15 @@ from kura.backends.base import (
     ImageRecipe,
     LoraExport,
     LossHistory,
+    LossLabels,
     OutputLayout,
     PlanFit,
     PlanInputs,
     SearchKeys,
     StepProgress,
     TrainerFacts,
+    TrainerKnowledge,
+    TrainerRecipe,
     TrainerSetup,
 )
 from kura.errors import CheckFailed
@@ -116,6 +119,27 @@ class MusubiBackend:
             if key in VIDEO_DATASET_DEFAULTS
         }
         return DraftedConfig(config, reasons, video)
+
+    def knowledge(self, architecture: str) -> TrainerKnowledge:
+        from kura.backends.musubi.knowledge import musubi_knowledge
+
+        return musubi_knowledge(architecture)
+
+    def tasks(self, bundle: Bundle) -> tuple[str, ...]:
+        from kura.backends.musubi.knowledge import musubi_tasks
+
+        return musubi_tasks(bundle)
+
+    def recipe(self, spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
+        """The train step's argv and dataset.toml, flag by flag."""
+        from kura.backends.musubi.recipe import musubi_recipe
+
+        return musubi_recipe(spec, inputs, compiled_dir)
+
+    def loss_labels(self) -> LossLabels:
+        from kura.backends.musubi.recipe import LOSS_LABELS
+
+        return LOSS_LABELS
 
     def config_keys(self, architecture: str) -> frozenset[str]:
         from kura.backends.musubi.adapters import adapter_for
