@@ -58,6 +58,10 @@ def _env(variable: str, default_name: str, trainer: str) -> EnvLocation:
     location = locate_env(
         variable=variable, toml_value=None, workspace_root=None, default_name=default_name
     )
+    return _present(location, variable, trainer)
+
+
+def _present(location: EnvLocation, variable: str, trainer: str) -> EnvLocation:
     if not location.present:
         _missing(
             f"the {trainer} environment is not at {location.path}: run `kura backend install "
@@ -246,8 +250,10 @@ def test_ai_toolkit_reads_every_key_of_the_default_draft(
 
 @pytest.fixture(scope="module")
 def moss_matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[Cell, Planned]:
-    env = _env("KURA_KOHAKUMOSS_ENV", "kohakumoss", "kohakumoss")
+    from kura.backends.kohakumoss.env import locate_env as moss_env
     from kura.backends.kohakumoss.queries import build_tiny
+
+    env = _present(moss_env(), "KURA_KOHAKUMOSS_ENV", "kohakumoss")
 
     previous = os.environ.get("KURA_KOHAKUMOSS_ENV")
     os.environ["KURA_KOHAKUMOSS_ENV"] = str(env.path)

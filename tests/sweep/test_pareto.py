@@ -59,7 +59,7 @@ def _front(points: dict[int, tuple[float, float]]) -> set[int]:
 
 
 def _ready(ws: Workspace, tmp_path: Path, space: Path, trials: int) -> str:
-    card = ws.knowledge_dir / "zimage.md"
+    card = ws.knowledge_dir / "toy-trainer" / "zimage.md"
     card.write_text(
         card.read_text() + "\n## character\n- sweep.curated.mid: "
         '{"training.learning_rate": 0.0003} — source: agent (test)\n'
@@ -134,7 +134,7 @@ def test_a_pareto_sweep_reports_its_front_and_promotes_the_chosen_trial(
     chosen = max(front)
     promoted = promote_winner(ws, sweep_id, trial=chosen)
     assert f"trial {chosen} of the Pareto front" in promoted["source"]
-    card = (ws.knowledge_dir / "zimage.md").read_text()
+    card = (ws.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {sweep_id} (trial {chosen} of the Pareto front" in card
     winner = json.loads((sweep_dir(ws, sweep_id) / "winner.json").read_text())
     assert winner["number"] == chosen and winner["values"] == list(points[chosen])

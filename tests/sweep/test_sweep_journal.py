@@ -29,7 +29,7 @@ early_stop: {enabled: false}
 
 
 def _card(ws: Workspace, line: str) -> None:
-    path = ws.knowledge_dir / "zimage.md"
+    path = ws.knowledge_dir / "toy-trainer" / "zimage.md"
     path.write_text(path.read_text() + f"\n## character\n{line}\n")
 
 
@@ -114,7 +114,7 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     assert "no interval" in report["best_interval_note"]
     assert set(report["step_times_by_gpu_class"]) <= {"h100-pcie"}
     promoted = promote_winner(ws, sweep_id)
-    card = (ws.knowledge_dir / "zimage.md").read_text()
+    card = (ws.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {sweep_id}" in card
     assert promoted["section"] == "character"
 
