@@ -290,3 +290,15 @@ def test_kohakumoss_plans_and_accepts_the_default_draft(
     assert items["schedule"]["values"]["SCHEDULE"]["warmup"] == 100
     assert items["length"]["values"] == {"STEPS": 4000}
     assert planned.differences == ["batch"]
+
+
+def test_a_missing_trainer_environment_fails_under_ci_and_skips_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    absent = EnvLocation(tmp_path / "no-env", "KURA_MUSUBI_ENV")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true and the musubi environment"):
+        _present(absent, "KURA_MUSUBI_ENV", "musubi")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="set KURA_MUSUBI_ENV"):
+        _present(absent, "KURA_MUSUBI_ENV", "musubi")
