@@ -58,6 +58,10 @@ def _env(variable: str, default_name: str, trainer: str) -> EnvLocation:
     location = locate_env(
         variable=variable, toml_value=None, workspace_root=None, default_name=default_name
     )
+    return _present(location, variable, trainer)
+
+
+def _present(location: EnvLocation, variable: str, trainer: str) -> EnvLocation:
     if not location.present:
         _missing(
             f"the {trainer} environment is not at {location.path}: run `kura backend install "
@@ -246,8 +250,10 @@ def test_ai_toolkit_reads_every_key_of_the_default_draft(
 
 @pytest.fixture(scope="module")
 def moss_matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[Cell, Planned]:
-    env = _env("KURA_KOHAKUMOSS_ENV", "kohakumoss", "kohakumoss")
+    from kura.backends.kohakumoss.env import locate_env as moss_env
     from kura.backends.kohakumoss.queries import build_tiny
+
+    env = _present(moss_env(), "KURA_KOHAKUMOSS_ENV", "kohakumoss")
 
     previous = os.environ.get("KURA_KOHAKUMOSS_ENV")
     os.environ["KURA_KOHAKUMOSS_ENV"] = str(env.path)
@@ -284,3 +290,15 @@ def test_kohakumoss_plans_and_accepts_the_default_draft(
     assert items["schedule"]["values"]["SCHEDULE"]["warmup"] == 100
     assert items["length"]["values"] == {"STEPS": 4000}
     assert planned.differences == ["batch"]
+
+
+def test_a_missing_trainer_environment_fails_under_ci_and_skips_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    absent = EnvLocation(tmp_path / "no-env", "KURA_MUSUBI_ENV")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true and the musubi environment"):
+        _present(absent, "KURA_MUSUBI_ENV", "musubi")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="set KURA_MUSUBI_ENV"):
+        _present(absent, "KURA_MUSUBI_ENV", "musubi")

@@ -98,7 +98,11 @@ def test_status_is_typed_and_the_cli_writes_its_document(ran) -> None:  # type: 
     document = _cli(ws, "run", "status", run_id)
     assert document == _same_json(status)
     assert list(document) == ["kind", "run", "state", "progress", "scalars", "labels", "next"]
-    assert document["labels"]["loss"] == "Last loss (toy step line)"  # the backend's own words
+    assert document["labels"] == {
+        "loss": "Last loss (toy step line)",
+        "raw": "toy step lines",
+        "learning_rate": "none (the toy logs none)",
+    }
     assert set(document["progress"]) == PROGRESS_KEYS  # type: ignore[arg-type]
 
 

@@ -63,15 +63,7 @@ def base_run(workspace: Workspace, *sets: str) -> str:
         datasets=["myaku"],
         base=BUNDLE,
         backend="toy-trainer",
-        sets=[
-            "execution.executor=host",
-            "training.epochs=",
-            "training.max_steps=8",
-            # the baseline trial the tests compare against (the toy's own defaults differ)
-            "training.learning_rate=1e-4",
-            "training.network.rank=32",
-            *sets,
-        ],
+        sets=["execution.executor=host", "training.epochs=", "training.max_steps=8", *sets],
         now=datetime(2026, 12, 1, 9, 0),
     ).run_id
 
@@ -127,14 +119,3 @@ def moss_sweep_run(
         workspace, datasets=["kura"], base="moss-image-base", backend="kohakumoss", sets=sets
     ).run_id
     return workspace, run_id
-
-
-def append_to_card(workspace: Workspace, text: str) -> None:
-    """Append ``text`` to the toy trainer's Z-Image card (cards are per backend), making it
-    when the workspace has none yet."""
-    from kura.knowledge.baselines import card_path
-
-    path = card_path(workspace, "toy-trainer", "zimage")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    before = path.read_text() if path.is_file() else "# zimage (toy-trainer)\n"
-    path.write_text(before + text)

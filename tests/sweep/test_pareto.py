@@ -15,7 +15,6 @@ import pytest
 
 from kura.cli.main import main
 from kura.errors import CheckFailed, SpecError, UsageError
-from kura.knowledge.baselines import card_path
 from kura.sweep.envelope import approve_sweep, plan_sweep
 from kura.sweep.new import new_sweep
 from kura.sweep.records import load_sweep, load_trials, sweep_dir
@@ -24,7 +23,7 @@ from kura.sweep.space import load_space
 from kura.sweep.study import check_mode, load_study
 from kura.sweep.worker import run_worker
 from kura.workspace import Workspace
-from tests.sweep.conftest import SPACE, append_to_card, base_run, write_space
+from tests.sweep.conftest import SPACE, base_run, write_space
 
 
 def judge(run_dir: Path, samples: Sequence[Path]) -> float:
@@ -60,10 +59,10 @@ def _front(points: dict[int, tuple[float, float]]) -> set[int]:
 
 
 def _ready(ws: Workspace, tmp_path: Path, space: Path, trials: int) -> str:
-    append_to_card(
-        ws,
-        "\n## character\n- sweep.curated.mid: "
-        '{"training.learning_rate": 0.0003} — source: agent (test)\n',
+    card = ws.knowledge_dir / "toy-trainer" / "zimage.md"
+    card.write_text(
+        card.read_text() + "\n## character\n- sweep.curated.mid: "
+        '{"training.learning_rate": 0.0003} — source: agent (test)\n'
     )
     run = base_run(ws, "training.learning_rate=0.0001")
     created = new_sweep(ws, base_run=run, space=space, trials=trials)
@@ -135,7 +134,7 @@ def test_a_pareto_sweep_reports_its_front_and_promotes_the_chosen_trial(
     chosen = max(front)
     promoted = promote_winner(ws, sweep_id, trial=chosen)
     assert f"trial {chosen} of the Pareto front" in promoted["source"]
-    card = card_path(ws, "toy-trainer", "zimage").read_text()
+    card = (ws.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {sweep_id} (trial {chosen} of the Pareto front" in card
     winner = json.loads((sweep_dir(ws, sweep_id) / "winner.json").read_text())
     assert winner["number"] == chosen and winner["values"] == list(points[chosen])

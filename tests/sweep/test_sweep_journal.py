@@ -11,14 +11,13 @@ import pytest
 
 from kura.errors import CheckFailed, SpecError
 from kura.execution.state import read_state
-from kura.knowledge.baselines import card_path
 from kura.sweep.envelope import approve_sweep, plan_sweep
 from kura.sweep.new import new_sweep
 from kura.sweep.records import load_trials, sweep_dir
 from kura.sweep.report import promote_winner, sweep_report, sweep_status
 from kura.sweep.worker import run_worker
 from kura.workspace import Workspace
-from tests.sweep.conftest import append_to_card, base_run, write_space
+from tests.sweep.conftest import base_run, write_space
 
 GATED = """\
 axes:
@@ -30,7 +29,8 @@ early_stop: {enabled: false}
 
 
 def _card(ws: Workspace, line: str) -> None:
-    append_to_card(ws, f"\n## character\n{line}\n")
+    path = ws.knowledge_dir / "toy-trainer" / "zimage.md"
+    path.write_text(path.read_text() + f"\n## character\n{line}\n")
 
 
 def _ready(ws: Workspace, tmp_path: Path, text: str, trials: int, **kw: object) -> str:
@@ -114,7 +114,7 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     assert "no interval" in report["best_interval_note"]
     assert set(report["step_times_by_gpu_class"]) <= {"h100-pcie"}
     promoted = promote_winner(ws, sweep_id)
-    card = card_path(ws, "toy-trainer", "zimage").read_text()
+    card = (ws.knowledge_dir / "toy-trainer" / "zimage.md").read_text()
     assert f"source: sweep {sweep_id}" in card
     assert promoted["section"] == "character"
 

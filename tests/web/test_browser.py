@@ -187,7 +187,8 @@ def test_knowledge_page_shows_cards_and_regrets(
     page: Any, base_url: str, web: WebWorkspace
 ) -> None:
     page.goto(base_url + "/knowledge")
-    sync_api.expect(page.get_by_role("heading", name="flux2", exact=True)).to_be_visible()
+    heading = page.get_by_role("heading", name="flux2 on musubi-tuner", exact=True)
+    sync_api.expect(heading).to_be_visible()
     sync_api.expect(page.get_by_text("check skin texture at epoch 4")).to_be_visible()
     shoot(page, "knowledge.png")
 

@@ -187,7 +187,10 @@ class ToyBackend:
             for part in key.removeprefix("training.").split("."):
                 node = getattr(node, part)
             defaults[key] = KnownValue(node, "the toy trainer (tests/backends/toy/toy_trainer.py)")
-        baseline = {"training.learning_rate": KnownValue(2e-4, "the toy trainer's own card")}
+        baseline = {
+            "training.learning_rate": KnownValue(1e-4, "the toy trainer's own card"),
+            "training.network.rank": KnownValue(32, "the toy trainer's own card"),
+        }
         return TrainerKnowledge(self.name, architecture, defaults, {"all": baseline})
 
     def tasks(self, bundle: Bundle) -> tuple[str, ...]:
