@@ -184,8 +184,9 @@ def test_a_clip_kura_refuses_for_framepack_fails_musubi_caching(
     assert len(errors) == 1 and "Not enough frames for FramePack" in errors[0], errors
 
 
-@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
-def test_a_dataset_kura_refuses_for_no_item_gives_musubi_no_item(tmp_path: Path) -> None:
+def test_a_dataset_kura_refuses_for_no_item_gives_musubi_no_item(
+    musubi_harness: Harness, tmp_path: Path
+) -> None:
     """Issue 23 item 8: clips that reach no target frame count at the model's fps train
     nothing in Musubi (it skips them silently); Kura refuses the run naming the cause."""
     from dataclasses import replace
@@ -208,11 +209,13 @@ def test_a_dataset_kura_refuses_for_no_item_gives_musubi_no_item(tmp_path: Path)
     manifest.write_text(
         json.dumps({case.name: {"toml": str(local), "argv": _argv(compiled, "cache")}})
     )
+    h = musubi_harness
     completed = subprocess.run(
-        [PYTHON, str(HERE / "musubi_semantics_harness.py"), str(SOURCE), str(manifest)],
+        [h.python, str(HERE / "musubi_semantics_harness.py"), h.source, str(manifest)],
         capture_output=True,
         text=True,
         timeout=1800,
+        env=h.env,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     report = json.loads(completed.stdout)[case.name]
