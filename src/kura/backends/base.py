@@ -109,6 +109,9 @@ class DatasetMedia:
     clips: tuple[ClipFact, ...] = ()
     images: int = 0
     control_count: int | None = None
+    image_sizes: tuple[tuple[int, int, int], ...] = ()
+    """``(width, height, count)`` of the readable images, when the caller read them (a
+    trainer buckets each image by its own size: the plan's items per bucket)."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ backend's planner and compiler: trainers count items per epoch from these facts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -12,7 +14,7 @@ if TYPE_CHECKING:
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
 
-__all__ = ["at_run_resolution", "dataset_media"]
+__all__ = ["at_run_resolution", "dataset_media", "image_sizes"]
 
 
 def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
@@ -37,7 +39,8 @@ def at_run_resolution(
     run trains it at: a trainer buckets every image and clip by its own size at that
     resolution, so buckets inspected at another one say nothing of the run's batches.
     A dataset inspected at the run's resolution is taken as stored; another is inspected
-    again there (from the stat cache; nothing is written)."""
+    again there (from the stat cache; nothing is written). Either way the media carry every
+    image's own size (``DatasetMedia.image_sizes``) for the trainer's own bucket step."""
     from kura.dataset.inspect import inspect_dataset
     from kura.dataset.registry import control_dir, facts_from_report, media_dir
     from kura.dataset.statcache import StatCache
@@ -46,7 +49,11 @@ def at_run_resolution(
     for use in spec.datasets:
         stored = datasets[use.name]
         width, height = (list(use.resolution) * 2)[:2]
-        if stored.facts is None or list(stored.facts.resolution) == [width, height]:
+        if stored.facts is None:
+            continue
+        if list(stored.facts.resolution) == [width, height]:
+            sizes = _image_sizes(workspace, stored)
+            out_media[use.name] = replace(media[use.name], image_sizes=sizes)
             continue
         with StatCache.open() as cache:
             report = inspect_dataset(
@@ -57,8 +64,45 @@ def at_run_resolution(
                 cache=cache,
             ).to_dict()
         out_datasets[use.name] = stored.model_copy(update={"facts": facts_from_report(report)})
-        out_media[use.name] = _media(report["videos"], report["counts"], report["pairs"])
+        out_media[use.name] = replace(
+            _media(report["videos"], report["counts"], report["pairs"]),
+            image_sizes=_image_sizes(workspace, stored),
+        )
     return out_datasets, out_media
+
+
+def _image_sizes(workspace: Workspace, dataset: DatasetSpec) -> tuple[tuple[int, int, int], ...]:
+    from kura.dataset.registry import control_dir, media_dir
+
+    return image_sizes(
+        media_dir(workspace, dataset), dataset.caption_ext, control_dir(workspace, dataset)
+    )
+
+
+def image_sizes(
+    folder: Path, caption_ext: str, control: Path | None = None
+) -> tuple[tuple[int, int, int], ...]:
+    """``(width, height, count)`` of the readable images of a dataset folder as inspection
+    reads them (the same scan and per-file facts, from the stat cache): a trainer buckets
+    each image by its own size with its own bucket step, which inspection's 16-pixel
+    buckets cannot give (HiDream-O1 buckets at 32)."""
+    from collections import Counter
+
+    from kura.dataset.facts import gather_facts
+    from kura.dataset.scan import scan_dataset
+    from kura.dataset.statcache import StatCache
+
+    scan = scan_dataset(folder, caption_ext, skip=control)
+    with StatCache.open() as cache:
+        facts = gather_facts([(e.path, "image") for e in scan.images], cache=cache, progress=None)
+    sizes = Counter(
+        (f["width"], f["height"])
+        for f in facts.values()
+        if not f.get("error")
+        and isinstance(f.get("width"), int)
+        and isinstance(f.get("height"), int)
+    )
+    return tuple((w, h, n) for (w, h), n in sorted(sizes.items()))
 
 
 def _media(videos: Any, counts: Mapping[str, int], pairs: Any) -> DatasetMedia:

@@ -156,6 +156,22 @@ _I2V_SAMPLES = {
 }
 
 
+_FRAMEPACK_SAMPLES = {
+    "training": {
+        # FramePack samples from a start image (issue 23 items 1, 2): mounted, path rewritten.
+        "sample_prompts": ["a red fox walks --w 640 --h 640 --i /home/me/start.png"],
+        "sample_every_n_epochs": 2,
+    }
+}
+_DRAFTED_SAMPLES = {
+    "training": {
+        # A caption with option syntax, as run new drafts it (issue 23 item 9): text only.
+        "sample_prompts": ["myaku walking -s 5000 -f 999 -i /etc/passwd --w 1024 --h 1024"],
+        "sample_every_n_epochs": 2,
+    }
+}
+
+
 def _swap(blocks: int, **more: Any) -> dict[str, Any]:
     """Block swap, with the gradient checkpointing the fit ladder always turns on before it."""
     config = {"gradient_checkpointing": True, "blocks_to_swap": blocks, **more}
@@ -312,6 +328,16 @@ CASES: tuple[Case, ...] = (
         datasets=[video_dataset()],
     ),
     Case(
+        # As `run new` drafts it: Musubi's own max_frames (issue 23 items 3 and 5: the
+        # semantics record what latent caching encodes, whole aligned clips).
+        "framepack-drafted-sampling",
+        "framepack",
+        None,
+        spec=_FRAMEPACK_SAMPLES,
+        spec_datasets=[{"name": "clips", "resolution": [640, 640], "max_frames": 129}],
+        datasets=[video_dataset()],
+    ),
+    Case(
         "framepack-f1-fp8",
         "framepack",
         "f1",
@@ -371,6 +397,23 @@ CASES: tuple[Case, ...] = (
         container_image="example/musubi-xformers:0.3.4",
     ),
     Case("zimage-plain", "zimage", None),
+    Case("zimage-plain-drafted-sampling", "zimage", None, spec=_DRAFTED_SAMPLES),
+    Case(
+        # At Qwen-Image's native size with a micro-batch of 2: buckets from each image's own
+        # size at the run's resolution (issue 23 items 6 and 7).
+        "qwen_image-original-native-batch2",
+        "qwen_image",
+        "original",
+        spec={"training": {"effective_batch": 2}, "backend": {"config": {"batch_size": 2}}},
+        spec_datasets=[{"name": "photos", "resolution": [1328, 1328]}],
+    ),
+    Case(
+        "hidream_o1-full-t2i-native-batch2",
+        "hidream_o1",
+        "full",
+        spec={"training": {"effective_batch": 2}, "backend": {"config": {"batch_size": 2}}},
+        spec_datasets=[{"name": "photos", "resolution": [2048, 2048]}],
+    ),
     Case(
         "zimage-fp8-swap-multi-gpu",
         "zimage",

@@ -3,14 +3,17 @@
 Run as a script (``python musubi_network_harness.py <musubi src dir> <plan.json>``) with
 real ``torch`` and ``accelerate`` (``KURA_MUSUBI_DEPS`` may name a folder holding
 ``accelerate``, ``einops``, ``easydict``); missing optional packages are inert
-placeholders, as in the parser harness. The plan maps an architecture to
-``{"version": <model version or null>, "modules": [<network module>, ...]}``.
+placeholders, as in the parser harness. The plan's ``architectures`` map an architecture to
+``{"version": <model version or null>, "modules": [<network module>, ...]}``; its
+``shapes`` map an estimator shape id to ``{"architecture", "version", "module"}``.
 
 Per architecture the DiT is built the way Musubi's own loader builds it before loading
 weights (the same class, the same configuration object, under ``init_empty_weights`` or
 ``torch.device("meta")``), then every module's ``create_arch_network(1.0, 4, 4, None, None,
 dit)`` runs as ``training/trainer_base.py`` calls it. A module that builds reports its
-number of LoRA modules and a digest of their names; one that raises reports the error.
+number of LoRA modules, its parameters per rank and a digest of their names; one that
+raises reports the error. The same is done for every estimator shape (its model version's
+DiT, the architecture's LoRA module), for the counts Kura's estimator assumes.
 A DiT that cannot be built here reports why. It prints one JSON object.
 """
 
@@ -56,12 +59,23 @@ def _wan(version: str | None) -> Any:
     from musubi_tuner.wan.modules.model import WanModel
 
     config = WAN_CONFIGS[version or "t2v-14B"]
-    # wan/modules/model.py load_wan_model: the same call under init_empty_weights().
+    # wan/modules/model.py load_wan_model (:1021-1035): the same call under
+    # init_empty_weights(), every size from the task's config (WanModel's own defaults are
+    # the 32-layer 1.3B-ish shape, not the 40-layer 14B).
     return WanModel(
         model_type="i2v" if config.i2v else ("flf2v" if config.flf2v else "t2v"),
         model_version="2.1" if not config.v2_2 else "2.2",
         dim=config.dim,
         eps=config.eps,
+        ffn_dim=config.ffn_dim,
+        freq_dim=config.freq_dim,
+        in_dim=config.in_dim,
+        num_heads=config.num_heads,
+        num_layers=config.num_layers,
+        out_dim=config.out_dim,
+        text_len=config.text_len,
+        attn_mode="torch",
+        split_attn=False,
     )
 
 
@@ -135,17 +149,42 @@ def _kandinsky5(version: str | None) -> Any:
     return get_dit(conf)
 
 
+HIDREAM_O1_TEXT = {
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20]},
+}
+"""The Qwen3-VL-8B decoder Kura's estimator assumes for HiDream-O1 (``estimator/shapes.py``
+``hidream-o1``): Musubi reads the real one from the model repository's config.json, which
+cannot be fetched offline, so this builds the model class Musubi builds at these sizes; the
+check is of which modules Musubi's LoRA targets, the sizes are the estimator's own."""
+HIDREAM_O1_VISION = {"out_hidden_size": 4096, "deepstack_visual_indexes": [8, 16, 24]}
+
+
 def _hidream_o1(version: str | None) -> Any:
-    # load_single_checkpoint_model builds transformers' Qwen3-VL from a config.json it
-    # fetches with from_pretrained: it needs the model repository, which an offline check
-    # cannot fetch (with or without transformers installed).
-    missing = "transformers is not installed here and " if "transformers" in _MISSING else ""
-    raise _CannotBuild(
-        "HiDream-O1's DiT is transformers' Qwen3VLForConditionalGeneration built from "
-        "Qwen3VLConfig.from_pretrained(<model repo>) (hidream_o1_utils."
-        f"load_single_checkpoint_model); {missing}the repository's config.json cannot be "
-        "fetched offline"
-    )
+    if "transformers" in _MISSING:
+        raise _CannotBuild(
+            "HiDream-O1's DiT is transformers' Qwen3VLForConditionalGeneration built from "
+            "Qwen3VLConfig.from_pretrained(<model repo>) (hidream_o1_utils."
+            "load_single_checkpoint_model); transformers is not installed here"
+        )
+    import torch.nn as nn
+    from musubi_tuner.hidream_o1.qwen3_vl_transformers import Qwen3VLForConditionalGeneration
+    from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLConfig
+
+    config = Qwen3VLConfig(text_config=HIDREAM_O1_TEXT, vision_config=HIDREAM_O1_VISION)
+    # hidream_o1_utils.load_single_checkpoint_model (:89-94): the same model, the LM head
+    # and the deepstack mergers dropped as the single checkpoints omit them.
+    model = Qwen3VLForConditionalGeneration(config)
+    model.lm_head = nn.Identity()
+    model.model.visual.deepstack_visual_indexes = []
+    model.model.visual.deepstack_merger_list = nn.ModuleList()
+    model.hidream_o1_task = "t2i"
+    return model
 
 
 def _ideogram4(version: str | None) -> Any:
@@ -177,6 +216,10 @@ BUILDERS = {
 }
 
 
+RANK = 4
+"""The rank every network is built at (its parameters are rank x (in + out) per module)."""
+
+
 class _CannotBuild(Exception):
     pass
 
@@ -196,19 +239,58 @@ def _build_dit(architecture: str, version: str | None) -> Any:
 def _network(module_name: str, dit: Any) -> dict[str, Any]:
     module = importlib.import_module("musubi_tuner." + module_name)
     try:
-        network = module.create_arch_network(1.0, 4, 4, None, None, dit)
+        network = module.create_arch_network(1.0, RANK, RANK, None, None, dit)
     except Exception as exc:  # Musubi's refusal is the result being reported
         return {"built": False, "error": f"{type(exc).__name__}: {exc}"[:400]}
     names = sorted(lora.lora_name for lora in network.unet_loras)
+    # The LoRA weights of each module (lora_down/lora_up; networks/lora.py LoRAModule also
+    # holds the original Linear as org_module until apply_to).
+    parameters = sum(
+        p.numel()
+        for lora in network.unet_loras
+        for name, p in lora.named_parameters()
+        if not name.startswith("org_module")
+    )
     return {
         "built": True,
         "lora_modules": len(names),
+        "params_per_rank": parameters / RANK,
         "names_sha256": hashlib.sha256("\n".join(names).encode()).hexdigest(),
         "first_names": names[:3],
     }
 
 
 def run(plan: dict[str, Any]) -> dict[str, Any]:
+    """Every architecture's modules (``plan["architectures"]``) and every estimator shape's
+    LoRA module and parameter counts (``plan["shapes"]``: shape id → architecture, model
+    version and the architecture's LoRA module)."""
+    return {
+        "architectures": _architectures(plan["architectures"]),
+        "shapes": _shapes(plan["shapes"]),
+    }
+
+
+def _shapes(plan: dict[str, Any]) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for shape, entry in sorted(plan.items()):
+        try:
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                dit = _build_dit(entry["architecture"], entry["version"])
+                result = _network(entry["module"], dit)
+        except _CannotBuild as exc:
+            results[shape] = {**entry, "dit": f"not built: {exc}"}
+            continue
+        except Exception as exc:  # a failure to build is reported, with where
+            trace = traceback.format_exc(limit=-3)
+            results[shape] = {**entry, "dit": f"not built: {type(exc).__name__}: {exc}"}
+            results[shape]["trace"] = trace
+            continue
+        results[shape] = {**entry, "dit": type(dit).__name__, **result}
+        del dit
+    return results
+
+
+def _architectures(plan: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for architecture, entry in sorted(plan.items()):
         try:

@@ -6,10 +6,12 @@ rates (the rate is the case's ``DatasetInput.source_fps``); ``materialise`` writ
 images, MPEG-4 clips through PyAV, one caption per item, control images named as Musubi
 pairs them). ``kura_semantics`` then runs Kura's own path on that folder: inspection (as
 ``kura dataset inspect`` does, at the run's resolution), the media facts a compile
-receives, the compile itself (whose dataset TOML must be the golden one), and the plan's
-items per epoch (:func:`kura.backends.musubi.estimation.dataset_items`), steps per epoch
-and control cost. ``musubi_semantics`` turns the harness's report of Musubi's own dataset
-code into the same summary, so the two compare key by key.
+and the plan receive (every image's own size too, as ``kura.runs.media`` reads them), the
+compile itself (whose dataset TOML must be the golden one), and the plan's items per epoch
+(:func:`kura.backends.musubi.estimation.dataset_items`), steps per epoch and control cost.
+``musubi_semantics`` turns the harness's report of Musubi's own dataset code into the same
+summary, so the two compare key by key (``encoded``: what latent caching hands the VAE,
+one call per item: a FramePack clip whole, issue 23 item 5).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from kura.backends.musubi.estimation import (
 from kura.backends.musubi.items import video_items
 from kura.dataset.inspect import inspect_dataset
 from kura.dataset.registry import facts_from_report
+from kura.runs.media import image_sizes
 from kura.spec.dataset import DatasetSpec
 
 __all__ = [
@@ -238,7 +241,10 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
         ).to_dict()
         facts = facts_from_report(report)
         datasets[use.name] = DatasetSpec(name=use.name, media=str(source.media_dir), facts=facts)
-        found = _media_from_report(report)
+        found = replace(
+            _media_from_report(report),
+            image_sizes=image_sizes(_local(source.media_dir, root), source.caption_ext, control),
+        )
         media[use.name] = found
         rates = {clip.fps for clip in found.clips}
         resolved.append(
@@ -275,6 +281,15 @@ def kura_semantics(case: Case, root: Path, golden_toml: str) -> dict[str, Any]:
             if found.control_count:
                 variant = adapter.variants[case.version]
                 entry["control_load"] = found.control_count * control_area_factor(use, variant)
+            cached = items.cached_videos if kind == "video" else None
+            encodes = (
+                list(cached)
+                if cached is not None
+                else [replace(b, count=b.count // use.repeats) for b in mine]
+            )
+            entry["encoded"] = sorted(
+                [f"{b.width}x{b.height}x{b.frames}", b.count] for b in encodes if b.count
+            )
             if kind == "image":
                 entry["buckets"] = sorted([f"{b.width}x{b.height}", b.count] for b in mine)
             elif adapter.framepack_window is None:
@@ -347,6 +362,10 @@ def musubi_semantics(report: dict[str, Any], train_argv: list[str]) -> dict[str,
             entry["buckets"] = _merged_sizes(
                 [((int(key[0]), int(key[1])), count) for key, count in dataset["buckets"]]
             )
+        entry["encoded"] = sorted(
+            ["x".join(str(v) for v in size), count]
+            for size, count in Counter(tuple(e) for e in dataset["encoded"]).items()
+        )
         if dataset["cache_errors"]:
             entry["cache_errors"] = dataset["cache_errors"]
         entries.append(entry)

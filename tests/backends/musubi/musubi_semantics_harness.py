@@ -23,7 +23,9 @@ Per case it
    are Musubi's); for the others, one safetensors file per item at the item's own
    ``latent_cache_path`` whose keys carry the latent and control shapes the way the
    architecture's ``save_latent_cache_*`` names them (only names and shapes matter to
-   training-time bucketing). Text-encoder caches are written for every item
+   training-time bucketing). Every VAE call's input size (width, height, frames) is
+   recorded as ``encoded``: FramePack's is the whole section-aligned clip. Text-encoder
+   caches are written for every item
    ``retrieve_text_encoder_output_cache_batches`` yields;
 5. builds the training dataset group (``training=True``: ``prepare_for_training`` globs
    the caches, buckets them, repeats them ``num_repeats`` times) and records
@@ -188,9 +190,10 @@ def _fake_latent_cache(item: Any) -> None:
     save_file(sd, item.latent_cache_path, metadata=metadata)
 
 
-def _framepack_encoder(f1: bool) -> Any:
+def _framepack_encoder(f1: bool, encoded: list[list[int]]) -> Any:
     """Musubi's own FramePack section writer, with zero tensors for the VAE and image
-    encoder outputs."""
+    encoder outputs; each VAE call's input (width, height, frames) is appended to
+    ``encoded``."""
     import torch
 
     fpack = importlib.import_module("musubi_tuner.fpack_cache_latents")
@@ -201,6 +204,7 @@ def _framepack_encoder(f1: bool) -> Any:
 
     def vae_encode(contents: Any, vae: Any) -> Any:
         batch, _, frames, height, width = contents.shape
+        encoded.extend([[int(width), int(height), int(frames)]] * int(batch))
         latent_frames = (frames - 1) // 4 + 1
         return torch.zeros(batch, 16, latent_frames, height // 8, width // 8)
 
@@ -229,13 +233,17 @@ def run_case(argv: list[str], toml_path: str) -> dict[str, Any]:
     from musubi_tuner.dataset.architectures import ARCHITECTURE_FRAMEPACK
 
     framepack = captured.architecture == ARCHITECTURE_FRAMEPACK
+    encoded: list[list[int]] = []
     encode = (
-        _framepack_encoder(bool(getattr(captured.namespace, "f1", False))) if framepack else None
+        _framepack_encoder(bool(getattr(captured.namespace, "f1", False)), encoded)
+        if framepack
+        else None
     )
     datasets_out: list[dict[str, Any]] = []
     for dataset in _datasets(toml_path, captured, training=False):
         items: list[dict[str, Any]] = []
         errors: list[str] = []
+        encoded.clear()
         for _, batch in dataset.retrieve_latent_cache_batches(1):
             items += [_item_record(item) for item in batch]
             if encode is not None:
@@ -247,6 +255,8 @@ def run_case(argv: list[str], toml_path: str) -> dict[str, Any]:
             else:
                 for item in batch:
                     _fake_latent_cache(item)
+                    record = _item_record(item)
+                    encoded.append([*record["bucket"], record["frames"] or 1])
         for batch in dataset.retrieve_text_encoder_output_cache_batches(1):
             for item in batch:
                 _fake_text_cache(item)
@@ -256,6 +266,7 @@ def run_case(argv: list[str], toml_path: str) -> dict[str, Any]:
                 "num_repeats": int(dataset.num_repeats),
                 "items": sorted(items, key=lambda r: (r["key"], r["frames"] or 0)),
                 "cache_errors": errors,
+                "encoded": sorted(encoded),
             }
         )
     trained = _datasets(toml_path, captured, training=True)

@@ -166,3 +166,9 @@ def test_kura_reads_a_prompt_line_as_musubi_does(line: str) -> None:
         except ValueError:  # Musubi logs the error and skips the piece
             continue
     assert ours == theirs
+
+
+def test_the_drafted_golden_prompt_is_what_run_new_drafts() -> None:
+    golden = Path(__file__).parent / "golden" / "zimage-plain-drafted-sampling"
+    line = (golden / "sample_prompts.txt").read_text(encoding="utf-8").strip()
+    assert BACKEND.sample_prompt(ATTACK, width=1024, height=1024) == line

@@ -48,7 +48,16 @@ GOLDEN = HERE / "golden"
 RECORDS = HERE / "semantics" / "datasets"
 RECORD = os.environ.get("KURA_RECORD_SEMANTICS") == "1"
 
-_COMPARED = ("kind", "items", "train_items", "batches", "controls", "buckets", "frames")
+_COMPARED = (
+    "kind",
+    "items",
+    "train_items",
+    "batches",
+    "controls",
+    "buckets",
+    "frames",
+    "encoded",
+)
 
 
 def _golden(case: Case) -> tuple[str, dict[str, Any]]:
@@ -173,6 +182,45 @@ def test_a_clip_kura_refuses_for_framepack_fails_musubi_caching(
     assert "error" not in report, report
     errors = report["datasets"][0]["cache_errors"]
     assert len(errors) == 1 and "Not enough frames for FramePack" in errors[0], errors
+
+
+def test_a_dataset_kura_refuses_for_no_item_gives_musubi_no_item(
+    musubi_harness: Harness, tmp_path: Path
+) -> None:
+    """Issue 23 item 8: clips that reach no target frame count at the model's fps train
+    nothing in Musubi (it skips them silently); Kura refuses the run naming the cause."""
+    from dataclasses import replace
+
+    base = next(c for c in CASES if c.name == "wan-t2v-14B-video-plain")
+    case = replace(
+        base, spec_datasets=[{"name": "clips", "resolution": [960, 544], "frames": [81]}]
+    )
+    materialise(case, tmp_path / case.name)
+    toml, compiled = _golden(base)
+    toml = toml.replace(
+        "target_frames = [\n    1,\n    25,\n    45,\n]", "target_frames = [\n    81,\n]"
+    )
+    assert "81" in toml
+    with pytest.raises(SpecError, match="no training item"):
+        kura_semantics(case, tmp_path / case.name, toml)
+    local = tmp_path / case.name / "dataset.toml"
+    local.write_text(_local_toml(toml, tmp_path / case.name), encoding="utf-8")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps({case.name: {"toml": str(local), "argv": _argv(compiled, "cache")}})
+    )
+    h = musubi_harness
+    completed = subprocess.run(
+        [h.python, str(HERE / "musubi_semantics_harness.py"), h.source, str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=h.env,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout)[case.name]
+    assert "error" not in report, report
+    assert [d["train_items"] for d in report["datasets"]] == [0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -808,12 +808,6 @@ ADAPTERS: dict[str, Adapter] = {
             ("networks.loha", _NO_ARCH_DETECTION),
             ("networks.lokr", _NO_ARCH_DETECTION),
         ),
-        network_unchecked=(
-            "its DiT is transformers' Qwen3VLForConditionalGeneration built from the model "
-            "repository's config.json (hidream_o1_utils.load_single_checkpoint_model), which "
-            "an offline check cannot fetch; the LoHa/LoKr refusals rest on reading "
-            "detect_arch_config, whose block classes do not include Qwen3-VL's"
-        ),
         roles={
             "cache_latents": (),
             "cache_text_encoder": (),

@@ -112,7 +112,10 @@ def dataset_items(
         if not images:
             return DatasetItems(use.name, tuple(video_buckets), (), tuple(notes), cached_videos)
     image_buckets: list[Any] = []
-    if facts and list(facts.resolution) == [width, height] and facts.buckets:
+    if media is not None and media.image_sizes:
+        found_images = _sized_buckets(media.image_sizes, (width, height), architecture)
+        image_buckets = [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
+    elif facts and list(facts.resolution) == [width, height] and facts.buckets:
         # Inspection buckets the images of a folder (beside its videos too) by aspect.
         found_images, note = _image_buckets(use.name, facts.buckets, (width, height), architecture)
         image_buckets = [Bucket(w, h, 1, n * use.repeats) for (w, h), n in found_images.items()]
@@ -154,6 +157,25 @@ def epoch_buckets(
     """The plan's items per epoch (estimator buckets: width, height, frames, count with
     repeats), dataset by dataset in run.yaml order, and what had to be assumed."""
     return _buckets(spec, datasets, media, architecture)
+
+
+def _sized_buckets(
+    sizes: tuple[tuple[int, int, int], ...], resolution: tuple[int, int], architecture: str
+) -> dict[tuple[int, int], int]:
+    """Images per bucket from each image's own size, with Musubi's rule at the run's
+    resolution and the architecture's bucket step (``dataset/bucket.py`` BucketSelector:
+    16, 32 for HiDream-O1); Kura writes ``enable_bucket = true`` and no upscale limit."""
+    from collections import Counter
+
+    from kura.backends.musubi.adapters import adapter_for
+    from kura.dataset.buckets import BucketRule
+
+    adapter = adapter_for(architecture)
+    rule = BucketRule(resolution, adapter.resolution_multiple if adapter else 16)
+    counts: Counter[tuple[int, int]] = Counter()
+    for width, height, count in sizes:
+        counts[rule.select((width, height))] += count
+    return dict(sorted(counts.items()))
 
 
 def _image_buckets(
