@@ -54,7 +54,11 @@ def test_doctor_finds_image_at_the_pinned_release(fake_path: Path) -> None:
     assert findings["musubi image"]["status"] == "ok"
 
 
-def test_doctor_flags_a_stale_image_and_missing_gpu_runtime(fake_path: Path) -> None:
+def test_doctor_flags_a_stale_image_and_missing_gpu_runtime(
+    fake_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no host environment: with one that passes, Docker's failures are only warnings
+    monkeypatch.setenv("KURA_MUSUBI_ENV", str(fake_path / "no-musubi-env"))
     _fake_docker(fake_path, runtimes={"runc": {}}, labels={"org.kura.musubi-release": "0.3.1"})
     doc = backend_doctor(get_backend("musubi-tuner").doctor(None))
     findings = _by_check(doc)
