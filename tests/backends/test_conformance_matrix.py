@@ -35,6 +35,7 @@ from tests.backends.conformance import (
     cells,
     plan_cell,
 )
+from tests.backends.trainer_required import missing
 
 from kura.backends.trainer_env import EnvLocation, locate_env, read_env_record
 from kura.initialize import init_workspace
@@ -48,12 +49,6 @@ MOSS_STANDIN = ("backend.config.SAMPLE_SKIP_LAYERS=[]",)
 block 22 that the default skip-layer guidance names."""
 
 
-def _missing(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 def _env(variable: str, default_name: str, trainer: str) -> EnvLocation:
     location = locate_env(
         variable=variable, toml_value=None, workspace_root=None, default_name=default_name
@@ -63,7 +58,7 @@ def _env(variable: str, default_name: str, trainer: str) -> EnvLocation:
 
 def _present(location: EnvLocation, variable: str, trainer: str) -> EnvLocation:
     if not location.present:
-        _missing(
+        missing(
             f"the {trainer} environment is not at {location.path}: run `kura backend install "
             f"{trainer}` or set {variable}"
         )
@@ -126,7 +121,7 @@ def _musubi_source(env: EnvLocation) -> str:
         check=False,
     )
     if found.returncode != 0:
-        _missing(f"the environment {env.path} has no musubi_tuner package: {found.stderr[-300:]}")
+        missing(f"the environment {env.path} has no musubi_tuner package: {found.stderr[-300:]}")
     return found.stdout.strip()
 
 
@@ -185,7 +180,7 @@ def _aitk_source(env: EnvLocation) -> str:
         return os.environ["KURA_AITK_SRC"]
     record = read_env_record(env)
     if record is None or not record.checkout:
-        _missing(
+        missing(
             f"no AI-Toolkit checkout: {env.path} records none (kura-env.json); set "
             "KURA_AITK_SRC or run `kura backend install ai-toolkit --source DIR`"
         )

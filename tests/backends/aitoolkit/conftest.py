@@ -8,10 +8,10 @@ record names the checkout). Locally, without it, they are skipped with the reaso
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from tests.backends.trainer_required import missing
 
 from kura.backends.aitoolkit.env import installed_checkout, workspace_env
 from kura.backends.aitoolkit.tiny import TinyPipeline, build_tiny
@@ -31,9 +31,7 @@ def aitk_env() -> EnvLocation:
             f"no usable AI-Toolkit environment ({error.message}): run `kura backend install "
             "ai-toolkit --source DIR` or set KURA_AITK_ENV"
         )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {reason}", pytrace=False)
-        pytest.skip(reason)
+        missing(reason)
     return location
 
 

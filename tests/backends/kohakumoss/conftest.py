@@ -8,10 +8,10 @@ with the reason; under CI (``CI=true``) a missing environment fails them, becaus
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from tests.backends.trainer_required import missing
 
 from kura.backends.kohakumoss.env import EnvLocation, locate_env
 
@@ -24,9 +24,7 @@ def moss_env() -> EnvLocation:
             f"the KohakuMoss environment is not installed at {location.path}: run "
             "`kura backend install kohakumoss` or set KURA_KOHAKUMOSS_ENV"
         )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {reason}", pytrace=False)
-        pytest.skip(reason)
+        missing(reason)
     return location
 
 

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import NoReturn
 
-import pytest
+from tests.backends.trainer_required import missing
 
 from kura.backends.musubi.env import HostTrainer, host_trainer, musubi_env
 
 __all__ = ["Harness", "installed_trainer", "missing"]
-
-
-def missing(reason: str) -> NoReturn:
-    """Skip, or under CI (``CI=true``, where ``.ci/run`` installs the environment) fail."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def installed_trainer() -> HostTrainer | None:
