@@ -20,8 +20,8 @@ from kura.backends.musubi.estimator.calibration import (
     median_abs_error,
 )
 from kura.backends.musubi.estimator.estimate import estimate
-from kura.backends.musubi.estimator.shapes import get_shape
 from kura.planning.gpus import get_gpu_class
+from kura.sizing.shapes import get_shape
 
 TARGET_MEDIAN = 0.10
 

@@ -36,6 +36,8 @@ BELOW = {
     "dataset": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends"),
     "planning": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
     "backends": ("kura.runs", "kura.execution.executors", "kura.cli", "kura.web"),
+    # sizing holds the trainer-neutral estimator parts every backend's estimator uses.
+    "sizing": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends"),
 }
 
 

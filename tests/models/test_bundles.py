@@ -87,7 +87,7 @@ def test_committed_doc_matches_the_table() -> None:
 
 
 def test_every_supported_bundle_names_an_estimator_model_that_exists() -> None:
-    from kura.backends.musubi.estimator.shapes import get_shape
+    from kura.sizing.shapes import get_shape
 
     for bundle in (b for b in list_bundles() if b.backend == "musubi-tuner"):
         assert bundle.estimator_model is not None, bundle.id

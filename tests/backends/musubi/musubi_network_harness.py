@@ -158,7 +158,7 @@ HIDREAM_O1_TEXT = {
     "head_dim": 128,
     "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20]},
 }
-"""The Qwen3-VL-8B decoder Kura's estimator assumes for HiDream-O1 (``estimator/shapes.py``
+"""The Qwen3-VL-8B decoder Kura's estimator assumes for HiDream-O1 (``kura/sizing/shapes.py``
 ``hidream-o1``): Musubi reads the real one from the model repository's config.json, which
 cannot be fetched offline, so this builds the model class Musubi builds at these sizes; the
 check is of which modules Musubi's LoRA targets, the sizes are the estimator's own."""

@@ -19,11 +19,11 @@ from kura.backends.musubi.estimator.cachetime import (
     text_encoder_cache_seconds,
 )
 from kura.backends.musubi.estimator.config import Bucket
-from kura.backends.musubi.estimator.shapes import MODEL_SHAPES
 from kura.backends.musubi.estimator.steps import ENCODERS
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
 from kura.runs.timecost import TIME_BAND, time_and_cost
+from kura.sizing.shapes import MODEL_SHAPES
 from kura.spec.dataset import DatasetSpec
 
 H100 = GPU_CLASSES["h100-sxm"]

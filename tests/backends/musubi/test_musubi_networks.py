@@ -14,7 +14,7 @@ transformers model) must import, ``accelerate``, ``einops`` and ``easydict`` may
 ``musubi_network_harness.py`` builds each architecture's DiT as Musubi's loader does (no
 weights) and runs ``create_arch_network`` of the architecture's LoRA module, LoHa and
 LoKr on it; and each estimator shape's DiT with its LoRA module, whose module count and
-parameters per rank must be the estimator's (``estimator/shapes.py``; issue 23 item 10).
+parameters per rank must be the estimator's (``kura/sizing/shapes.py``; issue 23 item 10).
 ``KURA_RECORD_SEMANTICS=1`` writes the result to ``semantics/networks.json``;
 without Musubi, ``test_adapter_table_matches_recorded_networks`` pins the adapter table to
 it: every module Kura accepts built there, every module Kura refuses raised.
@@ -32,7 +32,7 @@ from musubi_cases import CASES
 from musubi_trainer_env import Harness
 
 from kura.backends.musubi import ADAPTERS
-from kura.backends.musubi.estimator.shapes import MODEL_SHAPES, get_shape
+from kura.sizing.shapes import MODEL_SHAPES, get_shape
 
 HERE = Path(__file__).parent
 RECORD_PATH = HERE / "semantics" / "networks.json"

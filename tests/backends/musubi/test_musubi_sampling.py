@@ -12,12 +12,12 @@ from kura.backends.musubi.backend import BACKEND
 from kura.backends.musubi.estimator.config import Bucket
 from kura.backends.musubi.estimator.memory import peak_memory
 from kura.backends.musubi.estimator.sampling import SAMPLERS, parse_prompt, sampling_points
-from kura.backends.musubi.estimator.shapes import MODEL_SHAPES, get_shape
 from kura.backends.musubi.estimator.steps import vae_decode_seconds
 from kura.backends.musubi.estimator.steptime import forward_seconds
 from kura.backends.musubi.estimator.tokens import bucket_tokens
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
+from kura.sizing.shapes import MODEL_SHAPES, get_shape
 from kura.spec.dataset import DatasetSpec
 
 H100 = GPU_CLASSES["h100-sxm"]

@@ -343,8 +343,8 @@ def estimate_config(
     """The run exactly as written, as an estimator configuration (``model_paths``: the
     resolved compile inputs' roles, when the caller has them)."""
     from kura.backends.musubi.estimator.config import EstimateConfig
-    from kura.backends.musubi.estimator.shapes import get_shape, with_depth
     from kura.models.bundles import get_bundle
+    from kura.sizing.shapes import get_shape, with_depth
 
     config = spec.backend.config
     bundle = get_bundle(spec.model.base)
@@ -450,7 +450,7 @@ def control_area_factor(use: Any, variant: Any) -> int:
 
 def config_changes(estimate_config: Any) -> dict[str, Any]:
     """The ladder-managed backend.config values that realise an estimator configuration."""
-    from kura.backends.musubi.estimator.shapes import get_shape
+    from kura.sizing.shapes import get_shape
 
     values: dict[str, Any] = {
         "fp8_base": estimate_config.fp8 in ("base", "scaled"),
@@ -487,7 +487,7 @@ def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
 
 def swap_limit(model: str, config: Mapping[str, Any]) -> int:
     """Musubi's block-swap limit for ``model`` at the depth ``num_layers`` sets, if any."""
-    from kura.backends.musubi.estimator.shapes import get_shape, with_depth
+    from kura.sizing.shapes import get_shape, with_depth
 
     layers = config.get("num_layers")
     if isinstance(layers, int) and not isinstance(layers, bool):

@@ -34,14 +34,12 @@ from kura.backends.musubi.estimator.cachetime import (
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.estimate import Estimate, estimate
 from kura.backends.musubi.estimator.memory import peak_memory
-from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
 from kura.backends.musubi.estimator.sampling import (
     SamplePrompt,
     images_per_gpu,
     parse_prompt,
     sampling_points,
 )
-from kura.backends.musubi.estimator.shapes import GIB, ModelShape, base_model, get_shape
 from kura.backends.musubi.estimator.steps import (
     ENCODERS,
     STEP_BAND,
@@ -63,6 +61,8 @@ from kura.planning.ladder import (
     Rung,
     walk,
 )
+from kura.sizing.optimizers import state_bytes_per_param
+from kura.sizing.shapes import GIB, ModelShape, base_model, get_shape
 
 __all__ = [
     "ASK_FIRST_SLOWDOWN",

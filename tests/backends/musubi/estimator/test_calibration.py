@@ -15,8 +15,8 @@ from kura.backends.musubi.estimator.calibration import (
     median_abs_error,
 )
 from kura.backends.musubi.estimator.estimate import estimate
-from kura.backends.musubi.estimator.shapes import get_shape
 from kura.planning.gpus import get_gpu_class
+from kura.sizing.shapes import get_shape
 
 BENCH = Path(__file__).resolve().parents[4] / "bench" / "estimator_accuracy.py"
 

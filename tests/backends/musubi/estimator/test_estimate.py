@@ -13,9 +13,9 @@ from kura.backends.musubi.estimator.calibration import band_fraction
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.estimate import estimate
 from kura.backends.musubi.estimator.memory import peak_memory
-from kura.backends.musubi.estimator.shapes import GIB, MODEL_SHAPES, get_shape
 from kura.errors import InvalidInput, NotFound, Unsupported
 from kura.planning.gpus import get_gpu_class
+from kura.sizing.shapes import GIB, MODEL_SHAPES, get_shape
 
 
 def _breakdown(config: EstimateConfig):

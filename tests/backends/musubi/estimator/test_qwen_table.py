@@ -21,7 +21,7 @@ import pytest
 from kura.backends.musubi.estimator.calibration import band_fraction
 from kura.backends.musubi.estimator.config import EstimateConfig
 from kura.backends.musubi.estimator.estimate import estimate
-from kura.backends.musubi.estimator.shapes import GIB, get_shape
+from kura.sizing.shapes import GIB, get_shape
 
 ROWS = (  # (fp8 mode, blocks_to_swap, reported GB read as GiB, vram.md units)
     ("none", 0, 42.0),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kura.backends.musubi.estimator.memory import swap_split
-from kura.backends.musubi.estimator.shapes import (
+from kura.errors import NotFound
+from kura.sizing.shapes import (
     ARCHITECTURE_IDS,
     MODEL_SHAPES,
     get_shape,
     shapes_for_architecture,
 )
-from kura.errors import NotFound
 
 
 def test_every_architecture_has_a_model() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
-from kura.backends.musubi.estimator.shapes import get_shape
 from kura.backends.musubi.estimator.tokens import bucket_tokens
+from kura.sizing.shapes import get_shape
 
 
 def _tokens(model: str, width: int, height: int, frames: int = 1, **options: object) -> int:

@@ -29,7 +29,7 @@ FLOPs with every
 caption padded to the architecture's longest text (HunyuanVideo's ``text_encoder.py``
 tokenizes with ``padding="max_length"``; Wan's T5 tokenizer pads to ``text_len``; for
 encoders that pad to the batch's longest this is an upper bound) at the utilisation
-:func:`kura.backends.musubi.estimator.steptime.mfu` gives that many tokens. fp8 storage
+:func:`kura.sizing.steptime.mfu` gives that many tokens. fp8 storage
 dequantises per layer: the same FLOPs [assumed].
 """
 
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 from kura.backends.musubi.estimator.config import Bucket
 from kura.backends.musubi.estimator.steps import Encoder
-from kura.backends.musubi.estimator.steptime import mfu
 from kura.planning.gpus import GpuClass
+from kura.sizing.steptime import mfu
 
 __all__ = [
     "CACHE_TIME_BAND",

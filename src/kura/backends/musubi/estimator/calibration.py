@@ -25,8 +25,8 @@ from typing import Literal
 
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
 from kura.backends.musubi.estimator.memory import peak_memory
-from kura.backends.musubi.estimator.shapes import ModelShape
 from kura.planning.gpus import get_gpu_class
+from kura.sizing.shapes import ModelShape
 
 __all__ = [
     "MEMORY_POINTS",

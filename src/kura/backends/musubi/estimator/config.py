@@ -12,9 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kura.backends.musubi.estimator.optimizers import get_optimizer
-from kura.backends.musubi.estimator.shapes import ModelShape, get_shape
 from kura.errors import InvalidInput, Unsupported
+from kura.sizing.optimizers import get_optimizer
+from kura.sizing.shapes import ModelShape, get_shape
 
 __all__ = [
     "Attention",

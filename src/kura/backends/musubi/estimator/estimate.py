@@ -20,11 +20,11 @@ from typing import Any
 from kura.backends.musubi.estimator.calibration import band_fraction
 from kura.backends.musubi.estimator.config import EstimateConfig
 from kura.backends.musubi.estimator.memory import ALPHA, host_ram, lora_params, peak_memory
-from kura.backends.musubi.estimator.optimizers import get_optimizer
-from kura.backends.musubi.estimator.shapes import GIB
 from kura.backends.musubi.estimator.steptime import StepTime, step_time
 from kura.backends.musubi.estimator.tokens import BucketTokens
 from kura.planning.gpus import GpuClass
+from kura.sizing.optimizers import get_optimizer
+from kura.sizing.shapes import GIB
 
 __all__ = ["Estimate", "estimate"]
 

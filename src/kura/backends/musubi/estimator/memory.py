@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kura.backends.musubi.estimator.config import EstimateConfig, validate_config
-from kura.backends.musubi.estimator.optimizers import state_bytes_per_param
-from kura.backends.musubi.estimator.shapes import GIB, BlockGroup, ModelShape
 from kura.backends.musubi.estimator.tokens import BucketTokens, bucket_tokens
+from kura.sizing.optimizers import state_bytes_per_param
+from kura.sizing.shapes import GIB, BlockGroup, ModelShape
 
 __all__ = [
     "ALPHA",

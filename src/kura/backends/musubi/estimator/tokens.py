@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kura.backends.musubi.estimator.config import Bucket, EstimateConfig
-from kura.backends.musubi.estimator.shapes import BlockGroup, ModelShape
+from kura.sizing.shapes import BlockGroup, ModelShape
 
 __all__ = ["BucketTokens", "bucket_tokens", "text_tokens"]
 
