@@ -17,6 +17,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
+from kura.backends.base import StepCost
 from kura.bounded import load_json
 from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
@@ -133,8 +134,8 @@ def plan_sweep(
                 update={"backend": spec.backend.model_copy(update={"config": config})}
             )
         evaluation = backend.estimate(spec, inputs, gpu_class)
-        cache_s = sum(c.seconds or 0.0 for c in evaluation.costs if c.kind in ("cache",))
-        train_s = sum(c.seconds or 0.0 for c in evaluation.costs if c.kind not in ("cache",))
+        cache_s = _known_seconds(evaluation.costs, ("cache",))
+        train_s = _known_seconds(evaluation.costs, ("train", "sample"))
         evaluated.append(
             {
                 "config": name,
@@ -149,12 +150,16 @@ def plan_sweep(
         )
     feasible = [e for e in evaluated if e["fits"]] or evaluated
     count = trials or sweep.trials
-    low = min(e["train_seconds"] for e in feasible)
-    high = max(e["train_seconds"] for e in feasible)
-    cache_once = max(e["cache_seconds"] for e in feasible)
+    per_trial = _seconds_band([e["train_seconds"] for e in feasible])
+    caches = [e["cache_seconds"] for e in feasible]
+    cache_once = None if None in caches else max(caches, default=0.0)
     offer = gpu_class.cheapest_offer()
     price = offer.usd_per_hour if offer else None
-    hours = [(cache_once + count * s) / 3600 for s in (low, high)]
+    hours = (
+        None
+        if per_trial is None or cache_once is None
+        else [(cache_once + count * s) / 3600 for s in per_trial]
+    )
     budget = {
         "hours": budget_hours if budget_hours is not None else sweep.budget_hours,
         "usd": budget_usd if budget_usd is not None else sweep.budget_usd,
@@ -177,10 +182,12 @@ def plan_sweep(
         "trials": count,
         "budget": budget,
         "estimate": {
-            "per_trial_seconds": [round(low, 1), round(high, 1)],
-            "cache_seconds_once": round(cache_once, 1),
-            "total_hours": [round(h, 3) for h in hours],
-            "total_usd": None if price is None else [round(h * price, 2) for h in hours],
+            "per_trial_seconds": None if per_trial is None else [round(s, 1) for s in per_trial],
+            "cache_seconds_once": None if cache_once is None else round(cache_once, 1),
+            "total_hours": None if hours is None else [round(h, 3) for h in hours],
+            "total_usd": None
+            if price is None or hours is None
+            else [round(h * price, 2) for h in hours],
             "band": "lowest and highest per-trial estimate over the warm-start configs and "
             "the corners of the space; the caching steps counted once per machine",
             "configs": evaluated,
@@ -200,6 +207,23 @@ def plan_sweep(
         atomic_write_text(folder / PLAN_JSON, json.dumps(plan, indent=2, default=str) + "\n")
         atomic_write_text(folder / PLAN_MD, _render(plan))
     return plan
+
+
+def _known_seconds(costs: tuple[StepCost, ...], kinds: tuple[str, ...]) -> float | None:
+    """Seconds of the steps of ``kinds``, or None when the backend could not time one of
+    them: an unknown time is shown as unknown, never as 0."""
+    chosen = [c for c in costs if c.kind in kinds]
+    if any(c.seconds is None for c in chosen):
+        return None
+    return sum(c.seconds or 0.0 for c in chosen)
+
+
+def _seconds_band(seconds: list[float | None]) -> tuple[float, float] | None:
+    """Lowest and highest per-trial seconds, or None when any config's time is unknown."""
+    known = [s for s in seconds if s is not None]
+    if not known or len(known) < len(seconds):
+        return None
+    return min(known), max(known)
 
 
 def _leaves(node: Any, prefix: str) -> dict[str, Any]:
@@ -224,9 +248,9 @@ def _render(plan: dict[str, Any]) -> str:
             if plan["objective"].get("mode") == "pareto"
             else ""
         ),
-        f"- per trial: {est['per_trial_seconds'][0]}–{est['per_trial_seconds'][1]} s; "
-        f"caching once: {est['cache_seconds_once']} s",
-        f"- total: {est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours"
+        f"- per trial: {_band_text(est['per_trial_seconds'], 's')}; "
+        f"caching once: {_unknown_or(est['cache_seconds_once'], 's')}",
+        f"- total: {_band_text(est['total_hours'], 'GPU-hours')}"
         + (f", ${est['total_usd'][0]}–{est['total_usd'][1]}" if est["total_usd"] else ""),
         f"- budget: {plan['budget']['hours'] or '—'} h, ${plan['budget']['usd'] or '—'}",
         "",
@@ -241,12 +265,22 @@ def _render(plan: dict[str, Any]) -> str:
         "## Configs estimated",
         *(
             f"- {e['config']}: {'fits' if e['fits'] else 'does not fit'}, peak "
-            f"{e['peak_gib']} GiB (≤ {e['upper_gib']}), {e['train_seconds']} s"
+            f"{e['peak_gib']} GiB (≤ {e['upper_gib']}), {_unknown_or(e['train_seconds'], 's')}"
             for e in est["configs"]
         ),
         "",
     ]
     return "\n".join(lines)
+
+
+def _band_text(band: list[float] | None, unit: str) -> str:
+    if band is None:
+        return f"unknown (the backend cannot time every step; {unit} not estimated)"
+    return f"{band[0]}–{band[1]} {unit}"
+
+
+def _unknown_or(value: float | None, unit: str) -> str:
+    return "unknown" if value is None else f"{round(value, 1)} {unit}"
 
 
 def _digests(workspace: Workspace, sweep_id: str) -> dict[str, str]:
