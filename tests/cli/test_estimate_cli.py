@@ -82,16 +82,35 @@ def test_the_old_musubi_flags_are_gone_from_the_command(kura) -> None:
     assert kura("estimate", "--base", "zimage-base", "--swap", "4").exit_code != 0
 
 
-def test_ai_toolkit_says_it_cannot_size_its_training_step(kura) -> None:
-    result = kura("estimate", "--base", "aitk-zimage-base", "--gpu", "l40s", "--json")
+def test_ai_toolkit_sizes_every_step_of_the_what_if(kura) -> None:
+    argv = ["estimate", "--base", "aitk-zimage-base", "--gpu", "l40s"]
+    result = kura(*argv, "--set", "backend.config.gradient_checkpointing=true", "--json")
     assert result.exit_code == 0, result.stdout
     doc = result.json()
     assert doc["backend"] == "ai-toolkit"
+    assert doc["verdict"] == {
+        "fits": True,
+        "worst_step": doc["verdict"]["worst_step"],
+        "unsized": [],
+    }
+    for step in doc["steps"]:
+        assert step["peak_gib"] and step["upper_gib"] and step["fits"] is True
+    train = next(s for s in doc["steps"] if s["kind"] == "train")
+    assert train["seconds"] and train["seconds_band"]
+    # Without checkpointing a 1024-px Z-Image step keeps every block's activations.
+    plain = kura(*argv, "--json").json()
+    assert plain["verdict"]["fits"] is False
+
+
+def test_ai_toolkit_says_which_step_it_cannot_size(kura) -> None:
+    result = kura("estimate", "--base", "chroma1-base", "--gpu", "l40s", "--json")
+    assert result.exit_code == 0, result.stdout
+    doc = result.json()
     train = next(s for s in doc["steps"] if s["kind"] == "train")
     assert train["fits"] is None and train["peak_gib"] is None
     assert doc["verdict"]["fits"] is None and doc["verdict"]["unsized"] == [train["step"]]
-    human = kura("estimate", "--base", "aitk-zimage-base", "--gpu", "l40s")
-    assert "cannot size" in human.stdout
+    human = kura("estimate", "--base", "chroma1-base", "--gpu", "l40s")
+    assert "cannot size train" in human.stdout
 
 
 def test_a_musubi_bundle_is_refused_by_ai_toolkit_naming_its_own(kura) -> None:
@@ -154,7 +173,8 @@ def test_run_estimate_renders_every_step_and_the_verdict(kura, workspace: Path, 
     assert new.exit_code == 0, new.stdout
     shown = kura(*ws, "run", "estimate", new.json()["id"], "--gpu", "l40s")
     assert shown.exit_code == 0, shown.stderr
-    assert "cannot size" in shown.stdout and "source" in shown.stdout
+    # Kura writes gradient_checkpointing: false: as written the 1024-px step does not fit.
+    assert "does not fit (worst step: train@" in shown.stdout and "source" in shown.stdout
 
 
 def test_the_caching_steps_are_timed_and_the_whole_estimate_counts_them(kura) -> None:

@@ -114,8 +114,9 @@ def test_run_and_whatif_estimates_are_their_documents(web: WebWorkspace) -> None
 
 
 def test_an_estimate_without_a_kind_of_its_own_gets_one_after_its_steps() -> None:
-    """AI-Toolkit's estimate document carries no ``kind``: it follows ``steps``."""
-    whatif = estimate_whatif(WhatIf(base="aitk-qwen-image", width=1024, height=1024))
+    """AI-Toolkit's estimate document carries no ``kind``: it follows ``steps`` (Chroma: a
+    model Kura cannot size)."""
+    whatif = estimate_whatif(WhatIf(base="chroma1-base", width=1024, height=1024))
     document = _as_json(whatif)
     keys = list(document)
     assert "kind" not in whatif.estimate

@@ -1,0 +1,1 @@
+"""AI-Toolkit's memory and step-time estimator: every step it runs for a compiled job."""
