@@ -219,6 +219,9 @@ def test_the_ladder_walks_ai_toolkits_aids_in_cost_order_with_reasons() -> None:
     ]
     assert names == sorted(names, key=order.index)
     assert "gradient-checkpointing" in names
+    # Caching the captions keeps their meaning: taken before lossier aids (preferred).
+    assert "cache-text-embeddings" in names
+    assert fit.document["fits"] and set(fit.aid_keys) == set(dict.fromkeys(fit.aid_keys))
     assert all("GiB" in rung.reason for rung in fit.rungs)
     assert fit.document["sizeable"] is True
     assert fit.settings.get("gradient_checkpointing") is True

@@ -27,8 +27,10 @@ _CACHE_TEXT = MemoryAid(
     name="cache-text-embeddings",
     rung=1,
     keys=("cache_text_embeddings",),
-    saves="the text encoder's weights in training (captions encoded once, then it is unloaded)",
+    saves="the text encoder's weights in training (captions encoded once, then it is "
+    "unloaded; the same embeddings, so meaning-preserving)",
     costs="one encoding pass before training; the encoder cannot train (Kura never trains it)",
+    preferred=True,
 )
 _CHECKPOINTING = MemoryAid(
     name="gradient-checkpointing",

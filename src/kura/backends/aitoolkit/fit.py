@@ -178,9 +178,10 @@ def _detail(
     found: AitkEstimate,
 ) -> dict[str, object]:
     from kura.backends.aitoolkit.estimator.calibration import held_out_median_error
+    from kura.backends.aitoolkit.estimator.memory import grouped
 
-    worst = found.worst
-    cost = next(c for c in found.costs if c.step == worst.step)
+    cost = max(found.costs, key=lambda c: c.upper_gib or 0.0)
+    worst = next(m for m in found.memories if m.step == cost.step)
     train = [c for c in found.costs if c.kind == "train"]
     seconds = [c.seconds for c in train]
     total_hours = None if None in seconds else sum(s or 0.0 for s in seconds) / 3600
@@ -189,14 +190,15 @@ def _detail(
         "model": model.bundle,
         "gpu": None if gpu is None else gpu.id,
         "peak_vram_gib": round(worst.peak_gib, 2),
-        "band_gib": round(worst.peak_gib * found.band, 2),
+        "band_gib": round(2 * ((cost.upper_gib or 0.0) - worst.peak_gib), 2),
         "upper_gib": cost.upper_gib,
         "usable_gib": None if gpu is None else gpu.usable_gib,
         "fits": None if gpu is None else all(c.fits for c in found.costs),
         "worst_step": worst.step,
         "confidence": f"band ±{found.band / 2:.0%} ({found.band_reason}); held-out median "
         + ("error unknown" if error is None else f"error {error:.0%}"),
-        "breakdown": dict(worst.terms),
+        "breakdown": grouped(worst),
+        "terms": dict(worst.terms),
         "host_ram_gib": round(found.host_ram_gib, 1),
         "step_seconds": None if found.step_seconds is None else round(found.step_seconds, 3),
         "total_hours": None if total_hours is None else round(total_hours, 3),
@@ -325,7 +327,7 @@ def fit_run(
         ],
         "network": network_document(spec, model),
     }
-    aid_keys = tuple(key for aid in problem.aids for key in aid.keys)
+    aid_keys = tuple(dict.fromkeys(key for aid in problem.aids for key in aid.keys))
     settings: dict[str, object] = {}
     reasons: dict[str, str] = {}
     if result.fits and result.rungs:

@@ -79,10 +79,6 @@ class AitkEstimate:
     costs: tuple[StepCost, ...]
     host_ram_gib: float
 
-    @property
-    def worst(self) -> StepMemory:
-        return max(self.memories, key=lambda m: m.peak_gib)
-
 
 def _fits(peak: float, band: float, gpu: GpuClass | None) -> tuple[float, bool | None]:
     upper = peak * (1 + band / 2)

@@ -45,6 +45,7 @@ __all__ = [
     "ACTIVATION_FACTOR",
     "CTX_GIB",
     "StepMemory",
+    "grouped",
     "host_ram_gib",
     "step_memories",
 ]
@@ -317,6 +318,26 @@ def sample_memory(setup: AitkSetup, parts: Components, bucket: Bucket, step: str
     else:
         terms["vae_decode"] = decode
     return _step(step, "sample", terms, "whole pipeline at the sample size")
+
+
+_WORKING_SETS = ("activations", "denoise", "vae_encode", "vae_decode", "text_encode")
+
+
+def grouped(memory: StepMemory) -> dict[str, float]:
+    """A step's terms in the plan's columns: weights, LoRA + optimizer, activations (the
+    working set), swap buffers (layer offloading's staging ring), context."""
+    terms = memory.terms
+    working = sum(terms.get(k, 0.0) for k in _WORKING_SETS)
+    buffers = terms.get("offload_buffer", 0.0)
+    lora = terms.get("lora_and_optimizer", 0.0)
+    weights = sum(terms.values()) - working - buffers - lora
+    return {
+        "weights": round(weights, 2),
+        "lora_and_optimizer": round(lora, 2),
+        "activations": round(working, 2),
+        "swap_buffers": round(buffers, 2),
+        "context": CTX_GIB,
+    }
 
 
 def step_memories(setup: AitkSetup) -> tuple[StepMemory, ...]:
