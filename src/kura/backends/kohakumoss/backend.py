@@ -66,7 +66,13 @@ from kura.errors import CheckFailed, SpecError, Unsupported, UsageError
 if TYPE_CHECKING:
     from kura.backends.kohakumoss.compile import MossCompiled
     from kura.backends.kohakumoss.env import EnvLocation
-    from kura.backends.kohakumoss.queries import CompileFacts, MemoryEstimate, PlanAnswer
+    from kura.backends.kohakumoss.queries import (
+        CompileFacts,
+        MemoryEstimate,
+        MossArch,
+        PlanAnswer,
+    )
+    from kura.backends.kohakumoss.steptime import MossStepTime
     from kura.backends.kohakumoss.validation import MossValidationSettings
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
@@ -445,9 +451,10 @@ class KohakuMossBackend:
 
     def _answer(
         self, spec: RunSpec, inputs: PlanInputs
-    ) -> tuple[PlanAnswer, bool, MossValidationSettings | None]:
-        """KohakuMoss's estimate of every memory option and its data plan for this run, and
-        the validation it runs (None without run.yaml ``validation``)."""
+    ) -> tuple[PlanAnswer, MossArch, MossValidationSettings | None]:
+        """KohakuMoss's estimate of every memory option and its data plan for this run, the
+        DiT's shape (from its headers) and the validation it runs (None without run.yaml
+        ``validation``)."""
         from kura.backends.kohakumoss.memory import calibration_options, ladder_options
         from kura.backends.kohakumoss.queries import plan_answer
 
@@ -474,15 +481,15 @@ class KohakuMossBackend:
                 config = Path(tmp) / "train.py"
                 config.write_text(train_text, encoding="utf-8")
                 _PLANS[key] = plan_answer(_env(facts.env_path), config, options)
-        return _PLANS[key], facts.facts.arch.is_named, compiled.validation
+        return _PLANS[key], facts.facts.arch, compiled.validation
 
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
     ) -> PlanFit:
         from kura.planning.ladder import walk
 
-        answer, named, validation = self._answer(spec, inputs)
-        problem = MossProblem(spec, answer, named, gpu, validation)
+        answer, arch, validation = self._answer(spec, inputs)
+        problem = MossProblem(spec, answer, arch.is_named, gpu, validation, arch=arch)
         result = walk(problem, host_ram_gib=host_ram_gib)
         settings = problem.settings(result.choice) if result.fits else {}
         reasons = (
@@ -501,8 +508,8 @@ class KohakuMossBackend:
         return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document, aid_keys)
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
-        answer, named, validation = self._answer(spec, inputs)
-        problem = MossProblem(spec, answer, named, gpu, validation)
+        answer, arch, validation = self._answer(spec, inputs)
+        problem = MossProblem(spec, answer, arch.is_named, gpu, validation, arch=arch)
         evaluation = problem.evaluate(problem.baseline())
         if evaluation is None:
             raise CheckFailed(
@@ -860,10 +867,14 @@ class MossProblem:
         named: bool,
         gpu: GpuClass | None,
         validation: MossValidationSettings | None = None,
+        *,
+        arch: MossArch | None = None,
     ) -> None:
         from kura.backends.kohakumoss.memory import AIDS, LAYER_PROFILES, PROFILE_ORDER, band
 
         self.spec = spec
+        self.arch = arch
+        """The DiT's shape (its headers, ``infer``): what the step time is computed from."""
         self.answer = answer
         self.band = band(answer.rows)
         self.named = named
@@ -960,16 +971,20 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
     )
     fits = None if gpu is None else upper <= gpu.usable_gib
     steps = problem.spec.training.max_steps
+    timed = _step_time(problem, row)
+    step_s = None if timed is None else timed.step_s
     cost = StepCost(
         step="train",
         kind="train",
         peak_gib=round(peak, 3),
         upper_gib=round(upper, 3),
         host_ram_gib=ram.build_gib,
-        seconds=None,
+        seconds=None if step_s is None or steps is None else round(step_s * steps, 1),
         fits=fits,
-        source="KohakuMoss memory/estimate.py estimate() via the helper",
+        source="KohakuMoss memory/estimate.py estimate() via the helper; step time from FLOPs "
+        "calibrated on its README (kura/backends/kohakumoss/steptime.py)",
         notes=(f"host RAM: {ram.source}",),
+        seconds_band=None if timed is None else timed.band / 2,
     )
     parts = row.parts_gib
 
@@ -1012,12 +1027,33 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         "parts_gib": dict(parts),
         "host_ram_gib": ram.build_gib,
         "host_ram_steps_gib": ram.steps_gib,
-        "step_seconds": None,
-        "total_hours": None,
+        "step_seconds": None if step_s is None else round(step_s, 3),
+        "total_hours": None if cost.seconds is None else round(cost.seconds / 3600, 3),
         "config": {"total_steps": steps},
         "trainer_report": report,
     }
-    return Evaluation(costs=(cost,), step_seconds=None, detail=detail)
+    return Evaluation(costs=(cost,), step_seconds=step_s, detail=detail)
+
+
+def _step_time(problem: MossProblem, row: MemoryEstimate) -> MossStepTime | None:
+    """The step time on the planned GPU; None (unknown) without a GPU class or the DiT's
+    shape."""
+    from kura.backends.kohakumoss.steptime import step_time
+
+    if problem.target is None or problem.target.is_cpu or problem.arch is None:
+        return None
+    first = problem.spec.datasets[0].resolution
+    area = first[0] * (first[1] if len(first) > 1 else first[0])
+    config = problem.spec.backend.config
+    return step_time(
+        problem.arch,
+        problem.target,
+        max_tokens=row.max_tokens,
+        area=int(config.get("TARGET_AREA", area)),
+        lora_params=row.trainable_params,
+        profile=row.profile,
+        grad_accum=int(config.get("GRAD_ACC", 1)),
+    )
 
 
 def _validation_line(validation: MossValidationSettings, steps: int | None) -> str:
