@@ -119,12 +119,15 @@ def test_a_musubi_bundle_is_refused_by_ai_toolkit_naming_its_own(kura) -> None:
     assert "not an AI-Toolkit bundle" in result.json()["error"]["message"]
 
 
-def test_kohakumoss_says_a_what_if_cannot_be_planned_without_a_run(kura) -> None:
-    result = kura("estimate", "--base", "moss-image-base", "--json")
-    assert result.exit_code != 0
-    error = result.json()["error"]
-    assert "without a run" in error["message"]
-    assert "kura run estimate" in error["hint"]
+def test_kohakumoss_what_if_times_the_step_and_says_memory_needs_a_run(kura) -> None:
+    doc = kura("estimate", "--base", "moss-image-base", "--gpu", "rtx-4090", "--json").json()
+    [train] = doc["steps"]
+    assert train["seconds"] > 0 and train["seconds_band"]
+    assert train["peak_gib"] is None and train["fits"] is None
+    assert doc["verdict"]["unsized"] == ["train"]
+    assert any("kura run estimate" in note for note in train["notes"])
+    faster = kura("estimate", "--base", "moss-image-base", "--gpu", "h100-sxm", "--json").json()
+    assert faster["steps"][0]["seconds"] < train["seconds"]
 
 
 def test_the_toy_backend_estimates_through_the_same_verb(

@@ -508,6 +508,8 @@ class KohakuMossBackend:
         return PlanFit(gpu.id, result.fits, result.rungs, settings, reasons, document, aid_keys)
 
     def estimate(self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass | None) -> Evaluation:
+        if inputs.compile is None and inputs.bundle.id in _named_bundles():
+            return _whatif_evaluation(spec, gpu)
         answer, arch, validation = self._answer(spec, inputs)
         problem = MossProblem(spec, answer, arch.is_named, gpu, validation, arch=arch)
         evaluation = problem.evaluate(problem.baseline())
@@ -1033,6 +1035,83 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         "trainer_report": report,
     }
     return Evaluation(costs=(cost,), step_seconds=step_s, detail=detail)
+
+
+def _named_bundles() -> frozenset[str]:
+    from kura.backends.kohakumoss.steptime import NAMED_BUNDLES
+
+    return NAMED_BUNDLES
+
+
+WHATIF_MEMORY_NOTE = (
+    "memory: KohakuMoss's own estimator reads the run's compiled config and the DiT's "
+    "headers, which a what-if has neither of: create the run and `kura run estimate RUN`"
+)
+
+
+def _whatif_evaluation(spec: RunSpec, gpu: GpuClass | None) -> Evaluation:
+    """A what-if without a run: the step time of a released MOSS DiT (its preset shape) at
+    the layer's token budget; the memory unsized (KohakuMoss estimates it from a compiled
+    config), so the verdict says which step is not sized."""
+    from kura.backends.kohakumoss.memory import LAYER_PROFILES
+    from kura.backends.kohakumoss.steptime import (
+        BASE_ARCH,
+        LAYER_MAX_TOKENS,
+        lora_params_at,
+        step_time,
+    )
+
+    config = spec.backend.config
+    layer = str(config.get("vram_layer", "24g"))
+    tokens = config.get("MAX_TOKENS", LAYER_MAX_TOKENS.get(layer))
+    if not isinstance(tokens, int):
+        raise SpecError(
+            f"a what-if on KohakuMoss's {layer} layer needs its token budget",
+            hint="add --set backend.config.MAX_TOKENS=N (or use vram_layer 24g or 8g)",
+        )
+    profile = str(config.get(LADDER_KEY, LAYER_PROFILES.get(layer, "balanced")))
+    first = spec.datasets[0].resolution
+    area = first[0] * (first[1] if len(first) > 1 else first[0])
+    timed = None
+    if gpu is not None and not gpu.is_cpu and str(config.get("algo", "lora")) == "lora":
+        timed = step_time(
+            BASE_ARCH,
+            gpu,
+            max_tokens=tokens,
+            area=area,
+            lora_params=lora_params_at(spec.training.network.rank),
+            profile=profile,
+            grad_accum=int(str(config.get("GRAD_ACC", 1))),
+        )
+    steps = spec.training.max_steps
+    seconds = None if timed is None or steps is None else round(timed.step_s * steps, 1)
+    cost = StepCost(
+        step="train",
+        kind="train",
+        peak_gib=None,
+        upper_gib=None,
+        host_ram_gib=None,
+        seconds=seconds,
+        fits=None,
+        source="step time from FLOPs calibrated on KohakuMoss's README "
+        "(kura/backends/kohakumoss/steptime.py); memory not estimated without a run",
+        notes=(WHATIF_MEMORY_NOTE,),
+        seconds_band=None if timed is None else timed.band / 2,
+    )
+    detail: dict[str, object] = {
+        "peak_vram_gib": None,
+        "band_gib": None,
+        "usable_gib": None if gpu is None else gpu.usable_gib,
+        "fits": None,
+        "confidence": WHATIF_MEMORY_NOTE,
+        "profile": profile,
+        "max_tokens": tokens,
+        "breakdown": {},
+        "step_seconds": None if timed is None else round(timed.step_s, 3),
+        "total_hours": None if seconds is None else round(seconds / 3600, 3),
+        "config": {"total_steps": steps},
+    }
+    return Evaluation((cost,), None if timed is None else timed.step_s, detail)
 
 
 def _step_time(problem: MossProblem, row: MemoryEstimate) -> MossStepTime | None:

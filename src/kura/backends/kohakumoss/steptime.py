@@ -27,11 +27,14 @@ from kura.planning.gpus import GpuClass, get_gpu_class
 from kura.sizing.steptime import TRAIN_CHECKPOINTED, TRAIN_PLAIN, compute_seconds
 
 __all__ = [
+    "LAYER_MAX_TOKENS",
     "MIN_TIME_BAND",
+    "NAMED_BUNDLES",
     "README_SPEEDS",
     "MossStepTime",
     "ReadmeSpeed",
     "calibration_factor",
+    "lora_params_at",
     "step_time",
 ]
 
@@ -153,3 +156,17 @@ def step_time(
     flops, raw = _raw_seconds(arch, gpu, max_tokens, area, lora_params, profile)
     factor, band = calibration_factor()
     return MossStepTime(flops, raw, factor, band, grad_accum)
+
+
+NAMED_BUNDLES = frozenset({"moss-image-base", "moss-image-sft"})
+"""Bundles of KohakuMoss's released variants: the base DiT's shape (``PRESETS``)."""
+
+LAYER_MAX_TOKENS = {"24g": 12288, "8g": 4352}
+"""MAX_TOKENS the generated VRAM layers set (kohakumoss.md: the 24g config balanced at
+12288, the 8g config minimal at 4352); the other layers' budgets are read from the
+environment by a run's plan."""
+
+
+def lora_params_at(rank: int) -> float:
+    """LoRA parameters of the base DiT at ``rank`` (linear in the rank: 78.4 M at r32)."""
+    return README_LORA_PARAMS * rank / 32
