@@ -55,3 +55,11 @@ def test_the_plan_says_unknown_instead_of_zero_seconds() -> None:
     assert "0.0 s" not in text and "0.0–0.0" not in text
     assert "per trial: unknown" in text
     assert "base: fits, peak 3.0 GiB (≤ 4.0), unknown" in text
+
+
+def test_a_tiny_but_known_time_is_not_rounded_to_zero() -> None:
+    from kura.sweep.envelope import _rounded
+
+    assert _rounded(12.34) == 12.3
+    assert _rounded(0.00042) == 0.00042
+    assert _rounded(0.0) == 0.0

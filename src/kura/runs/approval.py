@@ -207,8 +207,13 @@ def _accepted_risk(run_id: str, plan: PlanRecord, reason: str | None) -> Accepte
 def _fit_problems(plan: PlanRecord) -> list[str]:
     problems = []
     if plan.fit.get("sizeable") is False or plan.estimate.get("fits") is None:
+        steps = plan.estimate.get("steps") or []
+        unsized = [
+            str(s.get("step")) for s in steps if isinstance(s, dict) and s.get("fits") is None
+        ]
+        which = f" (not sized: {', '.join(unsized)})" if unsized else ""
         problems.append(
-            f"Kura cannot size this run on {plan.gpu.get('name')}: no step's memory is "
+            f"Kura cannot size this run on {plan.gpu.get('name')}{which}: no step's memory is "
             "estimated, so nothing says it fits"
         )
     elif plan.fits is False:

@@ -182,9 +182,9 @@ def plan_sweep(
         "trials": count,
         "budget": budget,
         "estimate": {
-            "per_trial_seconds": None if per_trial is None else [round(s, 1) for s in per_trial],
-            "cache_seconds_once": None if cache_once is None else round(cache_once, 1),
-            "total_hours": None if hours is None else [round(h, 3) for h in hours],
+            "per_trial_seconds": None if per_trial is None else [_rounded(s) for s in per_trial],
+            "cache_seconds_once": None if cache_once is None else _rounded(cache_once),
+            "total_hours": None if hours is None else [_rounded(h, 3) for h in hours],
             "total_usd": None
             if price is None or hours is None
             else [round(h * price, 2) for h in hours],
@@ -216,6 +216,13 @@ def _known_seconds(costs: tuple[StepCost, ...], kinds: tuple[str, ...]) -> float
     if any(c.seconds is None for c in chosen):
         return None
     return sum(c.seconds or 0.0 for c in chosen)
+
+
+def _rounded(value: float, digits: int = 1) -> float:
+    """``value`` to ``digits`` decimals, or to two significant digits when that would show a
+    non-zero time as 0 (a tiny DiT's fraction of a second)."""
+    rounded = round(value, digits)
+    return rounded if rounded or not value else float(f"{value:.2g}")
 
 
 def _seconds_band(seconds: list[float | None]) -> tuple[float, float] | None:

@@ -981,7 +981,7 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
         peak_gib=round(peak, 3),
         upper_gib=round(upper, 3),
         host_ram_gib=ram.build_gib,
-        seconds=None if step_s is None or steps is None else round(step_s * steps, 1),
+        seconds=None if step_s is None or steps is None else _seconds(step_s * steps),
         fits=fits,
         source="KohakuMoss memory/estimate.py estimate() via the helper; step time from FLOPs "
         "calibrated on its README (kura/backends/kohakumoss/steptime.py)",
@@ -1037,6 +1037,12 @@ def _evaluation(problem: MossProblem, row: MemoryEstimate) -> Evaluation:
     return Evaluation(costs=(cost,), step_seconds=step_s, detail=detail)
 
 
+def _seconds(value: float) -> float:
+    """Seconds to 0.1 s, a tiny DiT's fraction of a second to two significant digits (a
+    time is never shown as 0 when it is not)."""
+    return round(value, 1) if value >= 1 else float(f"{value:.2g}")
+
+
 def _named_bundles() -> frozenset[str]:
     from kura.backends.kohakumoss.steptime import NAMED_BUNDLES
 
@@ -1084,7 +1090,7 @@ def _whatif_evaluation(spec: RunSpec, gpu: GpuClass | None) -> Evaluation:
             grad_accum=int(str(config.get("GRAD_ACC", 1))),
         )
     steps = spec.training.max_steps
-    seconds = None if timed is None or steps is None else round(timed.step_s * steps, 1)
+    seconds = None if timed is None or steps is None else _seconds(timed.step_s * steps)
     cost = StepCost(
         step="train",
         kind="train",

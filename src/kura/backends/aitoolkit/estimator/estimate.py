@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 from kura.backends.aitoolkit.archs import AitkModel
 from kura.backends.aitoolkit.estimator.calibration import MIN_BAND, band_fraction
 from kura.backends.aitoolkit.estimator.components import SHAPE_FOR_BUNDLE, components_for
-from kura.backends.aitoolkit.estimator.memory import StepMemory, host_ram_gib, step_memories
+from kura.backends.aitoolkit.estimator.memory import (
+    StepMemory,
+    dit_bf16_gib,
+    host_ram_gib,
+    step_memories,
+)
 from kura.backends.aitoolkit.estimator.setup import AitkSetup, Bucket
 from kura.backends.aitoolkit.estimator.steptime import (
     CACHE_TIME_BAND,
@@ -146,7 +151,7 @@ def _setup_seconds(
     datasets' item counts are unknown (``kura dataset inspect`` counts them)."""
     parts = components_for(setup.arch)
     if memory.step == "load":
-        dit = setup.shape.weights_gib.get("none", 0.0) * 2**30 * (2 if setup.two_experts else 1)
+        dit = dit_bf16_gib(setup) * 2**30 * (2 if setup.two_experts else 1)
         return round(load_seconds(dit, parts.text_encoder_params_b * 2e9), 1)
     if gpu is None or items is None:
         return None

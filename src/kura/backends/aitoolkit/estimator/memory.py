@@ -45,6 +45,7 @@ __all__ = [
     "ACTIVATION_FACTOR",
     "CTX_GIB",
     "StepMemory",
+    "dit_bf16_gib",
     "grouped",
     "host_ram_gib",
     "step_memories",
@@ -82,6 +83,9 @@ a fifth to a third of theirs]."""
 OFFLOAD_PIPELINE_DEPTH = 4
 """Layers the offload manager prefetches (``AI_TOOLKIT_OFFLOAD_DEPTH``, default 4,
 [code] toolkit/memory_management/manager_modules.py:27)."""
+
+HOST_PROCESS_GIB = 2.0
+"""The Python process with torch, CUDA and the dataloader, before any weight [assumed]."""
 
 INFERENCE_SHARE = 0.25
 """Of the bytes per token one block saves for backward (``c_arch``), the share alive in a
@@ -354,13 +358,18 @@ def step_memories(setup: AitkSetup) -> tuple[StepMemory, ...]:
     return tuple(steps)
 
 
+def dit_bf16_gib(setup: AitkSetup) -> float:
+    """One DiT in bf16, as it is read from disk."""
+    return _gib(_dit_linear_params(setup) * 2) + _dit_rest_gib(setup)
+
+
 def host_ram_gib(setup: AitkSetup) -> float:
     """Host RAM: the DiT loads on the CPU in bf16 before it is quantized or moved
     (qwen_image.py:121-123), plus what stays there (offloaded layers, a parked expert)."""
     parts = components_for(setup.arch)
-    dit_bf16 = _gib(_dit_linear_params(setup) * 2) + _dit_rest_gib(setup)
     offloaded = _gib(_dit_linear_params(setup) * _linear_bytes_per_param(setup)) * (
         setup.knobs.layer_offloading_transformer_percent
     )
     parked = dit_device_gib(setup) if setup.two_experts and setup.knobs.low_vram else 0.0
-    return 2.0 + max(dit_bf16, _bf16_gib(parts.text_encoder_params_b)) + offloaded + parked
+    loaded = max(dit_bf16_gib(setup), _bf16_gib(parts.text_encoder_params_b))
+    return HOST_PROCESS_GIB + loaded + offloaded + parked
