@@ -3,9 +3,9 @@
 Steps, in the order ``BaseSDTrainProcess.run`` takes them:
 
 * **load**: the DiT loads on the CPU and, when quantized without an adapter, is quantized
-  block by block on the GPU and moved back ([code] toolkit/util/quantize.py:448-462); the text
+  block by block on the GPU and moved back ([code] toolkit/util/quantize.py:448-465); the text
   encoder goes to the GPU in full precision and is quantized there
-  (qwen_image/qwen_image.py:171-176); then the DiT moves to the GPU unless ``low_vram``
+  (qwen_image/qwen_image.py:170-175); then the DiT moves to the GPU unless ``low_vram``
   parks it on the CPU until its first use (qwen_image.py:141-143, :219-220).
 * **cache-latents**: the VAE encodes every bucket once (Kura always writes
   ``cache_latents_to_disk``) with the loaded parts resident.
@@ -13,7 +13,7 @@ Steps, in the order ``BaseSDTrainProcess.run`` takes them:
   encoded, then the encoder is unloaded (SDTrainer.py:296-298, :351-378).
 * **train**, per bucket: the DiT at its qtype (the share ``layer_offloading_transformer_percent``
   picks stays in host RAM, [code] toolkit/memory_management/manager.py:109-111), an
-  accuracy-recovery adapter at the model dtype (quantize.py:389-392), the LoRA and its
+  accuracy-recovery adapter at the model dtype (quantize.py:392-394), the LoRA and its
   gradients in fp32 (jobs/process/BaseSDTrainProcess.py:1983) with the optimizer state
   (``kura.sizing.optimizers``), the activations (vram.md §4.1), the text encoder when it stays;
   the VAE is on the CPU once the latents are cached (SDTrainer.py:312-319).
@@ -252,12 +252,12 @@ def load_memory(setup: AitkSetup, parts: Components) -> StepMemory:
         1.0 - setup.knobs.layer_offloading_text_encoder_percent
     )
     candidates = {
-        "one DiT block in bf16 beside its quantized copy (quantize.py:448-462)": {
+        "one DiT block in bf16 beside its quantized copy (quantize.py:448-465)": {
             "block_bf16_and_quantized": quantizing
         }
         if setup.quantized_transformer
         else {},
-        "the text encoder in full precision before it is quantized (qwen_image.py:171-176)": {
+        "the text encoder in full precision before it is quantized (qwen_image.py:170-175)": {
             "text_encoder_bf16": te_full
         },
         "every part loaded"
