@@ -137,6 +137,9 @@ class DatasetInput:
     """Images or videos in the dataset (inspection's counts), for trainers that count steps."""
     trigger: str | None = None
     """The trigger word the dataset's captions open with, when its intent records one."""
+    image_sizes: tuple[tuple[int, int, int], ...] = ()
+    """``(width, height, count)`` of its readable images (a trainer that batches per bucket
+    counts an epoch's batches from them)."""
 
 
 @dataclass(frozen=True)

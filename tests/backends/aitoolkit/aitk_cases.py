@@ -45,6 +45,7 @@ def image_dataset(name: str = "photos", *, control: bool = False, items: int = 1
         control_dir=f"/data/{name}.control" if control else None,
         kind="image",
         items=items,
+        image_sizes=((1024, 1024, items),),
     )
 
 

@@ -275,23 +275,23 @@ def _network(spec: RunSpec, model: AitkModel, knobs: Knobs, warnings: list[str])
     )
 
 
-def _items(source: DatasetInput) -> int:
-    if source.items is None:
-        raise SpecError(
-            f"dataset {source.name}: Kura does not know how many items it holds",
-            hint=f"run `kura dataset inspect {source.name}`, or set training.max_steps",
-        )
-    return source.items
-
-
 def _steps_per_epoch(spec: RunSpec, inputs: CompileInputs) -> int | None:
+    """The steps one epoch makes as AI-Toolkit batches it: each bucket of each dataset cut
+    into micro-batches (a short one padded), each step drawing ``gradient_accumulation``
+    of them (:mod:`.buckets`)."""
+    from kura.backends.aitoolkit.buckets import input_buckets, steps_per_epoch
+
     if spec.training.max_steps is not None and any(s.items is None for s in inputs.datasets):
         return None
-    seen = sum(
-        _items(source) * use.repeats
+    micro = read_knobs(spec.backend.config).batch_size
+    arch = _model(inputs).arch
+    batches = sum(
+        input_buckets(
+            source, _resolution(use), arch=arch, batch_size=micro, repeats=use.repeats
+        ).batches
         for use, source in zip(spec.datasets, inputs.datasets, strict=True)
     )
-    return max(1, math.ceil(seen / spec.training.effective_batch))
+    return steps_per_epoch(batches, max(1, spec.training.effective_batch // micro))
 
 
 def total_steps(spec: RunSpec, steps_per_epoch: int | None) -> int:

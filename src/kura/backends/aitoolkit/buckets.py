@@ -1,0 +1,225 @@
+"""AI-Toolkit's aspect buckets and batches per epoch, as its data loader makes them.
+
+Restated from ostris/ai-toolkit 27a03a9 (checked by ``tests/backends/aitoolkit/
+test_aitk_buckets_trainer.py`` against its own ``AiToolkitDataset``):
+
+- A dataset whose ``resolution`` is a list becomes one dataset per resolution
+  (``toolkit/config_modules.py:1095`` ``preprocess_dataset_raw_config``), each with its
+  own buckets and batches; the data loader walks their concatenation
+  (``toolkit/data_loader.py:718``).
+- ``num_repeats`` repeats the file list (``toolkit/data_loader.py:451``).
+- The bucket step is the model's, not the config's: ``AiToolkitDataset.__init__`` overwrites
+  ``bucket_tolerance`` with ``sd.get_bucket_divisibility()`` (``toolkit/data_loader.py:395``);
+  :data:`DIVISIBILITY` lists each class's value.
+- Each image's bucket is ``toolkit/buckets.py:17`` ``get_bucket_for_image_size``: the
+  pixel count is capped at ``resolution²`` but never raised (no upscaling: a small image
+  keeps its area), both sides scaled by ``sqrt(target / pixels)``, then of the four
+  floor/ceil roundings to the step whose area stays within ``resolution²`` the one nearest
+  the target area wins (the first on a tie); a fallback floors both sides (at least one
+  step) when none fits. The image is scaled to cover it and centre-cropped
+  (``toolkit/dataloader_mixins.py:261-293``).
+- Buckets keep first-seen order; each is cut into batches of the micro-batch and a short
+  last batch is padded with repeats of its own items (``toolkit/dataloader_mixins.py:198``
+  ``build_batch_indices``), so a bucket of ``n`` items makes ``ceil(n / batch)`` batches.
+  The epoch is the data loader's length, the sum over every bucket of every dataset
+  (``toolkit/data_loader.py:628`` ``__len__`` = ``len(batch_indices)``; ``batch_size=None``
+  at ``:748``).
+- A training step draws ``gradient_accumulation`` batches (``jobs/process/
+  BaseSDTrainProcess.py:2565``), restarting the loader at an epoch's end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from kura.backends.base import DatasetInput
+from kura.errors import InvalidInput, SpecError, Unsupported
+
+__all__ = [
+    "DIVISIBILITY",
+    "AitkBucket",
+    "AitkBuckets",
+    "batches_per_epoch",
+    "bucket_for_image",
+    "dataset_buckets",
+    "divisibility_for",
+    "input_buckets",
+    "steps_per_epoch",
+]
+
+_EXT = "extensions_built_in/diffusion_models/"
+
+DIVISIBILITY: Mapping[str, tuple[int, str]] = MappingProxyType(
+    {
+        "flux_kontext": (16, _EXT + "flux_kontext/flux_kontext.py:70"),
+        "flux2": (16, _EXT + "flux2/flux2_model.py:88"),
+        "flux2_klein_4b": (16, _EXT + "flux2/flux2_model.py:88 (Flux2KleinModel inherits it)"),
+        "flux2_klein_9b": (16, _EXT + "flux2/flux2_model.py:88 (Flux2KleinModel inherits it)"),
+        "qwen_image": (32, _EXT + "qwen_image/qwen_image.py:84"),
+        "qwen_image_edit": (32, _EXT + "qwen_image/qwen_image.py:84 (inherited)"),
+        "qwen_image_edit_plus": (32, _EXT + "qwen_image/qwen_image.py:84 (inherited)"),
+        "zimage": (16, _EXT + "z_image/z_image.py:81"),
+        "wan21": (16, "toolkit/models/wan21/wan21.py:335"),
+        "wan21_i2v": (16, "toolkit/models/wan21/wan21.py:335 (inherited)"),
+        "wan22_14b": (16, _EXT + "wan22/wan22_14b_model.py:248"),
+        "wan22_14b_i2v": (16, _EXT + "wan22/wan22_14b_model.py:248 (inherited)"),
+        "wan22_5b": (32, _EXT + "wan22/wan22_5b_model.py:117"),
+        "hidream_o1": (32, _EXT + "hidream/hidream_o1_model.py:152"),
+        "ideogram4": (16, _EXT + "ideogram4/ideogram4.py:207 (VAE 8 x patch 2, :181-182)"),
+        "krea2": (16, _EXT + "krea2/krea2.py:226 (VAE 8 x patch 2, :185-186, :72)"),
+        "chroma": (32, _EXT + "chroma/chroma_model.py:94"),
+        "sdxl": (
+            16,
+            "toolkit/stable_diffusion_model.py:289 (2 ** (4 VAE blocks - 1), doubled at :297)",
+        ),
+    }
+)
+"""``model.arch`` → (``get_bucket_divisibility()``, where its class says so)."""
+
+
+@dataclass(frozen=True)
+class AitkBucket:
+    """One bucket: its size, the items in it (repeats counted), the batches it makes."""
+
+    width: int
+    height: int
+    items: int
+    batches: int
+
+
+@dataclass(frozen=True)
+class AitkBuckets:
+    """One dataset at one resolution, as AI-Toolkit buckets and batches it."""
+
+    resolution: int
+    divisibility: int
+    batch_size: int
+    buckets: tuple[AitkBucket, ...]
+
+    @property
+    def batches(self) -> int:
+        return sum(b.batches for b in self.buckets)
+
+    @property
+    def items(self) -> int:
+        return sum(b.items for b in self.buckets)
+
+
+def divisibility_for(arch: str) -> int:
+    """The bucket step AI-Toolkit's class for ``arch`` uses."""
+    found = DIVISIBILITY.get(arch)
+    if found is None:
+        raise InvalidInput(
+            f"Kura does not know AI-Toolkit's bucket step for model.arch {arch!r}",
+            hint="known: " + ", ".join(sorted(DIVISIBILITY)),
+        )
+    return found[0]
+
+
+def bucket_for_image(
+    width: int, height: int, resolution: int, divisibility: int
+) -> tuple[int, int]:
+    """``get_bucket_for_image_size`` (``toolkit/buckets.py:17``): the (width, height) an
+    image of this size trains at."""
+    total = width * height
+    most = resolution * resolution
+    target = min(total, most)
+    scaler = (target / total) ** 0.5
+    w_raw = (width * scaler) / divisibility
+    h_raw = (height * scaler) / divisibility
+    floor_w, ceil_w = math.floor(w_raw) * divisibility, math.ceil(w_raw) * divisibility
+    floor_h, ceil_h = math.floor(h_raw) * divisibility, math.ceil(h_raw) * divisibility
+    candidates = [(floor_w, floor_h), (floor_w, ceil_h), (ceil_w, floor_h), (ceil_w, ceil_h)]
+    capped = [(w, h) for w, h in candidates if w > 0 and h > 0 and w * h <= most]
+    if not capped:
+        capped = [(max(divisibility, floor_w), max(divisibility, floor_h))]
+    return min(capped, key=lambda wh: abs(wh[0] * wh[1] - target))
+
+
+def dataset_buckets(
+    sizes: Sequence[tuple[int, int, int]],
+    resolutions: Sequence[int],
+    *,
+    divisibility: int,
+    batch_size: int,
+    repeats: int = 1,
+) -> tuple[AitkBuckets, ...]:
+    """The buckets of one dataset, one :class:`AitkBuckets` per resolution, from its
+    images' ``(width, height, count)``. Buckets are listed in the order of ``sizes`` (AI-
+    Toolkit's order is the folder walk's; only the counts matter for an epoch)."""
+    if batch_size < 1 or repeats < 1 or divisibility < 1:
+        raise InvalidInput(
+            f"batch_size {batch_size}, repeats {repeats} and divisibility {divisibility} "
+            "must be at least 1"
+        )
+    out: list[AitkBuckets] = []
+    for resolution in resolutions:
+        counts: dict[tuple[int, int], int] = {}
+        for width, height, count in sizes:
+            bucket = bucket_for_image(width, height, resolution, divisibility)
+            counts[bucket] = counts.get(bucket, 0) + count * repeats
+        out.append(
+            AitkBuckets(
+                resolution=resolution,
+                divisibility=divisibility,
+                batch_size=batch_size,
+                buckets=tuple(
+                    AitkBucket(w, h, n, math.ceil(n / batch_size)) for (w, h), n in counts.items()
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def batches_per_epoch(datasets: Sequence[Sequence[AitkBuckets]]) -> int:
+    """The data loader's length: every bucket's batches, of every dataset and resolution."""
+    return sum(part.batches for dataset in datasets for part in dataset)
+
+
+def steps_per_epoch(batches: int, accumulation: int) -> int:
+    """Training steps one epoch of ``batches`` makes when each step draws ``accumulation``
+    batches (at least one; a partial step finishes on the next epoch's first batches)."""
+    return max(1, math.ceil(batches / accumulation))
+
+
+def input_buckets(
+    source: DatasetInput, resolution: int, *, arch: str, batch_size: int, repeats: int
+) -> AitkBuckets:
+    """A run dataset's buckets at its resolution, from the image sizes inspection read.
+
+    With a micro-batch of 1 every item is its own batch whatever its bucket, so a dataset
+    whose sizes are unknown (videos, whose buckets also split by frame count,
+    ``toolkit/dataloader_mixins.py:300``) is counted as one bucket of the run's resolution;
+    a larger micro-batch needs the sizes and is refused without them."""
+    if source.items is None:
+        raise SpecError(
+            f"dataset {source.name}: Kura does not know how many items it holds",
+            hint=f"run `kura dataset inspect {source.name}`, or set training.max_steps",
+        )
+    divisibility = divisibility_for(arch)
+    sized = sum(count for _, _, count in source.image_sizes)
+    if source.kind == "image" and source.clips == () and sized == source.items:
+        return dataset_buckets(
+            source.image_sizes,
+            (resolution,),
+            divisibility=divisibility,
+            batch_size=batch_size,
+            repeats=repeats,
+        )[0]
+    if batch_size == 1:
+        items = source.items * repeats
+        return AitkBuckets(
+            resolution, divisibility, 1, (AitkBucket(resolution, resolution, items, items),)
+        )
+    what = "holds videos" if source.kind == "video" or source.clips else "has unread sizes"
+    raise Unsupported(
+        f"dataset {source.name} {what}: AI-Toolkit batches {batch_size} items of one bucket "
+        f"at a time (padding a short bucket), and Kura knows the size of {sized} of its "
+        f"{source.items} items, so it cannot count the batches of an epoch",
+        hint=f"re-inspect it (`kura dataset inspect {source.name}`), set "
+        "backend.config.batch_size: 1 (gradient accumulation makes the effective batch), or "
+        "set training.max_steps",
+    )

@@ -1,0 +1,102 @@
+"""AI-Toolkit's buckets and batches per epoch (:mod:`kura.backends.aitoolkit.buckets`), and
+the steps an epoch makes in the compiled job. The rules are checked against AI-Toolkit's
+own data loader in ``test_aitk_buckets_trainer.py``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from aitk_cases import image_dataset, make_inputs, make_spec, video_dataset
+
+from kura.backends.aitoolkit.buckets import (
+    DIVISIBILITY,
+    bucket_for_image,
+    dataset_buckets,
+    divisibility_for,
+    input_buckets,
+    steps_per_epoch,
+)
+from kura.backends.aitoolkit.compile import job_for
+from kura.errors import InvalidInput, Unsupported
+
+
+def test_an_image_under_the_resolution_keeps_its_area() -> None:
+    # toolkit/buckets.py:21-23: the target area is capped at resolution², never raised
+    assert bucket_for_image(640, 480, 1024, 32) == (640, 480)
+    # step 64: 640x448 and 640x512 are equally far from 640x480; the first (floor) wins
+    assert bucket_for_image(640, 480, 1024, 64) == (640, 448)
+
+
+def test_a_larger_image_is_scaled_down_to_the_nearest_area_within_the_cap() -> None:
+    # 640x480 at 512, step 32: sqrt(512²/307200) scales it to 18.5 x 13.9 steps; 608x448
+    # exceeds 512², so 576x448 is the nearest area that fits (toolkit/buckets.py:34-44)
+    assert bucket_for_image(640, 480, 512, 32) == (576, 448)
+    assert bucket_for_image(300, 200, 512, 32) == (320, 192)  # sides may round up
+
+
+def test_each_bucket_pads_its_last_batch() -> None:
+    # 3 + 2 + 1 items in three buckets, micro-batch 2: 2 + 1 + 1 batches
+    (part,) = dataset_buckets(
+        ((640, 480, 3), (480, 640, 2), (512, 512, 1)), (512,), divisibility=32, batch_size=2
+    )
+    assert [(b.width, b.height, b.items, b.batches) for b in part.buckets] == [
+        (576, 448, 3, 2),
+        (448, 576, 2, 1),
+        (512, 512, 1, 1),
+    ]
+    assert part.batches == 4
+
+
+def test_repeats_and_resolutions_multiply_the_batches() -> None:
+    parts = dataset_buckets(((640, 480, 3),), (512, 768), divisibility=16, batch_size=4, repeats=2)
+    assert [(p.resolution, p.items, p.batches) for p in parts] == [(512, 6, 2), (768, 6, 2)]
+
+
+def test_eleven_batches_an_epoch_where_a_flat_count_makes_six() -> None:
+    # eleven images of eleven sizes under the cap (each keeps its own, a multiple of 32),
+    # micro-batch 2: every bucket is one padded batch
+    sizes = tuple((320 + 32 * i, 320, 1) for i in range(11))
+    source = replace(image_dataset(items=11), image_sizes=sizes)
+    part = input_buckets(source, 1024, arch="qwen_image", batch_size=2, repeats=1)
+    assert len(part.buckets) == 11 and part.batches == 11
+    spec = make_spec(
+        config={"batch_size": 2},
+        training={"effective_batch": 2, "epochs": 3, "sample_every_n_epochs": 1},
+        datasets=[{"name": "photos", "resolution": [1024], "repeats": 1}],
+    )
+    job, _ = job_for(spec, make_inputs(datasets=[source]))
+    process = job.config.process[0]
+    assert process.train.steps == 33  # 3 epochs x 11 steps (a flat count: 3 x 6)
+    assert process.save.save_every == 11 and process.sample is not None  # every epoch
+    assert process.sample.sample_every == 11
+
+
+def test_accumulation_draws_several_batches_per_step() -> None:
+    assert steps_per_epoch(11, 1) == 11
+    assert steps_per_epoch(11, 2) == 6
+    assert steps_per_epoch(1, 4) == 1
+
+
+def test_a_micro_batch_over_one_needs_the_sizes() -> None:
+    unsized = replace(image_dataset(items=4), image_sizes=())
+    assert input_buckets(unsized, 512, arch="wan21", batch_size=1, repeats=3).batches == 12
+    with pytest.raises(Unsupported, match="size of 0 of its 4"):
+        input_buckets(unsized, 512, arch="wan21", batch_size=2, repeats=1)
+    with pytest.raises(Unsupported, match="holds videos"):
+        input_buckets(video_dataset(), 512, arch="wan21", batch_size=2, repeats=1)
+
+
+def test_the_bucket_step_is_the_model_class_one() -> None:
+    assert divisibility_for("qwen_image") == 32
+    assert divisibility_for("wan22_14b") == 16
+    assert divisibility_for("sdxl") == 16  # stable_diffusion_model.py:297 doubles the 8
+    with pytest.raises(InvalidInput, match="bucket step"):
+        divisibility_for("no-such-arch")
+
+
+def test_every_arch_kura_trains_has_a_bucket_step() -> None:
+    from kura.backends.aitoolkit.archs import AITK_MODELS
+
+    missing = sorted({m.arch for m in AITK_MODELS.values()} - set(DIVISIBILITY))
+    assert not missing
