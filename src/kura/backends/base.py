@@ -890,6 +890,10 @@ class LoraExport:
     metadata: Mapping[str, str] = field(default_factory=dict)
     rank: int | None = None
     fused_qkv: bool | None = None
+    expert: str | None = None
+    """The expert of a two-expert model (Wan 2.2 A14B) this file holds, else None."""
+    companions: tuple[LoraExport, ...] = ()
+    """The other experts' files of the same save, each exported and verified the same way."""
 
     kind: ClassVar[str] = "lora-export"
 
@@ -912,6 +916,11 @@ class LoraExport:
         }
         if self.rank is not None or self.fused_qkv is not None:
             document |= {"rank": self.rank, "fused_qkv": self.fused_qkv}
+        if self.expert is not None:
+            document |= {
+                "expert": self.expert,
+                "companions": [c.to_dict() for c in self.companions],
+            }
         return document | {"unmapped": list(self.unmapped), "metadata": dict(self.metadata)}
 
 

@@ -37,7 +37,7 @@ from kura.backends.base import (
     TrainerRecipe,
     TrainerSetup,
 )
-from kura.errors import CheckFailed, InvalidInput
+from kura.errors import InvalidInput
 
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvLocation
@@ -207,14 +207,11 @@ class AitkBackend:
 
     def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
         """AI-Toolkit resumes by itself from the newest checkpoint of the run's name: no
-        argument, but there must be a checkpoint to resume from."""
-        from kura.backends.aitoolkit.follow import lora_checkpoints
+        argument, but there must be a whole save to resume from (both experts' files of
+        a Wan 2.2 A14B save, :func:`.follow.resume_save`)."""
+        from kura.backends.aitoolkit.follow import resume_save
 
-        if not lora_checkpoints(run_dir / "output", run_dir.name):
-            raise CheckFailed(
-                f"run {run_dir.name} has no AI-Toolkit checkpoint to resume from",
-                hint="checkpoints are saved every save_every steps; relaunch to start over",
-            )
+        resume_save(run_dir / "output", run_dir.name)
         return ()
 
     def diagnose(
