@@ -5,6 +5,7 @@ own data loader in ``test_aitk_buckets_trainer.py``."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from aitk_cases import image_dataset, make_inputs, make_spec, video_dataset
@@ -100,3 +101,41 @@ def test_every_arch_kura_trains_has_a_bucket_step() -> None:
 
     missing = sorted({m.arch for m in AITK_MODELS.values()} - set(DIVISIBILITY))
     assert not missing
+
+
+def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from PIL import Image
+
+    from kura.dataset.registry import add_dataset, set_dataset_values
+    from kura.initialize import init_workspace
+    from kura.runs.new import create_run
+    from kura.runs.plan import plan_run
+
+    workspace, _ = init_workspace(tmp_path / "ws")
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    sizes = [(1024, 1024)] * 3 + [(1200, 800)] * 3 + [(800, 1200)] * 3 + [(640, 480)]
+    for index, size in enumerate(sizes):
+        Image.new("RGB", size, (index * 20, 80, 120)).save(folder / f"{index:02d}.png")
+        (folder / f"{index:02d}.txt").write_text(f"myaku, picture {index}\n")
+    add_dataset(workspace, "photos", folder, resolution=(1024, 1024))
+    set_dataset_values(workspace, "photos", ["intent.task=style"])
+    run_id = create_run(
+        workspace,
+        datasets=["photos"],
+        base="aitk-qwen-image",
+        backend="ai-toolkit",
+        sets=["backend.config.batch_size=2", "training.effective_batch=2", "training.epochs=4"],
+        now=datetime(2026, 12, 1, 9, 0),
+    ).run_id
+    report = plan_run(workspace, run_id, gpu="h200").to_dict()
+    sections = {s["title"]: s["lines"] for s in report["estimate"]["trainer_report"]}
+    lines = sections["AI-Toolkit buckets"]
+    # at 1024 px and Qwen-Image's 32-pixel step 640x480 keeps its size; 1200x800 is cut to
+    # 1184x800; four buckets of 1 + 3 + 3 + 3 make 1 + 2 + 2 + 2 batches of 2
+    assert "640x480 × 1 → 1" in lines[0] and "1184x800 × 3 → 2" in lines[0]
+    assert lines[-1] == "one epoch: 7 batches, 1 per step → 7 steps"
+    plan_md = (workspace.run_dir(run_id) / "plan.md").read_text()
+    assert "## AI-Toolkit buckets" in plan_md

@@ -35,8 +35,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kura.backends.base import DatasetInput
+from kura.backends.base import CompileInputs, DatasetInput
 from kura.errors import InvalidInput, SpecError, Unsupported
+from kura.spec.run import RunSpec
 
 __all__ = [
     "DIVISIBILITY",
@@ -44,9 +45,11 @@ __all__ = [
     "AitkBuckets",
     "batches_per_epoch",
     "bucket_for_image",
+    "buckets_report",
     "dataset_buckets",
     "divisibility_for",
     "input_buckets",
+    "run_buckets",
     "steps_per_epoch",
 ]
 
@@ -223,3 +226,55 @@ def input_buckets(
         "backend.config.batch_size: 1 (gradient accumulation makes the effective batch), or "
         "set training.max_steps",
     )
+
+
+def run_buckets(spec: RunSpec, datasets: Sequence[DatasetInput]) -> tuple[AitkBuckets, ...]:
+    """Each run dataset's buckets as the compiled job makes them (its resolution, the run's
+    micro-batch, the model class's step)."""
+    from kura.backends.aitoolkit.archs import model_for
+    from kura.backends.aitoolkit.compile import _resolution
+    from kura.backends.aitoolkit.knobs import read_knobs
+
+    model = model_for(spec.model.base)
+    if model is None:
+        raise SpecError(
+            f"bundle {spec.model.base} is not one AI-Toolkit trains",
+            hint="set model.base to an aitk-… bundle (`kura model list`)",
+        )
+    micro = read_knobs(spec.backend.config).batch_size
+    return tuple(
+        input_buckets(
+            source, _resolution(use), arch=model.arch, batch_size=micro, repeats=use.repeats
+        )
+        for use, source in zip(spec.datasets, datasets, strict=True)
+    )
+
+
+def buckets_report(spec: RunSpec, inputs: CompileInputs | None) -> dict[str, object]:
+    """plan.md's section on AI-Toolkit's buckets: per dataset its buckets, their items and
+    batches, and the steps an epoch makes (``trainer_report`` = {title, lines})."""
+    title = "AI-Toolkit buckets"
+    if inputs is None:
+        return {"title": title, "lines": ["not known before the run's inputs resolve"]}
+    unknown = [s.name for s in inputs.datasets if s.items is None]
+    if unknown:
+        return {"title": title, "lines": [f"not inspected: {', '.join(unknown)}"]}
+    parts = run_buckets(spec, inputs.datasets)
+    lines: list[str] = []
+    for use, part in zip(spec.datasets, parts, strict=True):
+        shown = ", ".join(
+            f"{b.width}x{b.height} × {b.items} → {b.batches}" for b in part.buckets[:12]
+        ) + (f" (+{len(part.buckets) - 12} more)" if len(part.buckets) > 12 else "")
+        lines.append(
+            f"{use.name} at {part.resolution} px, {part.divisibility}-pixel step, batches of "
+            f"{part.batch_size}: {shown}; {part.batches} batches (a short bucket is padded "
+            "with its own items)"
+        )
+    batches = sum(part.batches for part in parts)
+    micro = parts[0].batch_size if parts else 1
+    accumulation = max(1, spec.training.effective_batch // micro)
+    lines.append(
+        f"one epoch: {batches} batches, {accumulation} per step → "
+        f"{steps_per_epoch(batches, accumulation)} steps"
+    )
+    return {"title": title, "lines": lines}
