@@ -42,6 +42,7 @@ __all__ = [
     "CompiledRun",
     "ContainerSpec",
     "Contingency",
+    "DatasetBuckets",
     "DatasetInput",
     "DatasetMedia",
     "Diagnosis",
@@ -73,6 +74,7 @@ __all__ = [
     "StepCost",
     "StepKind",
     "StepProgress",
+    "TrainerBucket",
     "TrainerFacts",
     "TrainerKnowledge",
     "TrainerRecipe",
@@ -678,6 +680,56 @@ class SearchKeys:
 
 
 @dataclass(frozen=True)
+class TrainerBucket:
+    """One bucket as a trainer makes it: its size (and frames, for clips), the items in it
+    (repeats counted) and the batches they make."""
+
+    width: int
+    height: int
+    items: int
+    batches: int
+    frames: int = 1
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "width": self.width,
+            "height": self.height,
+            "frames": self.frames,
+            "items": self.items,
+            "batches": self.batches,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetBuckets:
+    """``Backend.dataset_buckets``: how the run's trainer buckets and batches one of its
+    datasets (at the run's resolution, with its bucket ``step`` and micro-batch), and
+    where that rule is written (``rule``)."""
+
+    dataset: str
+    resolution: tuple[int, int]
+    step: int
+    batch_size: int
+    buckets: tuple[TrainerBucket, ...]
+    rule: str
+
+    @property
+    def batches(self) -> int:
+        return sum(bucket.batches for bucket in self.buckets)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "dataset": self.dataset,
+            "resolution": list(self.resolution),
+            "step": self.step,
+            "batch_size": self.batch_size,
+            "buckets": [bucket.to_dict() for bucket in self.buckets],
+            "batches": self.batches,
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True)
 class OutputLayout:
     """Where a finished (or running) run's LoRA files and samples are, newest last."""
 
@@ -1086,6 +1138,12 @@ class Backend(Protocol):
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         """The run's LoRA files and samples as the trainer wrote them."""
+        ...
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        """Each run dataset's buckets and batches per epoch as the trainer makes them
+        (``kura dataset inspect NAME --run RUN``), from the image sizes and clips inspection
+        read (``inputs.media``, ``inputs.compile``); Unsupported where Kura cannot tell."""
         ...
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:

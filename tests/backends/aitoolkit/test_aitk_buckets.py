@@ -20,6 +20,7 @@ from kura.backends.aitoolkit.buckets import (
 )
 from kura.backends.aitoolkit.compile import job_for
 from kura.errors import InvalidInput, Unsupported
+from kura.workspace import Workspace
 
 
 def test_an_image_under_the_resolution_keeps_its_area() -> None:
@@ -103,7 +104,11 @@ def test_every_arch_kura_trains_has_a_bucket_step() -> None:
     assert not missing
 
 
-def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Path) -> None:
+SIZES = [(1024, 1024)] * 3 + [(1200, 800)] * 3 + [(800, 1200)] * 3 + [(640, 480)]
+
+
+def _photo_run(tmp_path: Path, base: str, backend: str) -> tuple[Workspace, str]:
+    """Dataset ``photos`` of ten images of four sizes, and a run on it at micro-batch 2."""
     from datetime import datetime
 
     from PIL import Image
@@ -111,13 +116,11 @@ def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Pa
     from kura.dataset.registry import add_dataset, set_dataset_values
     from kura.initialize import init_workspace
     from kura.runs.new import create_run
-    from kura.runs.plan import plan_run
 
     workspace, _ = init_workspace(tmp_path / "ws")
     folder = tmp_path / "photos"
     folder.mkdir()
-    sizes = [(1024, 1024)] * 3 + [(1200, 800)] * 3 + [(800, 1200)] * 3 + [(640, 480)]
-    for index, size in enumerate(sizes):
+    for index, size in enumerate(SIZES):
         Image.new("RGB", size, (index * 20, 80, 120)).save(folder / f"{index:02d}.png")
         (folder / f"{index:02d}.txt").write_text(f"myaku, picture {index}\n")
     add_dataset(workspace, "photos", folder, resolution=(1024, 1024))
@@ -125,11 +128,18 @@ def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Pa
     run_id = create_run(
         workspace,
         datasets=["photos"],
-        base="aitk-qwen-image",
-        backend="ai-toolkit",
+        base=base,
+        backend=backend,
         sets=["backend.config.batch_size=2", "training.effective_batch=2", "training.epochs=4"],
         now=datetime(2026, 12, 1, 9, 0),
     ).run_id
+    return workspace, run_id
+
+
+def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Path) -> None:
+    from kura.runs.plan import plan_run
+
+    workspace, run_id = _photo_run(tmp_path, "aitk-qwen-image", "ai-toolkit")
     report = plan_run(workspace, run_id, gpu="h200").to_dict()
     sections = {s["title"]: s["lines"] for s in report["estimate"]["trainer_report"]}
     lines = sections["AI-Toolkit buckets"]
@@ -139,3 +149,49 @@ def test_the_plan_shows_ai_toolkits_buckets_and_the_steps_they_make(tmp_path: Pa
     assert lines[-1] == "one epoch: 7 batches, 1 per step → 7 steps"
     plan_md = (workspace.run_dir(run_id) / "plan.md").read_text()
     assert "## AI-Toolkit buckets" in plan_md
+
+
+def _inspect(workspace: Workspace, *args: str) -> dict[str, object]:
+    import io
+    import json
+
+    from kura.cli.main import main
+
+    out = io.StringIO()
+    assert main(["-w", str(workspace.root), "--json", "dataset", "inspect", *args], stdout=out) == 0
+    document: dict[str, object] = json.loads(out.getvalue())
+    return document
+
+
+def test_dataset_inspect_for_an_ai_toolkit_run_shows_its_buckets(tmp_path: Path) -> None:
+    workspace, run_id = _photo_run(tmp_path, "aitk-qwen-image", "ai-toolkit")
+    document = _inspect(workspace, "photos", "--run", run_id)
+    found = document["trainer_buckets"]
+    assert isinstance(found, dict)
+    assert (found["backend"], found["step"], found["batch_size"]) == ("ai-toolkit", 32, 2)
+    buckets = {(b["width"], b["height"]): (b["items"], b["batches"]) for b in found["buckets"]}
+    assert buckets == {
+        (1024, 1024): (3, 2),
+        (1184, 800): (3, 2),
+        (800, 1184): (3, 2),
+        (640, 480): (1, 1),  # under the area cap: kept, never upscaled
+    }
+    assert found["batches"] == 7
+    assert "toolkit/buckets.py:17" in str(found["rule"])
+    assert "trainer_buckets" not in _inspect(workspace, "photos")
+
+
+def test_dataset_inspect_for_a_musubi_run_shows_musubis_buckets(tmp_path: Path) -> None:
+    import math
+    from collections import Counter
+
+    from kura.dataset.buckets import BucketRule
+
+    workspace, run_id = _photo_run(tmp_path, "qwen-image", "musubi-tuner")
+    found = _inspect(workspace, "photos", "--run", run_id)["trainer_buckets"]
+    assert isinstance(found, dict) and found["backend"] == "musubi-tuner"
+    width, height = found["resolution"]
+    musubi = Counter(BucketRule((width, height), 16).select(size) for size in SIZES)
+    buckets = {(b["width"], b["height"]): b["items"] for b in found["buckets"]}
+    assert buckets == dict(musubi)
+    assert found["batches"] == sum(math.ceil(n / 2) for n in musubi.values())

@@ -17,6 +17,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -338,6 +339,11 @@ class AitkBackend:
         from kura.backends.aitoolkit.follow import outputs
 
         return outputs(run_dir)
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from kura.backends.aitoolkit.buckets import aitk_dataset_buckets
+
+        return aitk_dataset_buckets(spec, inputs)
 
 
 def _installed(location: EnvLocation) -> bool:

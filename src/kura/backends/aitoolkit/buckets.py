@@ -35,14 +35,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kura.backends.base import CompileInputs, DatasetInput
+from kura.backends.base import (
+    CompileInputs,
+    DatasetBuckets,
+    DatasetInput,
+    PlanInputs,
+    TrainerBucket,
+)
 from kura.errors import InvalidInput, SpecError, Unsupported
 from kura.spec.run import RunSpec
 
 __all__ = [
     "DIVISIBILITY",
-    "AitkBucket",
     "AitkBuckets",
+    "aitk_dataset_buckets",
     "batches_per_epoch",
     "bucket_for_image",
     "buckets_report",
@@ -84,23 +90,13 @@ DIVISIBILITY: Mapping[str, tuple[int, str]] = MappingProxyType(
 
 
 @dataclass(frozen=True)
-class AitkBucket:
-    """One bucket: its size, the items in it (repeats counted), the batches it makes."""
-
-    width: int
-    height: int
-    items: int
-    batches: int
-
-
-@dataclass(frozen=True)
 class AitkBuckets:
     """One dataset at one resolution, as AI-Toolkit buckets and batches it."""
 
     resolution: int
     divisibility: int
     batch_size: int
-    buckets: tuple[AitkBucket, ...]
+    buckets: tuple[TrainerBucket, ...]
 
     @property
     def batches(self) -> int:
@@ -170,7 +166,8 @@ def dataset_buckets(
                 divisibility=divisibility,
                 batch_size=batch_size,
                 buckets=tuple(
-                    AitkBucket(w, h, n, math.ceil(n / batch_size)) for (w, h), n in counts.items()
+                    TrainerBucket(w, h, n, math.ceil(n / batch_size))
+                    for (w, h), n in counts.items()
                 ),
             )
         )
@@ -215,7 +212,7 @@ def input_buckets(
     if batch_size == 1:
         items = source.items * repeats
         return AitkBuckets(
-            resolution, divisibility, 1, (AitkBucket(resolution, resolution, items, items),)
+            resolution, divisibility, 1, (TrainerBucket(resolution, resolution, items, items),)
         )
     what = "holds videos" if source.kind == "video" or source.clips else "has unread sizes"
     raise Unsupported(
@@ -278,3 +275,32 @@ def buckets_report(spec: RunSpec, inputs: CompileInputs | None) -> dict[str, obj
         f"{steps_per_epoch(batches, accumulation)} steps"
     )
     return {"title": title, "lines": lines}
+
+
+RULE = (
+    "AI-Toolkit 27a03a9 toolkit/buckets.py:17 get_bucket_for_image_size (area capped at "
+    "resolution², nearest of four roundings to the model's step), batches per bucket padded "
+    "with its own items (toolkit/dataloader_mixins.py:199)"
+)
+
+
+def aitk_dataset_buckets(spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+    """``Backend.dataset_buckets`` for AI-Toolkit: :func:`run_buckets` of the run's
+    resolved datasets."""
+    if inputs.compile is None:
+        raise SpecError(
+            "AI-Toolkit's buckets need the run's resolved datasets",
+            hint="pass the run's plan inputs (`kura dataset inspect NAME --run RUN`)",
+        )
+    parts = run_buckets(spec, inputs.compile.datasets)
+    return tuple(
+        DatasetBuckets(
+            dataset=use.name,
+            resolution=(part.resolution, part.resolution),
+            step=part.divisibility,
+            batch_size=part.batch_size,
+            buckets=part.buckets,
+            rule=RULE,
+        )
+        for use, part in zip(spec.datasets, parts, strict=True)
+    )

@@ -16,6 +16,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -343,6 +344,11 @@ class MusubiBackend:
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from kura.backends.musubi.bucketview import musubi_dataset_buckets
+
+        return musubi_dataset_buckets(spec, inputs)
 
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
         """GPUs, Docker and its GPU runtime, the Musubi image's release (and the host
