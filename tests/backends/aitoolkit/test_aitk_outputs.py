@@ -210,3 +210,27 @@ def test_merge_ema_averages_each_expert_outside_the_resume_folder(
     high, _ = read_tensors(Path(merged.out))
     first, _ = read_tensors(Path(merged.inputs[0]))
     assert set(high) == set(first)
+
+
+def test_a_single_lora_runs_newest_step_file_is_exported(ws: Workspace, tmp_path: Path) -> None:
+    # Wan 2.1 saves one file per save: <name>_<step:09d>.safetensors until the final one
+    run_id = create_run(
+        ws,
+        datasets=["myaku"],
+        base="aitk-wan2.1-t2v-14b",
+        backend="ai-toolkit",
+        now=datetime(2026, 12, 2, 1, 30),
+    ).run_id
+    repo = tmp_path / "Wan2.1-T2V-14B-Diffusers"
+    _diffusers_transformer(repo / "transformer", blocks=2)
+    lock = ws.run_dir(run_id) / "compiled" / "run.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"models": {"roles": {"dit": {"path": str(repo)}}}}))
+    output = ws.run_dir(run_id) / "output"
+    for step in (100, 200):
+        _expert_lora(output / f"{run_id}_{step:09d}.safetensors", range(2), seed=step)
+    exported = get_backend("ai-toolkit").export(ws, run_id, epoch=None, fmt="comfyui", out=None)
+    assert (exported.step, exported.expert, exported.companions) == (200, None, ())
+    assert Path(exported.source).name == f"{run_id}_000000200.safetensors"
+    assert exported.verified_against.endswith("/transformer (1 shards), in native Wan names")
+    assert "expert" not in exported.to_dict()
