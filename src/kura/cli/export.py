@@ -93,7 +93,9 @@ def export_command(
 @click.option("--beta2", type=float, help="Decay at the last merge (linear from --beta).")
 @click.pass_obj
 def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
-    """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
+    """Post-hoc EMA over the run's saved epochs (or steps), one average per expert where the
+    run saves two → output/<id>-ema.safetensors (AI-Toolkit's: export/, out of its resume
+    folder)."""
     from kura.cli.nexts import after_ema, followed
     from kura.export.ema import merge_ema
 

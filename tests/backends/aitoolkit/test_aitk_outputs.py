@@ -234,3 +234,15 @@ def test_a_single_lora_runs_newest_step_file_is_exported(ws: Workspace, tmp_path
     assert Path(exported.source).name == f"{run_id}_000000200.safetensors"
     assert exported.verified_against.endswith("/transformer (1 shards), in native Wan names")
     assert "expert" not in exported.to_dict()
+
+
+def test_run_status_names_the_newest_saves_two_files(ws: Workspace, run_id: str) -> None:
+    _save(ws, run_id, 250)
+    _save(ws, run_id, 500)
+    log = ws.run_dir(run_id) / "logs" / "train.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"{run_id}:  50%|#####| 500/1000 [05:00<05:00,  1.00s/it, loss: 1.0e-01]\n")
+    progress = get_backend("ai-toolkit").progress(log)
+    assert progress.last_checkpoint == (
+        f"{run_id}_000000500_high_noise.safetensors + {run_id}_000000500_low_noise.safetensors"
+    )

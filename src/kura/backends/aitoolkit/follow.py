@@ -74,7 +74,7 @@ def tail_progress(log_path: Path) -> StepProgress:
     hits = list(_BAR.finditer(text))
     run_dir = log_path.parent.parent
     losses = read_loss_log(run_dir / "output" / LOSS_DB, limit=200)
-    checkpoint = _newest_checkpoint(run_dir / "output")
+    checkpoint = _newest_checkpoint(run_dir / "output", run_dir.name)
     if not hits:
         if losses:
             return StepProgress(
@@ -178,13 +178,14 @@ def resume_save(output: Path, name: str) -> tuple[LoraFile, ...]:
     return tuple(newest)
 
 
-def _newest_checkpoint(output: Path) -> str | None:
-    files = (
-        sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
-        if output.is_dir()
-        else []
-    )
-    return files[-1].name if files else None
+def _newest_checkpoint(output: Path, name: str) -> str | None:
+    """The newest save's file names (both experts' of a Wan 2.2 A14B save, joined by
+    `` + ``)."""
+    files = aitk_loras(output, name)
+    if not files:
+        return None
+    newest = max((f.kind == "final", f.number or 0) for f in files)
+    return " + ".join(f.path.name for f in files if (f.kind == "final", f.number or 0) == newest)
 
 
 def outputs(run_dir: Path) -> OutputLayout:
