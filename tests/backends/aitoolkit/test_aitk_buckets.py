@@ -195,3 +195,30 @@ def test_dataset_inspect_for_a_musubi_run_shows_musubis_buckets(tmp_path: Path) 
     buckets = {(b["width"], b["height"]): b["items"] for b in found["buckets"]}
     assert buckets == dict(musubi)
     assert found["batches"] == sum(math.ceil(n / 2) for n in musubi.values())
+
+
+def test_max_steps_needs_no_batch_count_of_videos_at_a_micro_batch_of_two() -> None:
+    # the length is max_steps; only an epoch-based setting would need the batches
+    spec = make_spec(
+        base="aitk-wan2.2-t2v-a14b",
+        datasets=[{"name": "clips", "resolution": [512], "frames": [33]}],
+        training={
+            "effective_batch": 2,
+            "max_steps": 60,
+            "epochs": None,
+            "sample_prompts": [],
+            "sample_every_n_epochs": None,
+        },
+        config={"batch_size": 2, "save_every_steps": 20, "cache_text_embeddings": True},
+    )
+    inputs = make_inputs("aitk-wan2.2-t2v-a14b", [video_dataset("clips")])
+    job, _ = job_for(spec, inputs)
+    assert job.config.process[0].train.steps == 60
+    epochs = make_spec(
+        base="aitk-wan2.2-t2v-a14b",
+        datasets=[{"name": "clips", "resolution": [512], "frames": [33]}],
+        training={"effective_batch": 2, "sample_prompts": [], "sample_every_n_epochs": None},
+        config={"batch_size": 2, "cache_text_embeddings": True},
+    )
+    with pytest.raises(Unsupported, match="holds videos"):
+        job_for(epochs, inputs)

@@ -49,6 +49,7 @@ __all__ = [
     "DIVISIBILITY",
     "AitkBuckets",
     "aitk_dataset_buckets",
+    "batches_countable",
     "batches_per_epoch",
     "bucket_for_image",
     "buckets_report",
@@ -185,6 +186,17 @@ def steps_per_epoch(batches: int, accumulation: int) -> int:
     return max(1, math.ceil(batches / accumulation))
 
 
+def _sized(source: DatasetInput) -> bool:
+    """Whether inspection read the size of every item (an image dataset)."""
+    sized = sum(count for _, _, count in source.image_sizes)
+    return source.kind == "image" and source.clips == () and sized == source.items
+
+
+def batches_countable(source: DatasetInput, batch_size: int) -> bool:
+    """Whether :func:`input_buckets` can count this dataset's batches."""
+    return source.items is not None and (batch_size == 1 or _sized(source))
+
+
 def input_buckets(
     source: DatasetInput, resolution: int, *, arch: str, batch_size: int, repeats: int
 ) -> AitkBuckets:
@@ -201,7 +213,7 @@ def input_buckets(
         )
     divisibility = divisibility_for(arch)
     sized = sum(count for _, _, count in source.image_sizes)
-    if source.kind == "image" and source.clips == () and sized == source.items:
+    if _sized(source):
         return dataset_buckets(
             source.image_sizes,
             (resolution,),

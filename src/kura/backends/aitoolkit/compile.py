@@ -279,11 +279,13 @@ def _steps_per_epoch(spec: RunSpec, inputs: CompileInputs) -> int | None:
     """The steps one epoch makes as AI-Toolkit batches it: each bucket of each dataset cut
     into micro-batches (a short one padded), each step drawing ``gradient_accumulation``
     of them (:mod:`.buckets`)."""
-    from kura.backends.aitoolkit.buckets import input_buckets, steps_per_epoch
+    from kura.backends.aitoolkit.buckets import batches_countable, input_buckets, steps_per_epoch
 
-    if spec.training.max_steps is not None and any(s.items is None for s in inputs.datasets):
-        return None
     micro = read_knobs(spec.backend.config).batch_size
+    if spec.training.max_steps is not None and not all(
+        batches_countable(s, micro) for s in inputs.datasets
+    ):
+        return None  # max_steps sets the length; an epoch-based setting says it cannot
     arch = _model(inputs).arch
     batches = sum(
         input_buckets(
