@@ -5,11 +5,12 @@ Musubi writes into ``runs/<id>/output/``: ``<id>-<epoch:06d>.safetensors`` per s
 training (the last epoch, which gets no numbered file).
 
 AI-Toolkit writes ``<id>_<step:09d>.safetensors`` per saved step and ``<id>.safetensors`` at
-the end (``jobs/process/BaseSDTrainProcess.py`` ``save``); Wan 2.2 A14B splits each save
+the end (``jobs/process/BaseSDTrainProcess.py:516-523`` ``save``); Wan 2.2 A14B splits each save
 into one file per expert, ``…_high_noise.safetensors`` and ``…_low_noise.safetensors``
 (``extensions_built_in/diffusion_models/wan22/wan22_14b_model.py:480-493``), each keyed
 like a single Wan LoRA (``.transformer_1.``/``.transformer_2.`` dropped, ``:471-478``).
-The two naming schemes cannot collide (``-`` against ``_``).
+The two naming schemes cannot collide (``-`` against ``_``). ``tests/backends/aitoolkit/
+test_aitk_outputs_trainer.py`` reads files written by AI-Toolkit's own ``save_lora``.
 
 The locked DiT path is ``models.roles.dit.path`` of ``runs/<id>/compiled/run.lock`` (null
 while pending). A diffusers repository (AI-Toolkit's bundles) holds the high-noise expert

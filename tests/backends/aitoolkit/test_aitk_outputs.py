@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.builders import character_workspace
+from wan22_files import BASE, MODULES, RANK, diffusers_transformer
 
 from kura.backends.aitoolkit.follow import lora_checkpoints, resume_save
 from kura.backends.registry import get_backend
@@ -24,37 +25,8 @@ from kura.errors import CheckFailed, UsageError
 from kura.export.ema import merge_ema
 from kura.export.lorakeys import group_modules
 from kura.export.tensorio import read_tensors, serialize
-from kura.models.layouts import write_sparse_safetensors
 from kura.runs.new import create_run
 from kura.workspace import Workspace
-
-DIM, FFN, RANK = 5120, 13824, 4
-BASE = "aitk-wan2.2-t2v-a14b"
-QKVO = [("q", "to_q"), ("k", "to_k"), ("v", "to_v"), ("o", "to_out.0")]
-# (native module, diffusers module, out, in): the Linear layers of one Wan block
-MODULES = [
-    *[(f"self_attn.{n}", f"attn1.{d}", DIM, DIM) for n, d in QKVO],
-    *[(f"cross_attn.{n}", f"attn2.{d}", DIM, DIM) for n, d in QKVO],
-    ("ffn.0", "ffn.net.0.proj", FFN, DIM),
-    ("ffn.2", "ffn.net.2", DIM, FFN),
-]
-
-
-def _diffusers_transformer(folder: Path, blocks: int) -> None:
-    """A sparse ``WanTransformer3DModel`` shard: real key names, real 14B shapes."""
-    tensors: dict[str, tuple[str, list[int]]] = {
-        "patch_embedding.weight": ("BF16", [DIM, 16, 1, 2, 2]),
-        "condition_embedder.text_embedder.linear_1.weight": ("BF16", [DIM, 4096]),
-        "proj_out.weight": ("BF16", [64, DIM]),
-        "scale_shift_table": ("BF16", [1, 2, DIM]),
-    }
-    for i in range(blocks):
-        for _, module, out_features, in_features in MODULES:
-            tensors[f"blocks.{i}.{module}.weight"] = ("BF16", [out_features, in_features])
-            tensors[f"blocks.{i}.{module}.bias"] = ("BF16", [out_features])
-        tensors[f"blocks.{i}.attn1.norm_q.weight"] = ("BF16", [DIM])
-        tensors[f"blocks.{i}.scale_shift_table"] = ("BF16", [1, 6, DIM])
-    write_sparse_safetensors(folder / "diffusion_pytorch_model.safetensors", tensors)
 
 
 def _expert_lora(path: Path, blocks: range, seed: int) -> Path:
@@ -86,8 +58,8 @@ def run_id(ws: Workspace, tmp_path: Path) -> str:
         ws, datasets=["myaku"], base=BASE, backend="ai-toolkit", now=datetime(2026, 12, 2, 1, 0)
     )
     repo = tmp_path / "Wan2.2-T2V-A14B-Diffusers-bf16"
-    _diffusers_transformer(repo / "transformer", blocks=2)
-    _diffusers_transformer(repo / "transformer_2", blocks=2)
+    diffusers_transformer(repo / "transformer", blocks=2)
+    diffusers_transformer(repo / "transformer_2", blocks=2)
     lock = ws.run_dir(created.run_id) / "compiled" / "run.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(json.dumps({"models": {"roles": {"dit": {"path": str(repo)}}}}))
@@ -173,7 +145,7 @@ def test_the_low_noise_file_is_checked_against_the_low_noise_transformer(
 ) -> None:
     repo = tmp_path / "Wan2.2-T2V-A14B-Diffusers-bf16"
     (repo / "transformer_2" / "diffusion_pytorch_model.safetensors").unlink()
-    _diffusers_transformer(repo / "transformer_2", blocks=1)  # no block 1
+    diffusers_transformer(repo / "transformer_2", blocks=1)  # no block 1
     _save(ws, run_id, None)
     with pytest.raises(CheckFailed, match=f"{run_id}_low_noise") as caught:
         get_backend("ai-toolkit").export(ws, run_id, epoch=None, fmt="comfyui", out=None)
@@ -222,7 +194,7 @@ def test_a_single_lora_runs_newest_step_file_is_exported(ws: Workspace, tmp_path
         now=datetime(2026, 12, 2, 1, 30),
     ).run_id
     repo = tmp_path / "Wan2.1-T2V-14B-Diffusers"
-    _diffusers_transformer(repo / "transformer", blocks=2)
+    diffusers_transformer(repo / "transformer", blocks=2)
     lock = ws.run_dir(run_id) / "compiled" / "run.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(json.dumps({"models": {"roles": {"dit": {"path": str(repo)}}}}))
