@@ -82,7 +82,8 @@ def test_accumulation_draws_several_batches_per_step() -> None:
 
 def test_a_micro_batch_over_one_needs_the_sizes() -> None:
     unsized = replace(image_dataset(items=4), image_sizes=())
-    assert input_buckets(unsized, 512, arch="wan21", batch_size=1, repeats=3).batches == 12
+    one_each = input_buckets(unsized, 512, arch="wan21", batch_size=1, repeats=3)
+    assert one_each.batches == 12 and not one_each.sized  # shown as unread, not as a bucket
     with pytest.raises(Unsupported, match="size of 0 of its 4"):
         input_buckets(unsized, 512, arch="wan21", batch_size=2, repeats=1)
     with pytest.raises(Unsupported, match="holds videos"):

@@ -50,7 +50,6 @@ __all__ = [
     "AitkBuckets",
     "aitk_dataset_buckets",
     "batches_countable",
-    "batches_per_epoch",
     "bucket_for_image",
     "buckets_report",
     "dataset_buckets",
@@ -98,6 +97,9 @@ class AitkBuckets:
     divisibility: int
     batch_size: int
     buckets: tuple[TrainerBucket, ...]
+    sized: bool = True
+    """False where Kura read no item sizes (videos at a micro-batch of 1): one row holds
+    every item, each its own batch, and its size is the run's resolution, not a bucket."""
 
     @property
     def batches(self) -> int:
@@ -175,11 +177,6 @@ def dataset_buckets(
     return tuple(out)
 
 
-def batches_per_epoch(datasets: Sequence[Sequence[AitkBuckets]]) -> int:
-    """The data loader's length: every bucket's batches, of every dataset and resolution."""
-    return sum(part.batches for dataset in datasets for part in dataset)
-
-
 def steps_per_epoch(batches: int, accumulation: int) -> int:
     """Training steps one epoch of ``batches`` makes when each step draws ``accumulation``
     batches (at least one; a partial step finishes on the next epoch's first batches)."""
@@ -224,7 +221,11 @@ def input_buckets(
     if batch_size == 1:
         items = source.items * repeats
         return AitkBuckets(
-            resolution, divisibility, 1, (TrainerBucket(resolution, resolution, items, items),)
+            resolution,
+            divisibility,
+            1,
+            (TrainerBucket(resolution, resolution, items, items),),
+            sized=False,
         )
     what = "holds videos" if source.kind == "video" or source.clips else "has unread sizes"
     raise Unsupported(
@@ -271,6 +272,12 @@ def buckets_report(spec: RunSpec, inputs: CompileInputs | None) -> dict[str, obj
     parts = run_buckets(spec, inputs.datasets)
     lines: list[str] = []
     for use, part in zip(spec.datasets, parts, strict=True):
+        if not part.sized:
+            lines.append(
+                f"{use.name} at {part.resolution} px: {part.items} items whose sizes Kura did "
+                "not read (clips), one batch each at a micro-batch of 1"
+            )
+            continue
         shown = ", ".join(
             f"{b.width}x{b.height} × {b.items} → {b.batches}" for b in part.buckets[:12]
         ) + (f" (+{len(part.buckets) - 12} more)" if len(part.buckets) > 12 else "")
@@ -296,6 +303,13 @@ RULE = (
 )
 
 
+UNSIZED = (
+    "the items' sizes were not read (clips): one row for all of them, each its own batch at "
+    "a micro-batch of 1; AI-Toolkit buckets them by size and frame count "
+    "(toolkit/dataloader_mixins.py:300)"
+)
+
+
 def aitk_dataset_buckets(spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
     """``Backend.dataset_buckets`` for AI-Toolkit: :func:`run_buckets` of the run's
     resolved datasets."""
@@ -312,7 +326,7 @@ def aitk_dataset_buckets(spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuck
             step=part.divisibility,
             batch_size=part.batch_size,
             buckets=part.buckets,
-            rule=RULE,
+            rule=RULE if part.sized else UNSIZED,
         )
         for use, part in zip(spec.datasets, parts, strict=True)
     )
