@@ -137,6 +137,10 @@ def test_export_writes_both_experts_each_checked_against_its_transformer(
         assert one.modules == 2 * len(MODULES)
     document = exported.to_dict()
     assert document["expert"] == "high_noise"
+    from kura.cli.nexts import after_export
+
+    copy = after_export(document)[0]["command"]
+    assert exported.out in copy and low.out in copy  # both files go to ComfyUI
     assert [c["expert"] for c in document["companions"]] == ["low_noise"]  # type: ignore[union-attr]
 
 
