@@ -139,6 +139,7 @@ def build_demo(root: Path) -> DemoWorkspace:
         "BUNDLE": BUNDLE,
         "ARCH": "zimage",
         "TASK": "character",
+        "BACKEND": "toy-trainer",
         "GPU": "rtx-4090",
         "SPACE": str(space),
         "SWEEP": demo.sweep,

@@ -144,7 +144,7 @@ def test_placeholders_after_a_dot_are_names(
     """``backend.config.SAVE_EVERY`` is a KohakuMoss knob, never a placeholder to fill."""
     command = _one("kura run new --dataset DATASET --base BUNDLE --set backend.config.SAVE_EVERY=5")
     filled = Session(demo, "probe", monkeypatch).filled(command)
-    assert filled[-1] == "backend.config.SAVE_EVERY=5" and filled[2] == "myaku"
+    assert filled[-1] == "backend.config.SAVE_EVERY=5" and filled[3] == "myaku"
 
 
 def test_commands_are_read_across_continuations_and_chains() -> None:
