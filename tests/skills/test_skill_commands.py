@@ -28,6 +28,7 @@ README_PATHS = {
     "~/photos/myaku": "FOLDER",
     "~/src/ai-toolkit": "DIR",
     "~/src/musubi-tuner": "DIR",
+    "~/.claude/skills": "DIR",
 }
 """README.md's example paths, standing for the placeholders the skills spell."""
 
@@ -94,6 +95,7 @@ def test_every_documented_command_runs(
     tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("KURA_CACHE_DIR", str(demo.workspace.root.parent / "kura-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # a `~/…` a document names stays here
     session = Session(
         demo, name, monkeypatch, lazy={"MOSS_ROOT": lambda: _tiny_moss_root(tmp_path)}
     )
