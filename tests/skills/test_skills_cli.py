@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -93,8 +94,14 @@ def test_skills_ship_in_the_wheel(tmp_path: Path) -> None:
     """pyproject's package data takes every SKILL.md into the built wheel."""
     data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     assert "data/**/*" in data["tool"]["setuptools"]["package-data"]["kura"]
+    source = tmp_path / "source"  # a copy: a build writes build/ and egg-info where it runs
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(REPO / "src", source / "src", ignore=ignore)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
         capture_output=True,
         text=True,
         check=False,
