@@ -119,3 +119,27 @@ def test_videos_that_give_no_item_are_named_in_a_warning(ws: Workspace, tmp_path
     report = plan_run(ws, _wan(ws, tmp_path, (60, 180), [45]), gpu="h200").to_dict()
     warnings = report["compile"]["warnings"]
     assert any("c0.mp4 give no item" in w for w in warnings), warnings
+
+
+def test_a_framepack_prompt_without_a_start_image_is_refused_at_plan(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """fpack_train_network.py:100-101 asserts every sample prompt's image_path when training
+    starts: a prompt written into run.yaml without ``--i`` never plans "fits"."""
+    from PIL import Image
+
+    run_id = _framepack(ws, tmp_path)
+    _, document = load_run(ws, run_id)
+    document["training"]["sample_prompts"] = ["myaku walking --w 640 --h 640"]
+    document["training"]["sample_every_n_epochs"] = 1
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    with pytest.raises(SpecError, match=r"samples from a start image.*fpack_train_network") as no:
+        plan_run(ws, run_id, gpu="h100-sxm")
+    assert "--i" in (no.value.hint or "")
+    assert not (ws.run_dir(run_id) / "plan.md").exists()
+    start = tmp_path / "start.png"
+    Image.new("RGB", (640, 640)).save(start)
+    document["training"]["sample_prompts"] = [f"myaku walking --w 640 --h 640 --i {start}"]
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    plan_run(ws, run_id, gpu="h100-sxm")
+    assert (ws.run_dir(run_id) / "plan.md").exists()
