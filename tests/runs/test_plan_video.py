@@ -38,9 +38,12 @@ def _framepack(ws: Workspace, tmp_path: Path, frames: tuple[int, ...] = (80, 60)
 
 
 def test_run_new_drafts_framepack_max_frames_with_its_source(ws: Workspace, tmp_path: Path) -> None:
+    """Musubi's knowledge card drafts FramePack's video entries with ``full`` extraction and
+    its own ``max_frames`` default (dataset/config_utils.py:71), which ``full`` needs."""
     spec, _ = load_run(ws, _framepack(ws, tmp_path))
-    assert spec.datasets[0].max_frames == 129
-    assert "dataset/config_utils.py:71" in spec.provenance["datasets.0.max_frames"]
+    assert (spec.datasets[0].frame_extraction, spec.datasets[0].max_frames) == ("full", 129)
+    why = spec.provenance["datasets.0.max_frames"]
+    assert why.startswith("musubi-tuner (videos):") and "dataset/config_utils.py:71" in why
 
 
 def test_a_framepack_run_as_drafted_plans(ws: Workspace, tmp_path: Path) -> None:
