@@ -56,8 +56,18 @@ def test_the_prompt_text_itself_is_read_for_options_as_musubi_does() -> None:
     assert parse_prompt("f 97 frames of a fox", "wan").frames == 97
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=80))
+_FRAGMENTS = st.sampled_from(
+    [f"{flag} " for flag, _, _ in OPTIONS]
+    + [f"{flag.upper()} " for flag, _, _ in OPTIONS]
+    + ["--", " --", " ", "-", "12", "3.5", "1.2.3", "a", "/x y.png", "#", "myaku"]
+)
+"""Pieces of Musubi's option syntax (every flag, either case, the separator, values)."""
+CAPTIONS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=4)), max_size=14).map("".join)
+"""Caption text full of option syntax, and any other text between it."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(CAPTIONS)
 def test_any_drafted_line_carries_only_its_size(text: str) -> None:
     try:
         line = drafted_line(text, width=512, height=768)
@@ -134,13 +144,6 @@ def _musubi_parser() -> Any:
     return module.line_to_prompt_dict
 
 
-_FRAGMENTS = st.sampled_from(
-    [f"{flag} " for flag, _, _ in OPTIONS]
-    + [f"{flag.upper()} " for flag, _, _ in OPTIONS]
-    + ["--", " --", " ", "-", "12", "3.5", "1.2.3", "a", "/x y.png", "#", "myaku"]
-)
-
-
 def _as_musubi(key: str, value: str) -> Any:
     if key in ("width", "height", "frame_count", "seed"):
         return int(value)
@@ -166,6 +169,22 @@ def test_kura_reads_a_prompt_line_as_musubi_does(line: str) -> None:
         except ValueError:  # Musubi logs the error and skips the piece
             continue
     assert ours == theirs
+
+
+@pytest.mark.skipif(not SOURCE, reason="set KURA_MUSUBI_SRC to a Musubi checkout's src folder")
+@settings(max_examples=400, deadline=None)
+@given(CAPTIONS)
+def test_musubi_reads_a_drafted_line_as_text_and_its_size_only(text: str) -> None:
+    """A caption full of option syntax, drafted (or refused), through Musubi's own
+    ``line_to_prompt_dict`` after ``load_prompts``' strip (sampling_prompts.py:14-100,
+    :103-107): the prompt text and ``--w``/``--h``, no other option."""
+    try:
+        line = drafted_line(text, width=512, height=768)
+    except SpecError:
+        return
+    assert not line.startswith("#")  # load_prompts would drop it as a comment
+    theirs = _musubi_parser()(line.strip())
+    assert theirs == {"prompt": text_only(text), "width": 512, "height": 768}
 
 
 def test_the_drafted_golden_prompt_is_what_run_new_drafts() -> None:
