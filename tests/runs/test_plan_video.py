@@ -146,3 +146,33 @@ def test_a_framepack_prompt_without_a_start_image_is_refused_at_plan(
     write_yaml(ws.run_dir(run_id) / "run.yaml", document)
     plan_run(ws, run_id, gpu="h100-sxm")
     assert (ws.run_dir(run_id) / "plan.md").exists()
+
+
+@pytest.mark.parametrize(("clips", "together"), [((120, 120), 2), ((120,), 1)])
+def test_framepack_latent_caching_encodes_a_batch_of_one_bucket_in_one_vae_call(
+    ws: Workspace, tmp_path: Path, clips: tuple[int, ...], together: int
+) -> None:
+    """At batch_size 2 the caching step batches the clips of one bucket and frame count
+    (dataset/image_video_dataset.py:776-806) and encodes the batch in one VAE call
+    (fpack_cache_latents.py:46-85): two 120-frame clips are one call of 2 x 109 frames;
+    a clip alone in its bucket is a call of one."""
+    from kura.backends.musubi.estimator.steps import ENCODERS, latent_cache_gib
+
+    run_id = _framepack(ws, tmp_path, clips)
+    _, document = load_run(ws, run_id)
+    document["backend"]["config"].update(
+        batch_size=2, gradient_accumulation_steps=1, split_attn=True
+    )
+    document["backend"]["reasons"].update(batch_size="two clips a step", split_attn="batch 2")
+    document["training"]["effective_batch"] = 2
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    cache = next(s for s in report["estimate"]["steps"] if s["step"] == "cache_latents")
+    size = cache["notes"][0].removeprefix("largest item ").split(",")[0]
+    width, height, frames = (int(v) for v in size.split("x"))
+    assert frames == 109
+    assert (f"{together} per VAE call" in cache["notes"][0]) is (together > 1)
+    expected = latent_cache_gib(
+        ENCODERS["framepack"], width, height, 109, chunk=False, tiling=False, items=together
+    )
+    assert cache["peak_gib"] == pytest.approx(expected, abs=0.01)
