@@ -227,7 +227,6 @@ def create_run(
     for index, (_, drafted_keys) in enumerate(entries):
         for key, reason in drafted_keys.items():
             document["provenance"][f"datasets.{index}.{key}"] = reason
-    _draft_video_keys(workspace, document, datasets, drafted.video_datasets, explicit)
     document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
     if executor_reason:
         document["provenance"]["execution.executor"] = executor_reason
@@ -270,28 +269,6 @@ _HEADER = (
     "# `provenance` says where each drafted value came from. Editing this file is drafting:\n"
     "# `kura run plan` then `kura run approve` make it launchable.\n"
 )
-
-
-def _draft_video_keys(
-    workspace: Workspace,
-    document: dict[str, Any],
-    datasets: list[str],
-    values: Any,
-    explicit: dict[str, Any],
-) -> None:
-    """The backend's drafted keys on every video dataset entry (a person's ``--set
-    datasets.N.KEY`` wins), each with its reason in the provenance."""
-    from kura.dataset.registry import read_dataset
-
-    for index, name in enumerate(datasets):
-        facts = read_dataset(workspace, name).facts
-        if facts is None or facts.counts.get("videos", 0) == 0:
-            continue
-        for key, (value, reason) in values.items():
-            if f"datasets.{index}.{key}" in explicit:
-                continue
-            document["datasets"][index][key] = value
-            document["provenance"][f"datasets.{index}.{key}"] = reason
 
 
 def _executor(workspace: Workspace, trainer: Any) -> tuple[str, str]:
