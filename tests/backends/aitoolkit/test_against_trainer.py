@@ -65,6 +65,37 @@ def test_every_golden_key_is_read_by_the_trainer() -> None:
         "ostris/accuracy_recovery_adapters/"
     )
     assert by_file["qwen-image.yaml"]["gradient_checkpointing"] is False
+    for facts in by_file.values():  # never SampleConfig's SD 1.5 defaults (cfg 7, 20, False)
+        if facts["sample"]["prompts"]:
+            assert facts["sample"]["neg"] == "" and facts["sample"]["guidance_scale"] != 7
+    # train_lora_qwen_image_24gb.yaml:91-92
+    assert by_file["qwen-image.yaml"]["sample"] | {"prompts": [], "ctrl_img": []} == {
+        "guidance_scale": 3.0,
+        "sample_steps": 25,
+        "neg": "",
+        "prompts": [],
+        "ctrl_img": [],
+    }
+
+
+def test_typed_values_reach_the_trainer_as_types() -> None:
+    """Optimizer arguments arrive as the constructor's keyword types (toolkit/optimizer.py
+    passes ``**optimizer_params``), the trigger word as the process's, a control image as
+    the sample's ``ctrl_img`` (the prompt text without the flag), a text-encoder-only
+    offload as 0 of the transformer."""
+    golden = HERE / "golden"
+    report = _report(
+        golden / "qwen-image-unload-trigger.yaml",
+        golden / "wan21-i2v-start-image.yaml",
+        golden / "qwen-image-te-offload.yaml",
+    )
+    unload, i2v, offload = (job["facts"] for job in report["jobs"])  # type: ignore[index]
+    assert all(job["unread"] == [] for job in report["jobs"])  # type: ignore[index]
+    assert unload["optimizer_params"] == {"betas": [0.9, 0.99], "weight_decay": 0.01, "eps": 1e-8}
+    assert unload["trigger_word"] == "myaku"
+    assert i2v["sample"]["prompts"] == ["she turns"]
+    assert i2v["sample"]["ctrl_img"] == ["/data/start.png"]
+    assert offload["layer_offloading_percents"] == [0.0, 0.5]
 
 
 def test_the_harness_catches_a_key_nobody_reads(tmp_path: Path) -> None:

@@ -81,3 +81,33 @@ def test_its_loss_labels_name_its_own_files() -> None:
     labels = get_backend("ai-toolkit").loss_labels()
     assert "loss_log.db" in labels.raw and "raw loss" in labels.loss
     assert "TensorBoard" not in labels.raw + labels.loss
+
+
+@pytest.mark.parametrize(
+    ("network", "peft", "scale"),
+    [
+        # lora_special.py:422-433: PEFT format sets alpha = rank for every type, LoKr too
+        ({"type": "lokr", "linear": 16, "linear_alpha": 4.0}, True, 1.0),
+        ({"type": "dora", "linear": 16}, True, 1.0),
+        # a UNet keeps alpha / rank (lora_special.py:115-116, DoRA.py:65-66)
+        ({"type": "lora", "linear": 32, "linear_alpha": 16.0}, False, 0.5),
+        ({"type": "locon", "linear": 32, "linear_alpha": 8.0}, False, 0.25),
+        ({"type": "lora", "linear": 32}, False, 1 / 32),  # NetworkConfig's linear_alpha 1.0
+    ],
+)
+def test_the_scale_shown_is_the_one_ai_toolkit_applies(
+    network: dict[str, object], peft: bool, scale: float
+) -> None:
+    from kura.backends.aitoolkit.recipe import _scale
+
+    assert _scale(network, peft) == pytest.approx(scale)
+
+
+def test_a_lokr_plan_on_a_transformer_shows_scale_one(ws: Workspace) -> None:
+    _, recipe = _plan(
+        ws, "aitk-zimage-base", "backend.config.network_type=lokr", "training.network.alpha=4"
+    )
+    assert recipe["lora_scale"] == 1.0
+    (network,) = [i for i in recipe["items"] if i["item"] == "network"]
+    assert network["values"]["linear_alpha"] is None
+    assert "ignores alpha" in network["differs"]
