@@ -107,3 +107,32 @@ def test_the_harness_catches_a_key_nobody_reads(tmp_path: Path) -> None:
     report = _report(bad)
     unread = report["jobs"][0]["unread"]  # type: ignore[index]
     assert "process.device" in unread and "process.train.stepz" in unread
+
+
+def test_locon_builds_modules_on_a_unet_and_none_on_a_dit() -> None:
+    """Why Kura offers ``network_type: locon`` on SDXL only: AI-Toolkit's own LoCon network
+    (``LycorisSpecialNetwork``, built as ``BaseSDTrainProcess.py:1933-1935`` builds it) over
+    tiny random models counts its modules (``locon_harness.py``)."""
+    from tests.backends.trainer_required import missing
+
+    from kura.backends.aitoolkit.archs import AITK_MODELS
+
+    if not os.environ.get("KURA_AITK_ENV"):
+        missing("set KURA_AITK_ENV to the AI-Toolkit environment (torch, diffusers, lycoris)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [_python(), str(HERE / "locon_harness.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    counts = json.loads(done.stdout)
+    assert counts["unet"] > 0
+    assert counts["flux"] == counts["qwen_image"] == counts["wan"] == 0
+    assert {m.bundle for m in AITK_MODELS.values() if m.locon} == {
+        "sdxl-base-1.0",
+        "aitk-sdxl-base-1.0",
+    }
