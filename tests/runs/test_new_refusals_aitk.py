@@ -60,3 +60,15 @@ def test_text_encoder_offloading_alone_plans(ws: Workspace) -> None:
     job = (ws.run_dir(run_id) / "compiled" / "aitk-job.yaml").read_text()
     assert "layer_offloading_transformer_percent: 0.0" in job
     assert "layer_offloading_text_encoder_percent: 0.5" in job
+
+
+def test_a_drafted_prompt_the_trainer_cannot_sample_is_dropped_saying_why(ws: Workspace) -> None:
+    """SDXL cannot sample after caching its text embeddings (the drafted default): the
+    character run gets no drafted prompts instead of a run that stops at its first sample."""
+    from kura.runs.store import load_run
+
+    run_id = _new(ws, "sdxl-base-1.0")
+    spec, _ = load_run(ws, run_id)
+    assert spec.training.sample_prompts == []
+    why = spec.provenance["training.sample_prompts"]
+    assert why.startswith("not drafted: AI-Toolkit") and "cache_text_embeddings" in why

@@ -49,7 +49,11 @@ CASES = {
         make_inputs("aitk-wan2.2-t2v-a14b", [video_dataset("clips")]),
     ),
     "sdxl-alpha": (
-        make_spec(base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 16.0}}),
+        make_spec(
+            base="sdxl-base-1.0",
+            training={"network": {"rank": 32, "alpha": 16.0}},
+            config={},  # SDXL samples only with its text encoders loaded
+        ),
         make_inputs("sdxl-base-1.0"),
     ),
     "chroma": (make_spec(base="chroma1-base"), make_inputs("chroma1-base")),
@@ -168,7 +172,9 @@ def test_peft_models_ignore_alpha_and_say_so() -> None:
     assert any("ignores linear_alpha" in w and "effective scale is 1.0" in w for w in warnings)
     # a legacy UNet honours the alpha, and it is written
     job, warnings = job_for(
-        make_spec(base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 1.0}}),
+        make_spec(
+            base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 1.0}}, config={}
+        ),
         make_inputs("sdxl-base-1.0"),
     )
     assert job.config.process[0].network.linear_alpha == 1.0
@@ -522,7 +528,7 @@ def test_unload_text_encoder_writes_the_trigger_word_it_trains_on() -> None:
 def test_sample_settings_are_the_architectures_not_sampleconfigs_defaults(
     bundle: str, cfg: float, steps: int
 ) -> None:
-    job, _ = job_for(make_spec(base=bundle), make_inputs(bundle))
+    job, _ = job_for(make_spec(base=bundle, config={}), make_inputs(bundle))
     sample = job.config.process[0].sample
     assert sample is not None
     assert (sample.guidance_scale, sample.sample_steps, sample.neg) == (cfg, steps, "")
@@ -596,3 +602,17 @@ def test_another_trainers_bundle_names_the_same_models_aitk_bundle() -> None:
     assert caught.value.hint == (
         "set model.base to aitk-wan2.1-t2v-14b (the AI-Toolkit bundle of the same model)"
     )
+
+
+def test_sdxl_never_samples_after_caching_unloaded_its_text_encoders() -> None:
+    # Seen in a real tiny SDXL run: toolkit/unloader.py:54-60 swaps text_encoder_2 for a
+    # FakeTextEncoder and pipeline_stable_diffusion_xl.py:1128 reads its .config
+    with pytest.raises(Unsupported, match="cannot sample once cache_text_embeddings") as caught:
+        job_for(make_spec(base="sdxl-base-1.0"), make_inputs("sdxl-base-1.0"))
+    assert "cache_text_embeddings: false" in (caught.value.hint or "")
+    job, _ = job_for(
+        make_spec(base="sdxl-base-1.0", training={"sample_prompts": []}),
+        make_inputs("sdxl-base-1.0"),
+    )
+    assert job.config.process[0].train.cache_text_embeddings is True  # caching alone is fine
+    job_for(make_spec(), make_inputs())  # a transformer class samples from cached embeddings

@@ -111,3 +111,21 @@ def test_a_lokr_plan_on_a_transformer_shows_scale_one(ws: Workspace) -> None:
     (network,) = [i for i in recipe["items"] if i["item"] == "network"]
     assert network["values"]["linear_alpha"] is None
     assert "ignores alpha" in network["differs"]
+
+
+def test_the_plan_shows_the_sample_settings_the_job_writes(ws: Workspace) -> None:
+    _, recipe = _plan(
+        ws,
+        "aitk-qwen-image",
+        'training.sample_prompts=["myaku smiling"]',
+        "training.sample_every_n_epochs=2",
+    )
+    (sampling,) = [i for i in recipe["items"] if i["item"] == "sampling"]
+    assert sampling["values"] == {
+        "guidance_scale": 3.0,
+        "sample_steps": 25,
+        "neg": "",
+        "control_images": 0,
+    }
+    assert "guidance 3, 25 steps, no negative prompt" in sampling["runs"]
+    assert "train_lora_qwen_image_24gb.yaml:91-92" in sampling["runs"]

@@ -87,6 +87,12 @@ class AitkModel:
     ``wan22_14b_i2v_model.py:41``, ``wan22_5b_model.py:175``. Ignored elsewhere (Qwen-Image
     raises on one, ``qwen_image.py:263-266``)."""
     samples: SampleDefaults = _UI_DEFAULT
+    samples_after_caching: bool = True
+    """False where sampling crashes once ``cache_text_embeddings`` has unloaded the text
+    encoders: AI-Toolkit swaps them for ``FakeTextEncoder`` (``toolkit/unloader.py:10-21``,
+    ``:54-60``), and diffusers' SDXL pipeline, which the legacy SDXL class samples with
+    (``toolkit/stable_diffusion_model.py:1563``), reads ``text_encoder_2.config``
+    (``pipeline_stable_diffusion_xl.py:1128``): seen in a real tiny SDXL run."""
     locon: bool = False
     """``network_type: locon`` builds modules: ``LycorisSpecialNetwork`` wraps only modules of
     the UNet class names ``Transformer2DModel``/``ResnetBlock2D``/``Downsample2D``/
@@ -285,6 +291,7 @@ _TABLE: tuple[AitkModel, ...] = (
         peft=False,
         comfy_prefix="lora_unet_",
         samples=_SDXL_SAMPLES,
+        samples_after_caching=False,
         locon=True,
     ),
     _m(
@@ -295,6 +302,7 @@ _TABLE: tuple[AitkModel, ...] = (
         peft=False,
         comfy_prefix="lora_unet_",
         samples=_SDXL_SAMPLES,
+        samples_after_caching=False,
         locon=True,
     ),
     _m(

@@ -146,8 +146,8 @@ def _model(bundle: str | None, architecture: str) -> AitkModel:
     model = model_for(bundle or "")
     if model is None:
         raise SpecError(
-            f"bundle {bundle or '(none)'} is laid out for another trainer: AI-Toolkit "
-            "loads its own model layout",
+            f"bundle {bundle or '(none)'} is not an AI-Toolkit bundle: it is laid out for "
+            "another trainer, and AI-Toolkit loads its own model layout",
             hint=_bundle_hint(bundle, architecture),
         )
     return model
@@ -179,6 +179,7 @@ def check_run(spec: RunSpec, bundle: str | None, architecture: str) -> AitkModel
     _network(spec, model, knobs, [])
     _check_training(spec)
     _check_text_encoder(model, knobs)
+    _check_sampling(spec, model, knobs)
     _check_model_knobs(model, knobs)
     for use in spec.datasets:
         _resolution(use)
@@ -282,6 +283,20 @@ def _check_text_encoder(model: AitkModel, knobs: Knobs) -> None:
             f"AI-Toolkit refuses unload_text_encoder for {model.arch} (control images go "
             "through the text encoder)",
             hint="use backend.config.cache_text_embeddings: true instead",
+        )
+
+
+def _check_sampling(spec: RunSpec, model: AitkModel, knobs: Knobs) -> None:
+    caching = knobs.cache_text_embeddings
+    if spec.training.sample_prompts and caching and not model.samples_after_caching:
+        raise Unsupported(
+            f"AI-Toolkit's {model.arch} cannot sample once cache_text_embeddings has "
+            "unloaded its text encoders: it swaps them for FakeTextEncoder "
+            "(toolkit/unloader.py:54-60) and diffusers' SDXL pipeline reads "
+            "text_encoder_2.config (pipeline_stable_diffusion_xl.py:1128), so the run "
+            "stops at its first sample",
+            hint="set backend.config.cache_text_embeddings: false (the encoders stay "
+            "loaded), or remove training.sample_prompts",
         )
 
 

@@ -63,6 +63,7 @@ def aitk_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> Traine
         _precision(spec, train, save),
         _memory(train, model),
         _timesteps(spec, train),
+        *_sampling(process, aitk_model.samples.source if aitk_model is not None else None),
         *_clips(process),
     )
     return TrainerRecipe("ai-toolkit", (JOB,), items, lora_scale=scale, total_steps=steps)
@@ -281,6 +282,37 @@ def _timesteps(spec: RunSpec, train: Mapping[str, Any]) -> RecipeItem:
         {"timestep_type": written},
         None if asked is None else f"timestep_sampling {asked}",
         differs,
+    )
+
+
+def _sampling(process: Mapping[str, Any], source: str | None) -> tuple[RecipeItem, ...]:
+    """The sampler settings the job writes (never ``SampleConfig``'s SD 1.5 defaults)."""
+    sample = _section(process, "sample")
+    if not sample:
+        return ()
+    items = [i for i in sample.get("samples") or [] if isinstance(i, dict)]
+    controls = sum(1 for i in items if i.get("ctrl_img"))
+    runs = (
+        f"{len(items)} prompt{'s' if len(items) != 1 else ''} every {sample.get('sample_every')} "
+        f"steps at {sample.get('width')}×{sample.get('height')}: guidance "
+        f"{float(sample.get('guidance_scale', 7)):g}, {sample.get('sample_steps', 20)} steps, "
+        + ("negative prompt " + repr(sample["neg"]) if sample.get("neg") else "no negative prompt")
+    )
+    if controls:
+        runs += f", {controls} with a control image"
+    where = f"{JOB} process[0].sample: guidance_scale, sample_steps, neg, samples[].ctrl_img"
+    return (
+        RecipeItem(
+            "sampling",
+            runs + (f" (as {source})" if source else ""),
+            where,
+            {
+                "guidance_scale": sample.get("guidance_scale"),
+                "sample_steps": sample.get("sample_steps"),
+                "neg": sample.get("neg"),
+                "control_images": controls,
+            },
+        ),
     )
 
 
