@@ -129,3 +129,12 @@ def test_the_plan_shows_the_sample_settings_the_job_writes(ws: Workspace) -> Non
     }
     assert "guidance 3, 25 steps, no negative prompt" in sampling["runs"]
     assert "train_lora_qwen_image_24gb.yaml:91-92" in sampling["runs"]
+
+
+def test_a_video_recipe_says_how_ai_toolkit_makes_each_clip() -> None:
+    from kura.backends.aitoolkit.recipe import _clips
+
+    (clips,) = _clips({"datasets": [{"num_frames": 33}, {"num_frames": 1}]})
+    assert clips.values == {"num_frames": [33], "shrink_video_to_frames": True}
+    assert "one clip of 33 frames" in clips.runs and "over the whole video" in clips.runs
+    assert _clips({"datasets": [{"resolution": 1024}]}) == ()  # images: nothing to say
