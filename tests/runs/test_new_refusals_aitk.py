@@ -30,9 +30,25 @@ def test_another_trainers_bundle_is_refused_naming_the_aitk_bundle_of_that_model
 ) -> None:
     with pytest.raises(SpecError, match="laid out for another trainer") as caught:
         _new(ws, "wan2.1-t2v-14b")
-    assert caught.value.hint == (
-        "set model.base to aitk-wan2.1-t2v-14b (the AI-Toolkit bundle of the same model)"
+    assert (caught.value.hint or "").startswith(
+        "set model.base to aitk-wan2.1-t2v-14b (ai-toolkit's bundle closest to it;"
     )
+    assert not list(ws.runs_dir.glob("*/run.yaml"))
+
+
+def test_an_aitk_bundle_given_to_musubi_names_musubis_bundle_of_that_model(
+    ws: Workspace,
+) -> None:
+    """It said "has no estimator model in the bundle table", from deep in Musubi's sizing."""
+    with pytest.raises(SpecError, match="laid out for another trainer") as caught:
+        create_run(
+            ws,
+            datasets=["myaku"],
+            base="aitk-qwen-image",
+            backend="musubi-tuner",
+            now=datetime(2026, 12, 2, 9, 0),
+        )
+    assert (caught.value.hint or "").startswith("set model.base to qwen-image (")
     assert not list(ws.runs_dir.glob("*/run.yaml"))
 
 

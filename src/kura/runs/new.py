@@ -170,7 +170,7 @@ def create_run(
 
     ``backend`` picks the trainer (default: the bundle's own); one that does not train the
     bundle's architecture is an error naming those that do, never a quiet switch."""
-    from kura.backends.registry import get_backend, require_serves
+    from kura.backends.registry import get_backend, require_accepts, require_serves
     from kura.models.bundles import get_bundle
 
     if not datasets:
@@ -179,6 +179,7 @@ def create_run(
     architecture = bundle.architecture
     trainer = get_backend(backend or bundle.backend)
     require_serves(trainer, architecture)
+    require_accepts(trainer, bundle)
     explicit = _parse_sets(sets or [])
     chosen_task, task_evidence = _task(workspace, datasets, task)
     defaults = recipe_keys()
