@@ -240,13 +240,10 @@ class CompiledRun:
 
 @dataclass(frozen=True)
 class DraftedConfig:
-    """``backend.config`` values a backend proposes for a new run, each with its reason;
-    ``video_datasets``: keys every video dataset entry of the run is drafted with (key →
-    value, reason), e.g. FramePack's ``max_frames``, which Musubi's ``full`` extraction needs."""
+    """``backend.config`` values a backend proposes for a new run, each with its reason."""
 
     config: Mapping[str, object]
     reasons: Mapping[str, str]
-    video_datasets: Mapping[str, tuple[object, str]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------

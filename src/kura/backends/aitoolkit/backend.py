@@ -138,8 +138,18 @@ class AitkBackend:
         return KNOB_KEYS
 
     def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
-        """AI-Toolkit's settings are checked at compile, by the job file's schema."""
-        return None
+        """Every compile rule that needs only run.yaml and the bundle (:func:`.compile.
+        check_run`, the one compile applies first): ``kura run new`` refuses what compile
+        would refuse, a bundle laid out for another trainer named with the right one. A
+        refusal is a SpecError, as ``run new`` expects of a value run.yaml must change (it
+        then drops prompts it drafted itself rather than fail)."""
+        from kura.backends.aitoolkit.compile import check_run
+        from kura.errors import SpecError, Unsupported
+
+        try:
+            check_run(spec, inputs.bundle.id, inputs.bundle.architecture)
+        except Unsupported as refusal:
+            raise SpecError(refusal.message, hint=refusal.hint) from None
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         """The image's AI-Toolkit folder, or the checkout the environment was installed for
