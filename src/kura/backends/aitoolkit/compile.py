@@ -386,7 +386,7 @@ def _steps_per_epoch(spec: RunSpec, inputs: CompileInputs) -> int | None:
         batches_countable(s, micro) for s in inputs.datasets
     ):
         return None  # max_steps sets the length; an epoch-based setting says it cannot
-    arch = _model(inputs).arch
+    arch = _model(inputs.bundle, inputs.architecture).arch
     batches = sum(
         input_buckets(
             source, _resolution(use), arch=arch, batch_size=micro, repeats=use.repeats
