@@ -151,6 +151,12 @@ def environment_report(inputs: PlanInputs) -> dict[str, object]:
     return {"title": "AI-Toolkit environment", "lines": lines}
 
 
+def _buckets_section(spec: RunSpec, inputs: PlanInputs) -> dict[str, object]:
+    from kura.backends.aitoolkit.buckets import buckets_report
+
+    return buckets_report(spec, inputs.compile)
+
+
 def _unsized_detail(
     spec: RunSpec, model: AitkModel, gpu: GpuClass | None, inputs: PlanInputs, why: str
 ) -> dict[str, object]:
@@ -166,7 +172,7 @@ def _unsized_detail(
         "total_hours": None,
         "config": {"total_steps": spec.training.max_steps},
         "network": network_document(spec, model),
-        "trainer_report": [environment_report(inputs)],
+        "trainer_report": [environment_report(inputs), _buckets_section(spec, inputs)],
     }
 
 
@@ -213,7 +219,7 @@ def _detail(
             for m in found.memories
         ],
         "network": network_document(spec, model),
-        "trainer_report": [environment_report(inputs)],
+        "trainer_report": [environment_report(inputs), _buckets_section(spec, inputs)],
     }
 
 
