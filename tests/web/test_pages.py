@@ -242,3 +242,17 @@ def test_the_run_page_names_the_loss_as_its_trainer_does(web: WebWorkspace, tmp_
         "raw": "loss_log.db loss/loss (each step's raw loss)",
         "learning_rate": "loss_log.db learning_rate",
     }
+
+
+def test_a_notes_md_that_is_not_utf8_is_a_clean_error_naming_it(web: WebWorkspace) -> None:
+    """A person edits notes.md: Latin-1 bytes answer 422 naming the file and the fix, not a
+    500; fixed, the page renders again."""
+    notes = web.workspace.run_dir(web.drafted) / "notes.md"
+    notes.write_bytes("# Notes\n\nr\xe9sultat tr\xe8s bon\n".encode("latin-1"))
+    try:
+        answer = client(web.workspace).get(f"/runs/{web.drafted}")
+        assert answer.status_code == 422
+        assert "notes.md is not UTF-8 text" in answer.text and "save it as UTF-8" in answer.text
+    finally:
+        notes.unlink()
+    assert client(web.workspace).get(f"/runs/{web.drafted}").status_code == 200
