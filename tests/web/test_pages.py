@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from kura.runs.evidence import evaluate_run
 from tests.web.helpers import client, csrf_of, snapshot
 from tests.web.workspace_builder import PROMPTS, WebWorkspace
@@ -256,3 +258,22 @@ def test_a_notes_md_that_is_not_utf8_is_a_clean_error_naming_it(web: WebWorkspac
     finally:
         notes.unlink()
     assert client(web.workspace).get(f"/runs/{web.drafted}").status_code == 200
+
+
+def test_a_damaged_run_is_marked_and_the_others_still_listed(web: WebWorkspace) -> None:
+    """A bad state.json in one run: the run list answers 200 with every other run, and
+    names the damaged run's file and error; a healthy run's page still renders."""
+    damaged = web.workspace.runs_dir / "20261130-0001"
+    shutil.copytree(web.workspace.run_dir(web.drafted), damaged)
+    run_yaml = damaged / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace(web.drafted, damaged.name))
+    (damaged / "state.json").write_text('{"status": ')
+    try:
+        page = client(web.workspace).get("/")
+        assert page.status_code == 200
+        assert f'href="/runs/{web.finished}"' in page.text
+        assert f'href="/runs/{web.drafted}"' in page.text
+        assert "Damaged runs" in page.text and "runs/20261130-0001/state.json" in page.text
+        assert client(web.workspace).get(f"/runs/{web.finished}").status_code == 200
+    finally:
+        shutil.rmtree(damaged)

@@ -141,8 +141,9 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
-        runs = newest_first(run_list(workspace).runs)
-        return page("runs.html", title="Runs", runs=runs)
+        listing = run_list(workspace)
+        runs = newest_first(listing.runs)
+        return page("runs.html", title="Runs", runs=runs, damaged=listing.damaged)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:
