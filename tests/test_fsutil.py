@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kura import fsutil
+from kura.errors import FileSystemError
 from kura.fsutil import atomic_write_bytes, atomic_write_text
 
 
@@ -28,11 +30,12 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(
     atomic_write_text(target, "precious")
 
     def failing_replace(src: str, dst: str) -> None:
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device", dst)
 
     monkeypatch.setattr(fsutil.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(FileSystemError, match="no space left on the disk that holds") as info:
         atomic_write_bytes(target, b"new")
+    assert info.value.path == str(target) and "free space" in info.value.hint
     assert target.read_text() == "precious"
     assert os.listdir(tmp_path) == ["file.txt"]
 
@@ -52,6 +55,7 @@ _KILLED_WRITER = """
 import os, sys, time
 from pathlib import Path
 from kura import fsutil
+from kura.errors import FileSystemError
 
 def stall(fd):  # the writer stops between writing its temporary file and renaming it
     Path(sys.argv[2]).write_text("ready")

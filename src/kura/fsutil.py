@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kura.errors import file_system_error
+
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
@@ -27,13 +29,18 @@ __all__ = [
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically, creating parent folders as needed."""
+    """Replace ``path`` with ``data`` atomically, creating parent folders as needed. A
+    refused write (disk full, read-only, permission) is a :class:`FileSystemError` naming
+    ``path``; the old file, if any, is unchanged."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale_temporaries(path)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{path.name}.{_HOST}.{os.getpid()}.", suffix=".tmp", dir=path.parent
-    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temporaries(path)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{path.name}.{_HOST}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+        )
+    except OSError as exc:
+        raise file_system_error(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -41,9 +48,11 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise file_system_error(exc, path) from exc
         raise
     _fsync_dir(path.parent)
 
