@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import shutil
 
+import pytest
+
 from kura.runs.evidence import evaluate_run
+from tests.readonly import refused_writes
 from tests.web.helpers import client, csrf_of, snapshot
 from tests.web.workspace_builder import PROMPTS, WebWorkspace
 
@@ -277,3 +281,15 @@ def test_a_damaged_run_is_marked_and_the_others_still_listed(web: WebWorkspace) 
         assert client(web.workspace).get(f"/runs/{web.finished}").status_code == 200
     finally:
         shutil.rmtree(damaged)
+
+
+def test_a_rating_on_a_read_only_workspace_says_why_and_writes_nothing(
+    web: WebWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = client(web.workspace)
+    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    with refused_writes(web.workspace.root, monkeypatch, errno.EROFS):
+        answer = site.post(f"/runs/{web.drafted}/evaluate", data={"rating": "4", "csrf": token})
+    assert answer.status_code == 507
+    assert "notes.md" in answer.text
+    assert not (web.workspace.run_dir(web.drafted) / "notes.md").exists()
