@@ -96,3 +96,48 @@ def test_a_clip_is_bucketed_from_its_own_size_at_the_runs_resolution(tmp_path: P
     buckets = report["estimate"]["config"]["buckets"]
     assert [(b["width"], b["height"], b["frames"]) for b in buckets] == [(800, 496, 9)]
     assert BucketRule((832, 480), 16).select((1000, 600)) == (800, 496)
+
+
+def test_a_mixed_wan_folder_buckets_images_and_clips_at_the_runs_resolution(
+    tmp_path: Path,
+) -> None:
+    """Wan at its native 832x480, micro-batch 2, over a folder inspected at 1024 px: its
+    images and clips each go to Musubi's bucket for their own size at 832x480 (images at
+    dataset/image_video_dataset.py:445, a clip from its first frame at :827), and batches
+    never mix buckets, so the plan's steps per epoch are Musubi's, not one bucket's."""
+    workspace, _ = init_workspace(tmp_path / "ws")
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for index, size in enumerate(SIZES):
+        Image.new("RGB", size, (index * 20, 80, 120)).save(folder / f"{index:02d}.png")
+        (folder / f"{index:02d}.txt").write_text(f"myaku, picture {index}\n")
+    clips = [(1000, 600), (1000, 600), (480, 832)]
+    for index, size in enumerate(clips):
+        _clip(folder / f"clip{index}.mp4", size, 20)
+        (folder / f"clip{index}.txt").write_text(f"myaku walking {index}\n")
+    add_dataset(workspace, "mixed", folder, resolution=(1024, 1024))
+    set_dataset_values(workspace, "mixed", ["intent.task=style"])
+    run_id = create_run(
+        workspace,
+        datasets=["mixed"],
+        base="wan2.1-t2v-14b",
+        sets=["backend.config.batch_size=2", "training.effective_batch=2", "training.epochs=2"],
+        now=datetime(2026, 12, 1, 9, 0),
+    ).run_id
+    _, document = load_run(workspace, run_id)
+    document["datasets"][0]["resolution"] = [832, 480]
+    document["datasets"][0]["frames"] = [9]
+    write_yaml(workspace.run_dir(run_id) / "run.yaml", document)
+    rule = BucketRule((832, 480), 16)
+    images = Counter(rule.select(size) for size in SIZES)
+    videos = Counter(rule.select(size) for size in clips)
+    per_epoch = sum(math.ceil(n / 2) for n in (*images.values(), *videos.values()))
+    config = plan_run(workspace, run_id, gpu="h200").to_dict()["estimate"]["config"]
+    planned = Counter(
+        {(b["width"], b["height"], b["frames"]): b["count"] for b in config["buckets"]}
+    )
+    expected = Counter({(w, h, 1): n for (w, h), n in images.items()})
+    expected.update({(w, h, 9): n for (w, h), n in videos.items()})
+    assert planned == expected
+    assert config["total_steps"] == 2 * per_epoch
+    assert len(images) > 1 and len(videos) > 1  # one bucket would plan fewer steps

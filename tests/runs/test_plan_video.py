@@ -38,9 +38,12 @@ def _framepack(ws: Workspace, tmp_path: Path, frames: tuple[int, ...] = (80, 60)
 
 
 def test_run_new_drafts_framepack_max_frames_with_its_source(ws: Workspace, tmp_path: Path) -> None:
+    """Musubi's knowledge card drafts FramePack's video entries with ``full`` extraction and
+    its own ``max_frames`` default (dataset/config_utils.py:71), which ``full`` needs."""
     spec, _ = load_run(ws, _framepack(ws, tmp_path))
-    assert spec.datasets[0].max_frames == 129
-    assert "dataset/config_utils.py:71" in spec.provenance["datasets.0.max_frames"]
+    assert (spec.datasets[0].frame_extraction, spec.datasets[0].max_frames) == ("full", 129)
+    why = spec.provenance["datasets.0.max_frames"]
+    assert why.startswith("musubi-tuner (videos):") and "dataset/config_utils.py:71" in why
 
 
 def test_a_framepack_run_as_drafted_plans(ws: Workspace, tmp_path: Path) -> None:
@@ -119,3 +122,57 @@ def test_videos_that_give_no_item_are_named_in_a_warning(ws: Workspace, tmp_path
     report = plan_run(ws, _wan(ws, tmp_path, (60, 180), [45]), gpu="h200").to_dict()
     warnings = report["compile"]["warnings"]
     assert any("c0.mp4 give no item" in w for w in warnings), warnings
+
+
+def test_a_framepack_prompt_without_a_start_image_is_refused_at_plan(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """fpack_train_network.py:100-101 asserts every sample prompt's image_path when training
+    starts: a prompt written into run.yaml without ``--i`` never plans "fits"."""
+    from PIL import Image
+
+    run_id = _framepack(ws, tmp_path)
+    _, document = load_run(ws, run_id)
+    document["training"]["sample_prompts"] = ["myaku walking --w 640 --h 640"]
+    document["training"]["sample_every_n_epochs"] = 1
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    with pytest.raises(SpecError, match=r"samples from a start image.*fpack_train_network") as no:
+        plan_run(ws, run_id, gpu="h100-sxm")
+    assert "--i" in (no.value.hint or "")
+    assert not (ws.run_dir(run_id) / "plan.md").exists()
+    start = tmp_path / "start.png"
+    Image.new("RGB", (640, 640)).save(start)
+    document["training"]["sample_prompts"] = [f"myaku walking --w 640 --h 640 --i {start}"]
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    plan_run(ws, run_id, gpu="h100-sxm")
+    assert (ws.run_dir(run_id) / "plan.md").exists()
+
+
+@pytest.mark.parametrize(("clips", "together"), [((120, 120), 2), ((120,), 1)])
+def test_framepack_latent_caching_encodes_a_batch_of_one_bucket_in_one_vae_call(
+    ws: Workspace, tmp_path: Path, clips: tuple[int, ...], together: int
+) -> None:
+    """At batch_size 2 the caching step batches the clips of one bucket and frame count
+    (dataset/image_video_dataset.py:776-806) and encodes the batch in one VAE call
+    (fpack_cache_latents.py:46-85): two 120-frame clips are one call of 2 x 109 frames;
+    a clip alone in its bucket is a call of one."""
+    from kura.backends.musubi.estimator.steps import ENCODERS, latent_cache_gib
+
+    run_id = _framepack(ws, tmp_path, clips)
+    _, document = load_run(ws, run_id)
+    document["backend"]["config"].update(
+        batch_size=2, gradient_accumulation_steps=1, split_attn=True
+    )
+    document["backend"]["reasons"].update(batch_size="two clips a step", split_attn="batch 2")
+    document["training"]["effective_batch"] = 2
+    write_yaml(ws.run_dir(run_id) / "run.yaml", document)
+    report = plan_run(ws, run_id, gpu="h200").to_dict()
+    cache = next(s for s in report["estimate"]["steps"] if s["step"] == "cache_latents")
+    size = cache["notes"][0].removeprefix("largest item ").split(",")[0]
+    width, height, frames = (int(v) for v in size.split("x"))
+    assert frames == 109
+    assert (f"{together} per VAE call" in cache["notes"][0]) is (together > 1)
+    expected = latent_cache_gib(
+        ENCODERS["framepack"], width, height, 109, chunk=False, tiling=False, items=together
+    )
+    assert cache["peak_gib"] == pytest.approx(expected, abs=0.01)

@@ -42,6 +42,7 @@ __all__ = [
     "CompiledRun",
     "ContainerSpec",
     "Contingency",
+    "DatasetBuckets",
     "DatasetInput",
     "DatasetMedia",
     "Diagnosis",
@@ -73,6 +74,7 @@ __all__ = [
     "StepCost",
     "StepKind",
     "StepProgress",
+    "TrainerBucket",
     "TrainerFacts",
     "TrainerKnowledge",
     "TrainerRecipe",
@@ -137,6 +139,9 @@ class DatasetInput:
     """Images or videos in the dataset (inspection's counts), for trainers that count steps."""
     trigger: str | None = None
     """The trigger word the dataset's captions open with, when its intent records one."""
+    image_sizes: tuple[tuple[int, int, int], ...] = ()
+    """``(width, height, count)`` of its readable images (a trainer that batches per bucket
+    counts an epoch's batches from them)."""
 
 
 @dataclass(frozen=True)
@@ -235,13 +240,10 @@ class CompiledRun:
 
 @dataclass(frozen=True)
 class DraftedConfig:
-    """``backend.config`` values a backend proposes for a new run, each with its reason;
-    ``video_datasets``: keys every video dataset entry of the run is drafted with (key →
-    value, reason), e.g. FramePack's ``max_frames``, which Musubi's ``full`` extraction needs."""
+    """``backend.config`` values a backend proposes for a new run, each with its reason."""
 
     config: Mapping[str, object]
     reasons: Mapping[str, str]
-    video_datasets: Mapping[str, tuple[object, str]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -675,6 +677,56 @@ class SearchKeys:
 
 
 @dataclass(frozen=True)
+class TrainerBucket:
+    """One bucket as a trainer makes it: its size (and frames, for clips), the items in it
+    (repeats counted) and the batches they make."""
+
+    width: int
+    height: int
+    items: int
+    batches: int
+    frames: int = 1
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "width": self.width,
+            "height": self.height,
+            "frames": self.frames,
+            "items": self.items,
+            "batches": self.batches,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetBuckets:
+    """``Backend.dataset_buckets``: how the run's trainer buckets and batches one of its
+    datasets (at the run's resolution, with its bucket ``step`` and micro-batch), and
+    where that rule is written (``rule``)."""
+
+    dataset: str
+    resolution: tuple[int, int]
+    step: int
+    batch_size: int
+    buckets: tuple[TrainerBucket, ...]
+    rule: str
+
+    @property
+    def batches(self) -> int:
+        return sum(bucket.batches for bucket in self.buckets)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "dataset": self.dataset,
+            "resolution": list(self.resolution),
+            "step": self.step,
+            "batch_size": self.batch_size,
+            "buckets": [bucket.to_dict() for bucket in self.buckets],
+            "batches": self.batches,
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True)
 class OutputLayout:
     """Where a finished (or running) run's LoRA files and samples are, newest last."""
 
@@ -887,6 +939,10 @@ class LoraExport:
     metadata: Mapping[str, str] = field(default_factory=dict)
     rank: int | None = None
     fused_qkv: bool | None = None
+    expert: str | None = None
+    """The expert of a two-expert model (Wan 2.2 A14B) this file holds, else None."""
+    companions: tuple[LoraExport, ...] = ()
+    """The other experts' files of the same save, each exported and verified the same way."""
 
     kind: ClassVar[str] = "lora-export"
 
@@ -909,6 +965,11 @@ class LoraExport:
         }
         if self.rank is not None or self.fused_qkv is not None:
             document |= {"rank": self.rank, "fused_qkv": self.fused_qkv}
+        if self.expert is not None:
+            document |= {
+                "expert": self.expert,
+                "companions": [c.to_dict() for c in self.companions],
+            }
         return document | {"unmapped": list(self.unmapped), "metadata": dict(self.metadata)}
 
 
@@ -1074,6 +1135,12 @@ class Backend(Protocol):
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         """The run's LoRA files and samples as the trainer wrote them."""
+        ...
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        """Each run dataset's buckets and batches per epoch as the trainer makes them
+        (``kura dataset inspect NAME --run RUN``), from the image sizes and clips inspection
+        read (``inputs.media``, ``inputs.compile``); Unsupported where Kura cannot tell."""
         ...
 
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:

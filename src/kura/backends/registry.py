@@ -8,6 +8,7 @@ error that names the backends that do.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from kura.errors import SpecError
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend
+    from kura.models.bundles import Bundle
 
 __all__ = [
     "backend_names",
@@ -26,6 +28,7 @@ __all__ = [
     "command_backend",
     "get_backend",
     "registered_backend",
+    "require_accepts",
     "require_serves",
 ]
 
@@ -102,6 +105,32 @@ def require_serves(backend: Backend, architecture: str) -> None:
             "trainers for you)"
             if others
             else "no registered backend trains it"
+        ),
+    )
+
+
+def require_accepts(backend: Backend, bundle: Bundle) -> None:
+    """Refuse a bundle laid out for another trainer (the backend trains none of its tasks
+    on it), naming the chosen backend's bundle closest to it by id (``aitk-qwen-image`` →
+    ``qwen-image``) and every bundle it accepts for the architecture."""
+    if backend.tasks(bundle):
+        return
+    from kura.models.bundles import list_bundles
+
+    accepted = [
+        other.id
+        for other in list_bundles()
+        if other.architecture == bundle.architecture and backend.tasks(other)
+    ]
+    closest = difflib.get_close_matches(bundle.id, accepted, n=1, cutoff=0.0)
+    raise SpecError(
+        f"backend {backend.name} does not train on bundle {bundle.id}: its model files are "
+        f"laid out for another trainer",
+        hint=(
+            f"set model.base to {closest[0]} ({backend.name}'s bundle closest to it; it "
+            f"accepts {', '.join(accepted)} for {bundle.architecture})"
+            if closest
+            else f"{backend.name} accepts no bundle of {bundle.architecture}"
         ),
     )
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kura.dataset.registry import DatasetInspection, DatasetList, DatasetSet
+    from kura.runs.buckets import RunBuckets
 from kura.errors import UsageError
 
 __all__ = ["dataset_group", "parse_resolution", "render_inspection"]
@@ -94,15 +95,34 @@ def _render_add(console: Console, doc: dict[str, Any]) -> None:
 @dataset_group.command("inspect")
 @click.argument("target")
 @click.option("--resolution", help="Training resolution for the bucket preview: W or WxH.")
+@click.option(
+    "--run",
+    "run_id",
+    help="Also show the buckets and batches that run's trainer makes of this dataset.",
+)
 @click.pass_obj
-def inspect_command(state: AppState, target: str, resolution: str | None) -> None:
+def inspect_command(
+    state: AppState, target: str, resolution: str | None, run_id: str | None
+) -> None:
     """Gather the facts of dataset NAME (or any folder PATH) before GPU time is spent."""
+    from dataclasses import replace
+
     from kura.dataset.registry import inspect_target
 
     with state.out.progress("inspecting") as progress:
         inspected = inspect_target(
             state.workspace, target, resolution=parse_resolution(resolution), progress=progress
         )
+    if run_id is not None:
+        from kura.runs.buckets import run_dataset_buckets
+
+        if inspected.name is None:
+            raise UsageError(
+                "--run needs a registered dataset's name, not a folder",
+                hint=f"`kura dataset add NAME {target}` first",
+            )
+        buckets = run_dataset_buckets(state.workspace(), run_id, inspected.name)
+        inspected = replace(inspected, trainer_buckets=buckets)
     from kura.cli.nexts import after_inspection, followed
 
     state.out.result(followed(inspected, after_inspection), and_next(_render_inspected))
@@ -111,6 +131,31 @@ def inspect_command(state: AppState, target: str, resolution: str | None) -> Non
 def _render_inspected(console: Console, inspected: DatasetInspection) -> None:
     # The inspection's view is shared with `dataset add`, whose document nests it.
     render_inspection(console, inspected.to_dict())
+    if inspected.trainer_buckets is not None:
+        _render_trainer_buckets(console, inspected.trainer_buckets)
+
+
+def _render_trainer_buckets(console: Console, found: RunBuckets) -> None:
+    buckets = found.buckets
+    width, height = buckets.resolution
+    table = new_table(
+        f"{found.title} bucket @ {width}x{height}",
+        "items",
+        "batches",
+        box=None,
+        title_justify="left",
+    )
+    for bucket in buckets.buckets:
+        frames = f"x{bucket.frames}f" if bucket.frames > 1 else ""
+        table.add_row(
+            f"{bucket.width}x{bucket.height}{frames}", str(bucket.items), str(bucket.batches)
+        )
+    console.print(table)
+    console.print(
+        f"run {found.run}: {buckets.batches} batches of {buckets.batch_size} an epoch "
+        f"({buckets.step}-pixel step)"
+    )
+    console.print(f"[dim]{buckets.rule}[/]")
 
 
 @dataset_group.command("set")

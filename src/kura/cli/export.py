@@ -93,7 +93,9 @@ def export_command(
 @click.option("--beta2", type=float, help="Decay at the last merge (linear from --beta).")
 @click.pass_obj
 def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | None) -> None:
-    """Post-hoc EMA over the run's saved epochs → output/<id>-ema.safetensors."""
+    """Post-hoc EMA over the run's saved epochs (or steps), one average per expert where the
+    run saves two → output/<id>-ema.safetensors (AI-Toolkit's: export/, out of its resume
+    folder)."""
     from kura.cli.nexts import after_ema, followed
     from kura.export.ema import merge_ema
 
@@ -102,16 +104,27 @@ def merge_ema_command(state: AppState, run_id: str, beta: float, beta2: float | 
 
 
 def _render_export(console: Console, exported: LoraExport) -> None:
-    action = "copied (already loads as is)" if exported.copied else f"converted ({exported.mode})"
-    epoch = f"epoch {exported.epoch}" if exported.epoch is not None else "final"
-    console.print(f"Run [bold]{exported.run}[/] {epoch} → {exported.format}: {action}")
-    console.print(f"wrote {exported.out} ({exported.keys} tensors, {exported.modules} modules)")
-    console.print(f"[dim]verified against {exported.verified_against}; {exported.why}[/]")
+    if exported.epoch is not None:
+        save = f"epoch {exported.epoch}"
+    else:
+        save = f"step {exported.step}" if exported.step is not None else "final"
+    for one in (exported, *exported.companions):
+        expert = f" {one.expert.replace('_', '-')} expert" if one.expert else ""
+        action = "copied (already loads as is)" if one.copied else f"converted ({one.mode})"
+        console.print(f"Run [bold]{one.run}[/] {save}{expert} → {one.format}: {action}")
+        console.print(f"wrote {one.out} ({one.keys} tensors, {one.modules} modules)")
+        console.print(f"[dim]verified against {one.verified_against}; {one.why}[/]")
+    if exported.companions:
+        console.print(
+            "[dim]ComfyUI loads one LoRA per expert model: the high-noise file on the "
+            "high-noise model, the low-noise file on the low-noise one[/]"
+        )
 
 
 def _render_ema(console: Console, merged: EmaMerge) -> None:
-    console.print(
-        f"Run [bold]{merged.run}[/]: EMA of {len(merged.inputs)} checkpoints "
-        f"({', '.join(merged.labels)}), beta {merged.beta} → {merged.beta2}"
-    )
-    console.print(f"wrote {merged.out}")
+    for one in (merged, *merged.companions):
+        console.print(
+            f"Run [bold]{one.run}[/]: EMA of {len(one.inputs)} checkpoints "
+            f"({', '.join(one.labels)}), beta {one.beta} → {one.beta2}"
+        )
+        console.print(f"wrote {one.out}")

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("kura.cli.run:run_group", "Draft, compile, plan, approve and follow runs."),
     "schema": ("kura.cli.workspace:schema_command", "Print the JSON Schema of a Kura file."),
     "serve": ("kura.cli.serve:serve_command", "Serve the web page on loopback."),
+    "skills": ("kura.cli.skills:skills_group", "The agent skills Kura ships; install them."),
     "sweep": ("kura.cli.sweep:sweep_group", "Hyperparameter sweeps over a run's recipe."),
 }
 """Top-level command → (``module:attribute``, one-line help shown by ``kura --help``)."""

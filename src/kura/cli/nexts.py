@@ -287,7 +287,9 @@ def after_import(doc: dict[str, Any]) -> Steps:
 
 
 def after_export(doc: dict[str, Any]) -> Steps:
-    run, out = doc["run"], _q(doc["out"])
+    # a save split per expert (Wan 2.2 A14B) was written as one file per expert
+    run = doc["run"]
+    out = " ".join(_q(d["out"]) for d in (doc, *(doc.get("companions") or [])))
     copy = {
         "comfyui": ("ComfyUI/models/loras/", "load it in ComfyUI's LoRA loader"),
         "diffusers": ("YOUR_PROJECT/", "load it with the pipeline's load_lora_weights"),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from kura.dataset.inspect import Inspection
+    from kura.runs.buckets import RunBuckets
 
 __all__ = [
     "DatasetAdded",
@@ -139,6 +140,8 @@ class DatasetInspection:
     intent: DatasetIntent | None = None
     questions: tuple[Mapping[str, Any], ...] | None = None
     next: tuple[NextStep, ...] = ()
+    trainer_buckets: RunBuckets | None = None
+    """With ``--run``: the dataset's buckets as that run's trainer makes them."""
 
     kind: ClassVar[str] = "dataset-inspection"
 
@@ -150,6 +153,8 @@ class DatasetInspection:
             document["intent"] = self.intent.model_dump()
         if self.questions is not None:
             document["questions"] = [dict(question) for question in self.questions]
+        if self.trainer_buckets is not None:
+            document["trainer_buckets"] = self.trainer_buckets.to_dict()
         document["next"] = next_list(*self.next)
         return document
 

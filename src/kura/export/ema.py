@@ -10,20 +10,28 @@
 - metadata comes from the last file (its ``sshs_*`` hashes are dropped: the data changed).
 
 Musubi orders files by modification time unless ``--no_sort``; Kura orders them by epoch
-(or step) number, which is the order training wrote them.
+(or step) number, which is the order training wrote them. A run that saves one file per
+expert (AI-Toolkit's Wan 2.2 A14B) gets one average per expert. Musubi's runs get
+``output/<id>-ema.safetensors``; AI-Toolkit's go to ``export/`` instead, because AI-Toolkit
+resumes from the newest ``<name>*.safetensors`` in its output folder
+(``jobs/process/BaseSDTrainProcess.py:823`` ``get_latest_save_path``), which an average
+written there would become.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.errors import CheckFailed, UsageError
 from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.export.runfiles import LoraFile
 
 __all__ = ["EmaMerge", "ema_betas", "merge_ema", "merge_ema_files"]
 
@@ -46,10 +54,21 @@ class EmaMerge:
     keys: int
     metadata: Mapping[str, str]
     next: tuple[NextStep, ...] = ()
+    expert: str | None = None
+    """The expert whose checkpoints were averaged (two-expert models), else None."""
+    companions: tuple[EmaMerge, ...] = ()
+    """The other experts' averages."""
 
     kind: ClassVar[str] = "lora-ema"
 
     def to_dict(self) -> dict[str, object]:
+        document = self._own()
+        if self.expert is not None:
+            document["expert"] = self.expert
+            document["companions"] = [c._own() | {"expert": c.expert} for c in self.companions]
+        return document | {"next": next_list(*self.next)}
+
+    def _own(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "run": self.run,
@@ -61,7 +80,6 @@ class EmaMerge:
             "out": self.out,
             "keys": self.keys,
             "metadata": dict(self.metadata),
-            "next": next_list(*self.next),
         }
 
 
@@ -125,14 +143,31 @@ def merge_ema_files(
 def merge_ema(
     workspace: Workspace, run_id: str, *, beta: float = DEFAULT_BETA, beta2: float | None = None
 ) -> EmaMerge:
-    """Write ``runs/<id>/output/<id>-ema.safetensors``; return what was merged."""
-    from kura.export.runfiles import epoch_series, output_dir
-    from kura.export.tensorio import serialize
-    from kura.fsutil import atomic_write_bytes
+    """Write the run's average (one per expert where the run saves one file per expert);
+    return what was merged."""
+    from kura.export.runfiles import epoch_series
     from kura.runs.store import read_run
 
     read_run(workspace, run_id)
-    series = epoch_series(workspace, run_id)
+    groups = epoch_series(workspace, run_id) or [(None, [])]
+    merges = [
+        _merge_series(workspace, run_id, expert, series, beta, beta2) for expert, series in groups
+    ]
+    return replace(merges[0], companions=tuple(merges[1:]))
+
+
+def _merge_series(
+    workspace: Workspace,
+    run_id: str,
+    expert: str | None,
+    series: list[LoraFile],
+    beta: float,
+    beta2: float | None,
+) -> EmaMerge:
+    from kura.export.runfiles import output_dir
+    from kura.export.tensorio import serialize
+    from kura.fsutil import atomic_write_bytes
+
     paths = [f.path for f in series]
     tensors, metadata, betas = merge_ema_files(paths, beta, beta2)
     for key in ("sshs_model_hash", "sshs_legacy_hash"):
@@ -146,7 +181,12 @@ def merge_ema(
             "kura.ema_betas": json.dumps(betas),
         }
     )
-    target = output_dir(workspace, run_id) / f"{run_id}-ema.safetensors"
+    if expert is not None:
+        metadata["kura.expert"] = expert
+    if any(f.naming == "ai-toolkit" for f in series):
+        target = workspace.run_dir(run_id) / "export" / f"{run_id}-ema{_tail(expert)}.safetensors"
+    else:
+        target = output_dir(workspace, run_id) / f"{run_id}-ema{_tail(expert)}.safetensors"
     atomic_write_bytes(target, serialize(tensors, metadata))
     return EmaMerge(
         run=run_id,
@@ -158,7 +198,12 @@ def merge_ema(
         out=str(target),
         keys=len(tensors),
         metadata=metadata,
+        expert=expert,
     )
+
+
+def _tail(expert: str | None) -> str:
+    return "" if expert is None else f"_{expert}"
 
 
 def _is_float(array: Any) -> bool:

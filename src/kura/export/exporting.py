@@ -9,6 +9,7 @@ trigger word and recipe; ``sshs_*`` hashes are dropped when the tensors changed.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,9 +19,10 @@ from kura.export.formats import FORMATS
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
+    from kura.export.runfiles import LoraFile
     from kura.spec.run import RunSpec
 
-__all__ = ["export_metadata", "export_recipe", "export_run"]
+__all__ = ["export_file", "export_metadata", "export_recipe", "export_run"]
 
 HASH_KEYS = ("sshs_model_hash", "sshs_legacy_hash")
 
@@ -33,24 +35,44 @@ def export_run(
     fmt: str = "comfyui",
     out: Path | None = None,
 ) -> LoraExport:
-    """Export one LoRA file of ``run_id``: the file written, and how it was verified."""
-    from kura.backends.registry import get_backend
-    from kura.export.convert import convert_lora, to_musubi
-    from kura.export.layout import base_modules
-    from kura.export.runfiles import base_shapes, choose_source, trigger_words
-    from kura.export.tensorio import read_tensors, serialize
-    from kura.export.verify import target_layout, verify_lora
-    from kura.fsutil import atomic_write_bytes
-    from kura.models.bundles import get_bundle
+    """Export one save of ``run_id``: the file written, and how it was verified. A save
+    split per expert (Wan 2.2 A14B) writes one file per expert, each checked against its
+    own transformer; the high-noise one is the result, the others its ``companions``."""
+    from kura.export.runfiles import choose_save
     from kura.runs.store import read_run
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", hint=f"choose {', '.join(FORMATS)}")
     spec = read_run(workspace, run_id)
+    files = choose_save(workspace, run_id, epoch, spec.training.epochs)
+    if out is not None and len(files) > 1 and not Path(out).is_dir():
+        raise UsageError(
+            f"run {run_id} saved one LoRA per expert ({', '.join(str(f.expert) for f in files)}): "
+            f"--out {out} names one file",
+            hint="give --out a folder (each file keeps its expert in its name), or leave it out",
+        )
+    exported = [export_file(workspace, spec, source, fmt=fmt, out=out) for source in files]
+    return replace(exported[0], companions=tuple(exported[1:]))
+
+
+def export_file(
+    workspace: Workspace, spec: RunSpec, source: LoraFile, *, fmt: str, out: Path | None
+) -> LoraExport:
+    """Convert (or copy) one saved LoRA file, verify it against the base model (its own
+    expert's transformer, where the save is split), then write it."""
+    from kura.backends.registry import get_backend
+    from kura.export.convert import convert_lora, to_musubi
+    from kura.export.layout import base_modules
+    from kura.export.runfiles import base_shapes, trigger_words
+    from kura.export.tensorio import read_tensors, serialize
+    from kura.export.verify import target_layout, verify_lora
+    from kura.fsutil import atomic_write_bytes
+    from kura.models.bundles import get_bundle
+
+    run_id = spec.id
     bundle = get_bundle(spec.model.base)
     architecture = bundle.architecture
-    source = choose_source(workspace, run_id, epoch, spec.training.epochs)
-    base = base_shapes(workspace, run_id, bundle.id)
+    base = base_shapes(workspace, run_id, bundle.id, source.expert)
     modules = base_modules(base.shapes, architecture)
     style, layout = target_layout(architecture, fmt, modules)
     tensors, metadata = read_tensors(source.path)
@@ -58,13 +80,21 @@ def export_run(
     if written_in != "musubi":
         # the trainer wrote another layout: read it back into the one export starts from,
         # resolved against the base model's modules (an unknown root is refused by name)
-        tensors = to_musubi(tensors, architecture, written_in, modules)
+        try:
+            tensors = to_musubi(tensors, architecture, written_in, modules)
+        except CheckFailed as problem:
+            named = CheckFailed(
+                f"{source.path.name} does not fit {bundle.id} ({base.source}): {problem.message}",
+                hint=problem.hint,
+            )
+            named.unmapped = getattr(problem, "unmapped", [])  # type: ignore[attr-defined]
+            raise named from None
     conversion = convert_lora(tensors, architecture, fmt, modules)
     report = verify_lora(conversion.tensors, style, layout)
     if not report.ok:
         problems = report.unmapped + report.mismatches
         error = CheckFailed(
-            f"the exported LoRA does not fit {bundle.id} ({base.source}): "
+            f"the exported LoRA {source.path.name} does not fit {bundle.id} ({base.source}): "
             + "; ".join(problems[:6])
             + (f" (+{len(problems) - 6} more)" if len(problems) > 6 else ""),
             hint="nothing was written; check that the run's base bundle is the model trained",
@@ -85,6 +115,8 @@ def export_run(
         recipe=export_recipe(spec, datasets),
         copied=conversion.copied,
     )
+    if source.expert is not None:
+        new_metadata["kura.expert"] = source.expert
     target = _out_path(workspace, run_id, source.path.stem, fmt, out)
     if target.resolve() == source.path.resolve():
         raise UsageError(
@@ -107,6 +139,7 @@ def export_run(
         modules=report.modules,
         unmapped=tuple(report.unmapped),
         metadata=new_metadata,
+        expert=source.expert,
     )
 
 

@@ -200,7 +200,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
             f"dataset {name} has never been inspected",
             hint=f"run `kura dataset inspect {name}`",
         )
-    from kura.runs.media import dataset_media
+    from kura.runs.media import dataset_media, image_sizes
 
     control = control_dir(workspace, spec)
     counts = spec.facts.counts
@@ -218,6 +218,7 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
         images=counts.get("images", 0),
         items=(counts.get("images", 0) + counts.get("videos", 0)) or None,
         trigger=spec.intent.trigger,
+        image_sizes=image_sizes(media_dir(workspace, spec), spec.caption_ext, control),
     )
 
 

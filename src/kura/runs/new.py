@@ -170,7 +170,7 @@ def create_run(
 
     ``backend`` picks the trainer (default: the bundle's own); one that does not train the
     bundle's architecture is an error naming those that do, never a quiet switch."""
-    from kura.backends.registry import get_backend, require_serves
+    from kura.backends.registry import get_backend, require_accepts, require_serves
     from kura.models.bundles import get_bundle
 
     if not datasets:
@@ -179,6 +179,7 @@ def create_run(
     architecture = bundle.architecture
     trainer = get_backend(backend or bundle.backend)
     require_serves(trainer, architecture)
+    require_accepts(trainer, bundle)
     explicit = _parse_sets(sets or [])
     chosen_task, task_evidence = _task(workspace, datasets, task)
     defaults = recipe_keys()
@@ -227,7 +228,6 @@ def create_run(
     for index, (_, drafted_keys) in enumerate(entries):
         for key, reason in drafted_keys.items():
             document["provenance"][f"datasets.{index}.{key}"] = reason
-    _draft_video_keys(workspace, document, datasets, drafted.video_datasets, explicit)
     document["provenance"]["backend.name"] = _backend_reason(bundle, trainer.name, backend)
     if executor_reason:
         document["provenance"]["execution.executor"] = executor_reason
@@ -270,28 +270,6 @@ _HEADER = (
     "# `provenance` says where each drafted value came from. Editing this file is drafting:\n"
     "# `kura run plan` then `kura run approve` make it launchable.\n"
 )
-
-
-def _draft_video_keys(
-    workspace: Workspace,
-    document: dict[str, Any],
-    datasets: list[str],
-    values: Any,
-    explicit: dict[str, Any],
-) -> None:
-    """The backend's drafted keys on every video dataset entry (a person's ``--set
-    datasets.N.KEY`` wins), each with its reason in the provenance."""
-    from kura.dataset.registry import read_dataset
-
-    for index, name in enumerate(datasets):
-        facts = read_dataset(workspace, name).facts
-        if facts is None or facts.counts.get("videos", 0) == 0:
-            continue
-        for key, (value, reason) in values.items():
-            if f"datasets.{index}.{key}" in explicit:
-                continue
-            document["datasets"][index][key] = value
-            document["provenance"][f"datasets.{index}.{key}"] = reason
 
 
 def _executor(workspace: Workspace, trainer: Any) -> tuple[str, str]:

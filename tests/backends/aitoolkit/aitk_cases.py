@@ -37,7 +37,9 @@ def make_spec(**overrides: Any) -> RunSpec:
     )
 
 
-def image_dataset(name: str = "photos", *, control: bool = False, items: int = 10) -> DatasetInput:
+def image_dataset(
+    name: str = "photos", *, control: bool = False, items: int = 10, trigger: str | None = None
+) -> DatasetInput:
     return DatasetInput(
         name=name,
         media_dir=f"/data/{name}",
@@ -45,6 +47,8 @@ def image_dataset(name: str = "photos", *, control: bool = False, items: int = 1
         control_dir=f"/data/{name}.control" if control else None,
         kind="image",
         items=items,
+        image_sizes=((1024, 1024, items),),
+        trigger=trigger,
     )
 
 

@@ -259,7 +259,7 @@ def check(path: Path) -> dict[str, Any]:
         model["dtype"] = train.dtype
         model_config = cm.ModelConfig(**model)
         save = cm.SaveConfig(**process.get("save", {}))
-        cm.SampleConfig(**process.get("sample", {}))
+        sample = cm.SampleConfig(**process.get("sample", {}))
         cm.LoggingConfig(**process.get("logging", {}))
         raw = cm.preprocess_dataset_raw_config(process["datasets"])
         if train.cache_text_embeddings:
@@ -296,10 +296,26 @@ def check(path: Path) -> dict[str, Any]:
         "gradient_checkpointing": train.gradient_checkpointing,
         "qtype": getattr(model_config, "qtype", None),
         "accuracy_recovery_adapter": getattr(model_config, "accuracy_recovery_adapter", None),
+        "optimizer_params": train.optimizer_params,
+        "layer_offloading_percents": [
+            getattr(model_config, "layer_offloading_transformer_percent", None),
+            getattr(model_config, "layer_offloading_text_encoder_percent", None),
+        ],
+        "sample": {
+            "guidance_scale": sample.guidance_scale,
+            "sample_steps": sample.sample_steps,
+            "neg": sample.neg,
+            "prompts": [item.prompt for item in sample.samples],
+            "ctrl_img": [item.ctrl_img for item in sample.samples],
+        },
+        "trigger_word": process.get("trigger_word"),
     }
     return {"file": path.name, "unread": problems, "facts": facts}
 
 
 if __name__ == "__main__":
-    report = {"build_lines_missing": _check_build_lines(), "jobs": [check(p) for p in JOBS]}
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr):  # the config classes print (SampleConfig)
+        report = {"build_lines_missing": _check_build_lines(), "jobs": [check(p) for p in JOBS]}
     print(json.dumps(report, indent=2, default=str))

@@ -11,6 +11,7 @@ from aitk_cases import RUN_DIR, RUN_ID, image_dataset, make_inputs, make_spec, v
 from kura.backends.aitoolkit.compile import JOB_FILE, compile_run, job_for
 from kura.backends.aitoolkit.fit import NOT_SIZEABLE, next_rung
 from kura.backends.aitoolkit.schema import JobFile
+from kura.backends.base import DatasetInput
 from kura.errors import SpecError, Unsupported
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -18,7 +19,10 @@ GOLDEN = Path(__file__).with_name("golden")
 CASES = {
     "qwen-image": (make_spec(), make_inputs()),
     "qwen-image-edit-pairs": (
-        make_spec(base="aitk-qwen-image-edit"),
+        make_spec(
+            base="aitk-qwen-image-edit",
+            training={"sample_prompts": ["make it night --ctrl_img /data/pairs.control/a.png"]},
+        ),
         make_inputs("aitk-qwen-image-edit", [image_dataset("pairs", control=True)]),
     ),
     "wan22-a14b-video-ara": (
@@ -45,7 +49,11 @@ CASES = {
         make_inputs("aitk-wan2.2-t2v-a14b", [video_dataset("clips")]),
     ),
     "sdxl-alpha": (
-        make_spec(base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 16.0}}),
+        make_spec(
+            base="sdxl-base-1.0",
+            training={"network": {"rank": 32, "alpha": 16.0}},
+            config={},  # SDXL samples only with its text encoders loaded
+        ),
         make_inputs("sdxl-base-1.0"),
     ),
     "chroma": (make_spec(base="chroma1-base"), make_inputs("chroma1-base")),
@@ -84,6 +92,26 @@ CASES = {
             },
         ),
         make_inputs("aitk-flux2-klein-base-9b"),
+    ),
+    "qwen-image-unload-trigger": (
+        make_spec(
+            training={"optimizer_args": ["betas=0.9,0.99", "weight_decay=0.01", "eps=1e-8"]},
+            config={"unload_text_encoder": True},
+        ),
+        make_inputs(datasets=[image_dataset(trigger="myaku")]),
+    ),
+    "qwen-image-te-offload": (
+        make_spec(config={"layer_offloading_text_encoder_percent": 0.5}),
+        make_inputs(),
+    ),
+    "wan21-i2v-start-image": (
+        make_spec(
+            base="aitk-wan2.1-i2v-14b",
+            datasets=[{"name": "clips", "resolution": [480], "frames": [33]}],
+            training={"sample_prompts": ["she turns --ctrl_img /data/start.png"]},
+            config={"cache_text_embeddings": True},
+        ),
+        make_inputs("aitk-wan2.1-i2v-14b", [video_dataset("clips")]),
     ),
     "zimage-lokr": (
         make_spec(
@@ -144,7 +172,9 @@ def test_peft_models_ignore_alpha_and_say_so() -> None:
     assert any("ignores linear_alpha" in w and "effective scale is 1.0" in w for w in warnings)
     # a legacy UNet honours the alpha, and it is written
     job, warnings = job_for(
-        make_spec(base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 1.0}}),
+        make_spec(
+            base="sdxl-base-1.0", training={"network": {"rank": 32, "alpha": 1.0}}, config={}
+        ),
         make_inputs("sdxl-base-1.0"),
     )
     assert job.config.process[0].network.linear_alpha == 1.0
@@ -367,3 +397,222 @@ def test_not_sizeable_steps_never_fit() -> None:
     assert train.fits is None and train.peak_gib is None and NOT_SIZEABLE in train.notes
     assert evaluation.fits is False
     assert walk(problem).fits is False
+
+
+# Issue 22 item 4: runs that train as planned (each rule read in AI-Toolkit 27a03a9's code).
+
+
+@pytest.mark.parametrize(
+    ("bundle", "dataset"),
+    [
+        ("aitk-flux1-kontext-dev", image_dataset("photos", control=True)),  # flux_kontext.py:213
+        ("aitk-qwen-image-edit-2509", image_dataset("photos", control=True)),  # …_plus.py:179
+        ("aitk-qwen-image-edit", image_dataset("photos", control=True)),  # pipeline …edit:676
+        ("aitk-wan2.1-i2v-14b", video_dataset("photos")),  # wan21_i2v.py:415
+    ],
+)
+def test_a_sampler_that_needs_a_control_image_gets_one_or_the_run_is_refused(
+    bundle: str, dataset: DatasetInput
+) -> None:
+    frames = {"frames": [33]} if dataset.kind == "video" else {}
+    use = [{"name": "photos", "resolution": [512], **frames}]
+    with pytest.raises(SpecError, match="stops at the first sample"):
+        job_for(make_spec(base=bundle, datasets=use), make_inputs(bundle, [dataset]))
+    spec = make_spec(
+        base=bundle,
+        datasets=use,
+        training={"sample_prompts": ["make it night --ctrl_img /data/photos.control/a.png"]},
+    )
+    job, _ = job_for(spec, make_inputs(bundle, [dataset]))
+    sample = job.config.process[0].sample
+    assert sample is not None
+    assert [(s.prompt, s.ctrl_img) for s in sample.samples] == [
+        ("make it night", "/data/photos.control/a.png")
+    ]
+
+
+def test_a_control_image_is_refused_where_the_sampler_never_reads_it() -> None:
+    # qwen_image.py:263-266 raises NotImplementedError on a ctrl_img
+    with pytest.raises(Unsupported, match="does not read a control image"):
+        job_for(
+            make_spec(training={"sample_prompts": ["myaku --ctrl_img /data/a.png"]}),
+            make_inputs(),
+        )
+    with pytest.raises(SpecError, match="not an absolute path"):
+        job_for(
+            make_spec(
+                base="aitk-flux2-dev",
+                training={"sample_prompts": ["myaku --ctrl_img a.png"]},
+            ),
+            make_inputs("aitk-flux2-dev"),
+        )
+
+
+def test_in_a_container_the_control_image_is_a_read_only_mount_named_by_its_container_path() -> (
+    None
+):
+    spec = make_spec(
+        base="aitk-flux2-dev",
+        training={"sample_prompts": ["myaku --w 512 --ctrl_img /home/me/my pics/start.png"]},
+        execution={"executor": "docker"},
+    )
+    compiled = compile_run(spec, make_inputs("aitk-flux2-dev"))
+    sample = yaml.safe_load(compiled.files[JOB_FILE])["config"]["process"][0]["sample"]
+    assert sample["samples"] == [
+        {"prompt": "myaku --w 512", "ctrl_img": "/kura/sample-inputs/00-start.png"}
+    ]
+    assert compiled.container is not None
+    mount = next(m for m in compiled.container.mounts if m.source == "/home/me/my pics/start.png")
+    assert (mount.target, mount.read_only) == ("/kura/sample-inputs/00-start.png", True)
+
+
+@pytest.mark.parametrize("bundle", ["aitk-qwen-image", "aitk-wan2.1-t2v-14b", "chroma1-base"])
+def test_locon_is_refused_on_a_transformer_where_it_would_build_no_module(bundle: str) -> None:
+    # lycoris_special.py:117-122 wraps UNet block class names only, matched at :236-237
+    with pytest.raises(Unsupported, match="locon trains nothing") as caught:
+        job_for(make_spec(base=bundle, config={"network_type": "locon"}), make_inputs(bundle))
+    assert "network_type to lora" in (caught.value.hint or "")
+    job, _ = job_for(
+        make_spec(base="sdxl-base-1.0", config={"network_type": "locon"}),
+        make_inputs("sdxl-base-1.0"),
+    )
+    assert job.config.process[0].network.type == "locon"
+
+
+def test_optimizer_args_are_written_as_the_constructor_types() -> None:
+    spec = make_spec(
+        training={"optimizer_args": ["betas=(0.9, 0.99)", "decouple=True", "eps=1e-8", "k=3"]}
+    )
+    job, _ = job_for(spec, make_inputs())
+    assert job.config.process[0].train.optimizer_params == {
+        "betas": [0.9, 0.99],
+        "decouple": True,
+        "eps": 1e-8,
+        "k": 3,
+    }
+    text = compile_run(spec, make_inputs()).files[JOB_FILE]
+    assert "betas:\n        - 0.9\n        - 0.99\n" in text
+    with pytest.raises(SpecError, match="not a Python literal"):
+        job_for(make_spec(training={"optimizer_args": ["betas=[0.9"]}), make_inputs())
+
+
+def test_unload_text_encoder_writes_the_trigger_word_it_trains_on() -> None:
+    # SDTrainer.py:359 encodes trigger_word; :1680-1684 trains every step on it
+    spec = make_spec(config={"unload_text_encoder": True})
+    job, warnings = job_for(spec, make_inputs(datasets=[image_dataset(trigger="myaku")]))
+    assert job.config.process[0].trigger_word == "myaku"
+    assert any("on the trigger word 'myaku' alone" in w for w in warnings)
+    job, warnings = job_for(spec, make_inputs())
+    assert job.config.process[0].trigger_word is None
+    assert any("on the blank prompt" in w and "EVERY CAPTION" in w for w in warnings)
+    two = [{"name": "a", "resolution": [1024]}, {"name": "b", "resolution": [1024]}]
+    with pytest.raises(Unsupported, match="one prompt"):
+        job_for(
+            make_spec(datasets=two, config={"unload_text_encoder": True}),
+            make_inputs(
+                datasets=[image_dataset("a", trigger="myaku"), image_dataset("b", trigger="zed")]
+            ),
+        )
+    job, _ = job_for(make_spec(), make_inputs(datasets=[image_dataset(trigger="myaku")]))
+    assert job.config.process[0].trigger_word is None  # captions keep their own words
+
+
+@pytest.mark.parametrize(
+    ("bundle", "cfg", "steps"),
+    [
+        ("aitk-qwen-image", 3.0, 25),  # config/examples/train_lora_qwen_image_24gb.yaml:91-92
+        ("chroma1-base", 4.0, 25),  # train_lora_chroma_24gb.yaml:100-101
+        ("sdxl-base-1.0", 6.0, 30),  # ui options.tsx:592, defaultSamples.ts:48
+    ],
+)
+def test_sample_settings_are_the_architectures_not_sampleconfigs_defaults(
+    bundle: str, cfg: float, steps: int
+) -> None:
+    job, _ = job_for(make_spec(base=bundle, config={}), make_inputs(bundle))
+    sample = job.config.process[0].sample
+    assert sample is not None
+    assert (sample.guidance_scale, sample.sample_steps, sample.neg) == (cfg, steps, "")
+
+
+def test_text_encoder_offloading_alone_compiles_with_the_transformer_kept() -> None:
+    job, _ = job_for(
+        make_spec(config={"layer_offloading_text_encoder_percent": 0.5}), make_inputs()
+    )
+    model = job.config.process[0].model
+    assert model.layer_offloading is True
+    assert (
+        model.layer_offloading_transformer_percent,
+        model.layer_offloading_text_encoder_percent,
+    ) == (
+        0.0,
+        0.5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("frame_extraction", "slide"),
+        ("frame_stride", 4),
+        ("frame_sample", 3),
+        ("max_frames", 81),
+    ],
+)
+def test_musubis_clip_cutting_is_refused_saying_how_aitk_takes_a_clip(
+    key: str, value: object
+) -> None:
+    spec = make_spec(
+        base="aitk-wan2.1-t2v-14b",
+        datasets=[{"name": "clips", "resolution": [480], "frames": [33], key: value}],
+    )
+    with pytest.raises(Unsupported, match=f"{key} .* spread evenly over the whole video"):
+        job_for(spec, make_inputs("aitk-wan2.1-t2v-14b", [video_dataset("clips")]))
+
+
+def test_a_video_run_says_how_aitk_makes_each_clip() -> None:
+    spec = make_spec(
+        base="aitk-wan2.1-t2v-14b",
+        datasets=[{"name": "clips", "resolution": [480], "frames": [33]}],
+    )
+    _, warnings = job_for(spec, make_inputs("aitk-wan2.1-t2v-14b", [video_dataset("clips")]))
+    assert any("one clip of 33 frames" in w and "shrink_video_to_frames" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("control_resolution", [512]), ("no_resize_control", True)]
+)
+def test_control_sizing_keys_are_refused_aitk_sizes_controls_to_the_target(
+    key: str, value: object
+) -> None:
+    spec = make_spec(
+        base="aitk-qwen-image-edit",
+        datasets=[{"name": "photos", "resolution": [1024], key: value}],
+        training={"sample_prompts": []},
+    )
+    with pytest.raises(Unsupported, match="target image's bucket"):
+        job_for(spec, make_inputs("aitk-qwen-image-edit", [image_dataset(control=True)]))
+
+
+def test_another_trainers_bundle_names_the_same_models_aitk_bundle() -> None:
+    with pytest.raises(SpecError, match="laid out for another trainer") as caught:
+        job_for(
+            make_spec(base="wan2.1-t2v-14b"),
+            make_inputs("wan2.1-t2v-14b", architecture="wan"),
+        )
+    assert caught.value.hint == (
+        "set model.base to aitk-wan2.1-t2v-14b (the AI-Toolkit bundle of the same model)"
+    )
+
+
+def test_sdxl_never_samples_after_caching_unloaded_its_text_encoders() -> None:
+    # Seen in a real tiny SDXL run: toolkit/unloader.py:54-60 swaps text_encoder_2 for a
+    # FakeTextEncoder and pipeline_stable_diffusion_xl.py:1128 reads its .config
+    with pytest.raises(Unsupported, match="cannot sample once cache_text_embeddings") as caught:
+        job_for(make_spec(base="sdxl-base-1.0"), make_inputs("sdxl-base-1.0"))
+    assert "cache_text_embeddings: false" in (caught.value.hint or "")
+    job, _ = job_for(
+        make_spec(base="sdxl-base-1.0", training={"sample_prompts": []}),
+        make_inputs("sdxl-base-1.0"),
+    )
+    assert job.config.process[0].train.cache_text_embeddings is True  # caching alone is fine
+    job_for(make_spec(), make_inputs())  # a transformer class samples from cached embeddings

@@ -81,3 +81,60 @@ def test_its_loss_labels_name_its_own_files() -> None:
     labels = get_backend("ai-toolkit").loss_labels()
     assert "loss_log.db" in labels.raw and "raw loss" in labels.loss
     assert "TensorBoard" not in labels.raw + labels.loss
+
+
+@pytest.mark.parametrize(
+    ("network", "peft", "scale"),
+    [
+        # lora_special.py:422-433: PEFT format sets alpha = rank for every type, LoKr too
+        ({"type": "lokr", "linear": 16, "linear_alpha": 4.0}, True, 1.0),
+        ({"type": "dora", "linear": 16}, True, 1.0),
+        # a UNet keeps alpha / rank (lora_special.py:115-116, DoRA.py:65-66)
+        ({"type": "lora", "linear": 32, "linear_alpha": 16.0}, False, 0.5),
+        ({"type": "locon", "linear": 32, "linear_alpha": 8.0}, False, 0.25),
+        ({"type": "lora", "linear": 32}, False, 1 / 32),  # NetworkConfig's linear_alpha 1.0
+    ],
+)
+def test_the_scale_shown_is_the_one_ai_toolkit_applies(
+    network: dict[str, object], peft: bool, scale: float
+) -> None:
+    from kura.backends.aitoolkit.recipe import _scale
+
+    assert _scale(network, peft) == pytest.approx(scale)
+
+
+def test_a_lokr_plan_on_a_transformer_shows_scale_one(ws: Workspace) -> None:
+    _, recipe = _plan(
+        ws, "aitk-zimage-base", "backend.config.network_type=lokr", "training.network.alpha=4"
+    )
+    assert recipe["lora_scale"] == 1.0
+    (network,) = [i for i in recipe["items"] if i["item"] == "network"]
+    assert network["values"]["linear_alpha"] is None
+    assert "ignores alpha" in network["differs"]
+
+
+def test_the_plan_shows_the_sample_settings_the_job_writes(ws: Workspace) -> None:
+    _, recipe = _plan(
+        ws,
+        "aitk-qwen-image",
+        'training.sample_prompts=["myaku smiling"]',
+        "training.sample_every_n_epochs=2",
+    )
+    (sampling,) = [i for i in recipe["items"] if i["item"] == "sampling"]
+    assert sampling["values"] == {
+        "guidance_scale": 3.0,
+        "sample_steps": 25,
+        "neg": "",
+        "control_images": 0,
+    }
+    assert "guidance 3, 25 steps, no negative prompt" in sampling["runs"]
+    assert "train_lora_qwen_image_24gb.yaml:91-92" in sampling["runs"]
+
+
+def test_a_video_recipe_says_how_ai_toolkit_makes_each_clip() -> None:
+    from kura.backends.aitoolkit.recipe import _clips
+
+    (clips,) = _clips({"datasets": [{"num_frames": 33}, {"num_frames": 1}]})
+    assert clips.values == {"num_frames": [33], "shrink_video_to_frames": True}
+    assert "one clip of 33 frames" in clips.runs and "over the whole video" in clips.runs
+    assert _clips({"datasets": [{"resolution": 1024}]}) == ()  # images: nothing to say

@@ -110,3 +110,52 @@ def test_the_backend_reads_a_persons_value_as_the_plan_does(
         document["provenance"] = {"backend.config.batch_size": provenance}
     spec = RunSpec.model_validate(document)
     assert person_set(spec, "batch_size") is _person_set(spec, "batch_size") is mine
+
+
+def test_when_nothing_fits_micro_batch_1_is_offered_as_a_recipe_option_never_applied() -> None:
+    """Qwen-Image at a person's batch_size 8 on a 12 GB card: no aid fits with micro-batch
+    8 kept, so the plan does not fit and its first recipe option is micro-batch 1 with the
+    accumulation that keeps the effective batch (both keys, together)."""
+    from musubi_cases import make_spec
+
+    from kura.backends.base import DatasetMedia, PlanInputs
+    from kura.backends.musubi.backend import BACKEND
+    from kura.models.bundles import get_bundle
+    from kura.planning.gpus import GPU_CLASSES
+    from kura.spec.dataset import DatasetSpec
+
+    photos = DatasetSpec.model_validate(
+        {
+            "name": "photos",
+            "media": "/data/photos",
+            "facts": {
+                "digest": "sha256:0",
+                "inspected_at": "2026-01-01",
+                "resolution": [1024, 1024],
+                "counts": {"images": 20},
+            },
+        }
+    )
+    inputs = PlanInputs(
+        bundle=get_bundle("qwen-image"),
+        datasets={"photos": photos},
+        media={"photos": DatasetMedia(images=20)},
+    )
+    spec = make_spec(
+        {
+            "model": {"base": "qwen-image"},
+            "training": {"effective_batch": 8},
+            "backend": {
+                "config": {"batch_size": 8, "gradient_accumulation_steps": 1},
+                "reasons": {"batch_size": "eight fit my data"},
+            },
+        }
+    )
+    fit = BACKEND.fit(spec, inputs, GPU_CLASSES["rtx-3060-12g"], host_ram_gib=None)
+    assert not fit.fits
+    assert "batch_size" not in fit.settings and "gradient_accumulation_steps" not in fit.settings
+    first = fit.document["recipe_options"][0]
+    assert first["option"].startswith("micro-batch 1, accumulation 8 (your batch_size 8")
+    assert first["change"] == {"batch_size": 1, "gradient_accumulation_steps": 8}
+    assert first["fits"]
+    assert any("Your micro-batch 8 is kept" in note for note in fit.document["notes"])

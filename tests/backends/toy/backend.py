@@ -24,6 +24,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -448,6 +449,11 @@ class ToyBackend:
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from tests.backends.toy.bucketview import toy_dataset_buckets
+
+        return toy_dataset_buckets(spec, inputs)
 
 
 BACKEND = ToyBackend()

@@ -17,6 +17,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -37,7 +38,7 @@ from kura.backends.base import (
     TrainerRecipe,
     TrainerSetup,
 )
-from kura.errors import CheckFailed, InvalidInput
+from kura.errors import InvalidInput
 
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvLocation
@@ -137,8 +138,18 @@ class AitkBackend:
         return KNOB_KEYS
 
     def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
-        """AI-Toolkit's settings are checked at compile, by the job file's schema."""
-        return None
+        """Every compile rule that needs only run.yaml and the bundle (:func:`.compile.
+        check_run`, the one compile applies first): ``kura run new`` refuses what compile
+        would refuse, a bundle laid out for another trainer named with the right one. A
+        refusal is a SpecError, as ``run new`` expects of a value run.yaml must change (it
+        then drops prompts it drafted itself rather than fail)."""
+        from kura.backends.aitoolkit.compile import check_run
+        from kura.errors import SpecError, Unsupported
+
+        try:
+            check_run(spec, inputs.bundle.id, inputs.bundle.architecture)
+        except Unsupported as refusal:
+            raise SpecError(refusal.message, hint=refusal.hint) from None
 
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         """The image's AI-Toolkit folder, or the checkout the environment was installed for
@@ -207,14 +218,11 @@ class AitkBackend:
 
     def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
         """AI-Toolkit resumes by itself from the newest checkpoint of the run's name: no
-        argument, but there must be a checkpoint to resume from."""
-        from kura.backends.aitoolkit.follow import lora_checkpoints
+        argument, but there must be a whole save to resume from (both experts' files of
+        a Wan 2.2 A14B save, :func:`.follow.resume_save`)."""
+        from kura.backends.aitoolkit.follow import resume_save
 
-        if not lora_checkpoints(run_dir / "output", run_dir.name):
-            raise CheckFailed(
-                f"run {run_dir.name} has no AI-Toolkit checkpoint to resume from",
-                hint="checkpoints are saved every save_every steps; relaunch to start over",
-            )
+        resume_save(run_dir / "output", run_dir.name)
         return ()
 
     def diagnose(
@@ -341,6 +349,11 @@ class AitkBackend:
         from kura.backends.aitoolkit.follow import outputs
 
         return outputs(run_dir)
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from kura.backends.aitoolkit.buckets import aitk_dataset_buckets
+
+        return aitk_dataset_buckets(spec, inputs)
 
 
 def _installed(location: EnvLocation) -> bool:

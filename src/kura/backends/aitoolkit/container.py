@@ -44,7 +44,11 @@ def image_recipe() -> ImageRecipe:
 
 
 def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
-    """Image, GPU count, mounts (datasets and models read-only, the run writable)."""
+    """Image, GPU count, mounts (datasets, models and the sample prompts' control images
+    read-only, the run writable)."""
+    from kura.backends.aitoolkit.archs import model_for
+    from kura.backends.aitoolkit.samples import sample_prompts
+
     mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (job file)")]
     for sub in ("output", "data", "logs"):
         mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
@@ -54,6 +58,9 @@ def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
             mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
     for role, path in sorted(inputs.model_paths.items()):
         mounts.append(Mount(path, True, f"model {role}"))
+    model = model_for(inputs.bundle or "")
+    if model is not None:
+        mounts += sample_prompts(spec, model).mounts
     unique: list[Mount] = []
     for mount in mounts:
         if all(mount.target != kept.target for kept in unique):

@@ -98,6 +98,12 @@ def environment_report(inputs: PlanInputs) -> dict[str, object]:
     return {"title": "AI-Toolkit environment", "lines": lines}
 
 
+def _buckets_section(spec: RunSpec, inputs: PlanInputs) -> dict[str, object]:
+    from kura.backends.aitoolkit.buckets import buckets_report
+
+    return buckets_report(spec, inputs.compile)
+
+
 def _detail(
     spec: RunSpec, model: AitkModel, gpu: GpuClass | None, inputs: PlanInputs
 ) -> dict[str, object]:
@@ -113,7 +119,7 @@ def _detail(
         "total_hours": None,
         "config": {"total_steps": spec.training.max_steps},
         "network": network_document(spec, model),
-        "trainer_report": [environment_report(inputs)],
+        "trainer_report": [environment_report(inputs), _buckets_section(spec, inputs)],
     }
 
 

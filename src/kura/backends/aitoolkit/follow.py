@@ -10,7 +10,14 @@
   ``BaseSDTrainProcess.py``); steps are 0-based indices, so a 4-step run logs 1, 2, 3 while
   its bar ends at 4/4. Opened read-only.
 - LoRA files ``output/<name>_<step:09d>.safetensors`` and ``output/<name>.safetensors``;
-  samples ``output/samples/<ms>__<step:09d>_<i>.<ext>`` (double underscore).
+  Wan 2.2 A14B writes each save as two files, ``…_high_noise.safetensors`` and
+  ``…_low_noise.safetensors`` (``extensions_built_in/diffusion_models/wan22/
+  wan22_14b_model.py:480-493``; read by :func:`kura.export.runfiles.saved_loras`).
+  Samples ``output/samples/<ms>__<step:09d>_<i>.<ext>`` (double underscore).
+- Resuming, AI-Toolkit loads the newest ``<name>*.safetensors`` by creation time
+  (``jobs/process/BaseSDTrainProcess.py:823-854``) and, for Wan 2.2 A14B, both experts'
+  files of that save, each only if it exists (``wan22_14b_model.py:495-531``): a save
+  missing one expert would restart that expert from nothing, so Kura refuses it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from pathlib import Path
 
 from kura.backends.aitoolkit.losses import LOSS_DB, LOSS_KEY, open_loss_log
 from kura.backends.base import OutputLayout, StepProgress
+from kura.errors import CheckFailed
 from kura.execution.logs import read_log_tail
+from kura.export.runfiles import LoraFile, saved_loras
 
 __all__ = [
     "LOSS_KEY",
@@ -30,6 +39,7 @@ __all__ = [
     "lora_checkpoints",
     "outputs",
     "read_loss_log",
+    "resume_save",
     "tail_progress",
 ]
 
@@ -39,7 +49,6 @@ _BAR = re.compile(
 )
 _LOSS = re.compile(r"\bloss: (?P<loss>[-+\d.eE]+|nan)")
 _RESUME = re.compile(r"#### IMPORTANT RESUMING FROM (?P<path>\S+) ####")
-_STEP_FILE = re.compile(r"_(\d{9})\.safetensors$")
 SAMPLE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".wav", ".mp3")
 
 
@@ -65,7 +74,7 @@ def tail_progress(log_path: Path) -> StepProgress:
     hits = list(_BAR.finditer(text))
     run_dir = log_path.parent.parent
     losses = read_loss_log(run_dir / "output" / LOSS_DB, limit=200)
-    checkpoint = _newest_checkpoint(run_dir / "output")
+    checkpoint = _newest_checkpoint(run_dir / "output", run_dir.name)
     if not hits:
         if losses:
             return StepProgress(
@@ -124,32 +133,63 @@ def read_loss_log(path: Path, *, limit: int | None = None) -> list[LossRow]:
     ]
 
 
+def aitk_loras(output: Path, name: str) -> list[LoraFile]:
+    """AI-Toolkit's LoRA files of ``name`` in ``output``: steps in order (the experts of one
+    save high-noise first), then the final save."""
+    return [f for f in saved_loras(output, name) if f.naming == "ai-toolkit" or f.kind == "final"]
+
+
 def lora_checkpoints(output: Path, name: str) -> list[tuple[int | None, Path]]:
-    """``(step, path)`` of ``<name>_<step>.safetensors`` in step order, then the final
-    ``<name>.safetensors`` (step None)."""
-    found: list[tuple[int | None, Path]] = []
-    if not output.is_dir():
-        return found
-    for path in output.glob(f"{name}*.safetensors"):
-        rest = path.name[len(name) :]
-        match = _STEP_FILE.fullmatch(rest)
-        if match:
-            found.append((int(match.group(1)), path))
-        elif rest == ".safetensors":
-            found.append((None, path))
-    return sorted(found, key=lambda item: (item[0] is None, item[0] or 0))
+    """``(step, path)`` of every saved file in step order, then the final save (step
+    None); a Wan 2.2 A14B save gives two entries, one per expert."""
+    return [(f.number, f.path) for f in aitk_loras(output, name)]
 
 
-def _newest_checkpoint(output: Path) -> str | None:
-    files = (
-        sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
-        if output.is_dir()
-        else []
-    )
-    return files[-1].name if files else None
+def resume_save(output: Path, name: str) -> tuple[LoraFile, ...]:
+    """The save AI-Toolkit will resume from (the newest: the final one, else the last
+    step's), every expert's file of it; refused when there is none, or when it lacks an
+    expert that earlier saves hold."""
+    files = aitk_loras(output, name)
+    if not files:
+        raise CheckFailed(
+            f"run {name} has no AI-Toolkit checkpoint to resume from",
+            hint="checkpoints are saved every save_every steps; relaunch to start over",
+        )
+    saves: dict[tuple[bool, int], list[LoraFile]] = {}
+    for found in files:
+        saves.setdefault((found.kind == "final", found.number or 0), []).append(found)
+    newest = saves[max(saves)]
+    experts = {f.expert for f in files if f.expert is not None}
+    lacking = sorted(experts - {f.expert for f in newest})
+    if lacking:
+        earlier = [key for key, group in saves.items() if experts <= {f.expert for f in group}]
+        label = newest[0].label().split(" (")[0]
+        raise CheckFailed(
+            f"run {name}'s newest save ({label}) holds no {' or '.join(lacking)} LoRA: "
+            "AI-Toolkit would resume with that expert started over",
+            hint=(
+                f"move {', '.join(f.path.name for f in newest)} out of {output} to resume "
+                f"from step {max(earlier)[1]}"
+                if earlier
+                else "relaunch to start over"
+            ),
+            path=output,
+        )
+    return tuple(newest)
+
+
+def _newest_checkpoint(output: Path, name: str) -> str | None:
+    """The newest save's file names (both experts' of a Wan 2.2 A14B save, joined by
+    `` + ``)."""
+    files = aitk_loras(output, name)
+    if not files:
+        return None
+    newest = max((f.kind == "final", f.number or 0) for f in files)
+    return " + ".join(f.path.name for f in files if (f.kind == "final", f.number or 0) == newest)
 
 
 def outputs(run_dir: Path) -> OutputLayout:
+    """Every saved LoRA file (both experts' of a Wan 2.2 A14B save) and the samples."""
     output = run_dir / "output"
     loras = tuple(path for _, path in lora_checkpoints(output, run_dir.name))
     samples_dir = output / "samples"

@@ -37,7 +37,13 @@ QTYPES = (
 class Knobs(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    network_type: Literal["lora", "lokr", "dora", "locon"] = "lora"
+    network_type: Literal["lora", "lokr", "dora", "locon"] = Field(
+        "lora",
+        description="NetworkConfig.type: lora, lokr or dora on every model; locon on SDXL "
+        "only (AI-Toolkit's LoCon wraps UNet block classes only, "
+        "toolkit/lycoris_special.py:117-122, and builds no module on a DiT: compile "
+        "refuses it there).",
+    )
     batch_size: int = Field(1, ge=1, description="The micro-batch (× accumulation = effective).")
     cache_text_embeddings: bool = False
     unload_text_encoder: bool = False

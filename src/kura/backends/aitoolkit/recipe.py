@@ -63,19 +63,29 @@ def aitk_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> Traine
         _precision(spec, train, save),
         _memory(train, model),
         _timesteps(spec, train),
+        *_sampling(process, aitk_model.samples.source if aitk_model is not None else None),
+        *_clips(process),
     )
     return TrainerRecipe("ai-toolkit", (JOB,), items, lora_scale=scale, total_steps=steps)
 
 
 def _scale(network: Mapping[str, Any], peft: bool) -> float | None:
-    """What AI-Toolkit multiplies the LoRA update by: 1.0 in PEFT format (it sets alpha =
-    rank, ``toolkit/lora_special.py``), alpha / rank otherwise (LoKr keeps its alpha)."""
+    """What AI-Toolkit multiplies the LoRA update by.
+
+    PEFT format (every transformer model class): alpha = rank for LoRA, DoRA and LoKr alike
+    (``toolkit/lora_special.py:422-433``; ``old_lokr_format`` is off unless the job sets it,
+    ``:415-420``, ``toolkit/config_modules.py:214``), so 1.0; the file it saves carries no
+    alpha, or LoKr's alpha = rank (``toolkit/network_mixins.py:607-616``). A UNet (SDXL):
+    alpha / rank, as ``LoRAModule`` (``lora_special.py:115-116``), ``DoRAModule``
+    (``toolkit/models/DoRA.py:65-66``) and LoCon (``toolkit/lycoris_special.py:97-99``) set
+    it, ``linear_alpha`` defaulting to 1.0 (``config_modules.py``, NetworkConfig); a LoKr
+    layer whose factors are both full uses 1.0 (``toolkit/models/lokr.py:212-214``)."""
     rank = network.get("linear")
     if not rank:
         return None
-    if peft and network.get("type", "lora") != "lokr":
+    if peft:
         return 1.0
-    alpha = network.get("linear_alpha", network.get("alpha", 1.0))
+    alpha = network.get("linear_alpha", 1.0)
     return float(alpha) / float(rank)
 
 
@@ -241,8 +251,9 @@ def _memory(train: Mapping[str, Any], model: Mapping[str, Any]) -> RecipeItem:
         found.append("low_vram")
     if model.get("layer_offloading"):
         found.append(
-            f"layer offloading ({model.get('layer_offloading_transformer_percent', 1.0)} of "
-            "the transformer)"
+            f"layer offloading ({model.get('layer_offloading_transformer_percent', 1.0):g} of "
+            f"the transformer, {model.get('layer_offloading_text_encoder_percent', 1.0):g} of "
+            "the text encoder)"
         )
     if train.get("cache_text_embeddings"):
         found.append("text embeddings cached (the encoder freed)")
@@ -271,4 +282,54 @@ def _timesteps(spec: RunSpec, train: Mapping[str, Any]) -> RecipeItem:
         {"timestep_type": written},
         None if asked is None else f"timestep_sampling {asked}",
         differs,
+    )
+
+
+def _sampling(process: Mapping[str, Any], source: str | None) -> tuple[RecipeItem, ...]:
+    """The sampler settings the job writes (never ``SampleConfig``'s SD 1.5 defaults)."""
+    sample = _section(process, "sample")
+    if not sample:
+        return ()
+    items = [i for i in sample.get("samples") or [] if isinstance(i, dict)]
+    controls = sum(1 for i in items if i.get("ctrl_img"))
+    runs = (
+        f"{len(items)} prompt{'s' if len(items) != 1 else ''} every {sample.get('sample_every')} "
+        f"steps at {sample.get('width')}×{sample.get('height')}: guidance "
+        f"{float(sample.get('guidance_scale', 7)):g}, {sample.get('sample_steps', 20)} steps, "
+        + ("negative prompt " + repr(sample["neg"]) if sample.get("neg") else "no negative prompt")
+    )
+    if controls:
+        runs += f", {controls} with a control image"
+    where = f"{JOB} process[0].sample: guidance_scale, sample_steps, neg, samples[].ctrl_img"
+    return (
+        RecipeItem(
+            "sampling",
+            runs + (f" (as {source})" if source else ""),
+            where,
+            {
+                "guidance_scale": sample.get("guidance_scale"),
+                "sample_steps": sample.get("sample_steps"),
+                "neg": sample.get("neg"),
+                "control_images": controls,
+            },
+        ),
+    )
+
+
+def _clips(process: Mapping[str, Any]) -> tuple[RecipeItem, ...]:
+    """How AI-Toolkit turns each video into a clip of the dataset's frame count."""
+    from kura.backends.aitoolkit.compile import CLIP_SAMPLING
+
+    datasets = [d for d in process.get("datasets") or [] if isinstance(d, dict)]
+    videos = [d for d in datasets if int(d.get("num_frames", 1)) > 1]
+    if not videos:
+        return ()
+    frames = sorted({int(d["num_frames"]) for d in videos})
+    return (
+        RecipeItem(
+            "clips",
+            CLIP_SAMPLING.format(frames=" or ".join(map(str, frames))),
+            f"{JOB} process[0].datasets[].num_frames (shrink_video_to_frames unset: on)",
+            {"num_frames": frames, "shrink_video_to_frames": True},
+        ),
     )

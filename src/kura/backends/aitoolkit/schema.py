@@ -113,15 +113,16 @@ class ModelSection(_Strict):
     qtype_te: str | None = None
     low_vram: bool
     layer_offloading: bool | None = None
-    layer_offloading_transformer_percent: float | None = Field(None, gt=0, le=1)
+    layer_offloading_transformer_percent: float | None = Field(None, ge=0, le=1)
     layer_offloading_text_encoder_percent: float | None = Field(None, ge=0, le=1)
     model_kwargs: dict[str, Any] | None = None
 
 
 class SampleItem(_Strict):
-    """``SampleItem``."""
+    """``SampleItem``: ``ctrl_img`` is the control image the model class opens."""
 
     prompt: str
+    ctrl_img: str | None = None
 
 
 class SampleSection(_Strict):
@@ -132,6 +133,12 @@ class SampleSection(_Strict):
     height: int = Field(ge=64)
     seed: int
     walk_seed: bool
+    guidance_scale: float = Field(ge=0)
+    sample_steps: int = Field(ge=1)
+    neg: str = Field(
+        description="The negative prompt; SampleConfig's default False becomes the text "
+        "'False' in the prompt (config_modules.py:86)."
+    )
     samples: list[SampleItem]
     num_frames: int | None = Field(None, ge=1)
 
@@ -152,6 +159,12 @@ class ProcessSection(_Strict):
     name: str = Field(description="Sets the save folder (save_root = training_folder/name).")
     training_folder: str
     training_seed: int
+    trigger_word: str | None = Field(
+        None,
+        description="Written only with unload_text_encoder: the one prompt AI-Toolkit "
+        "encodes and trains on (SDTrainer.py:359, :1680-1684); it is also each dataset's "
+        "trigger (BaseSDTrainProcess.py:168-169).",
+    )
     network: NetworkSection
     save: SaveSection
     datasets: list[DatasetSection] = Field(min_length=1)

@@ -38,6 +38,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -684,6 +685,11 @@ class KohakuMossBackend:
         loras = sorted((out / "export").glob("*.safetensors")) if (out / "export").is_dir() else []
         samples = sorted((out / "samples").glob("step_*/*.png"))
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from kura.backends.kohakumoss.bucketview import moss_dataset_buckets
+
+        return moss_dataset_buckets(spec, inputs)
 
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
         """``kohakumoss-doctor --json`` in the environment, plus Kura's checks."""

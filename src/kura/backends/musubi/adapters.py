@@ -452,12 +452,6 @@ ADAPTERS: dict[str, Adapter] = {
             timestep_sampling=Default("shift", "docs/framepack.md training example"),
             discrete_flow_shift=Default(3.0, "docs/framepack.md training example"),
             frame_extraction=Default("full", "docs/framepack.md dataset recommendation"),
-            max_frames=Default(
-                129,
-                "Musubi's own default (dataset/config_utils.py:71); docs/framepack.md: 'set "
-                "max_frames to a sufficiently large value' (latent caching encodes the clip "
-                "whole)",
-            ),
         ),
         notes=(
             "One-frame training (`--one_frame`, `fp_1f_*` dataset keys) is not supported by "

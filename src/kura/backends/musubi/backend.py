@@ -16,6 +16,7 @@ from kura.backends.base import (
     CompiledRun,
     CompileInputs,
     Contingency,
+    DatasetBuckets,
     Diagnosis,
     DoctorReport,
     DraftedConfig,
@@ -65,10 +66,6 @@ _AID_OF_KEY = {
 """Which ladder aid sets each backend.config key (for the key's reason)."""
 
 
-VIDEO_DATASET_DEFAULTS = ("max_frames",)
-"""Adapter defaults that are dataset-entry keys: drafted into each video dataset entry."""
-
-
 class MusubiBackend:
     name = "musubi-tuner"
     samples_during_training = True
@@ -113,12 +110,7 @@ class MusubiBackend:
             reasons[name] = f"adapter default ({default.source})"
         _match_weight_dtype(adapter, bundle, explicit, config, reasons)
         _split_effective_batch(explicit, config, reasons)
-        video = {
-            key: (default.value, f"adapter default ({default.source})")
-            for key, default in adapter.defaults.items()
-            if key in VIDEO_DATASET_DEFAULTS
-        }
-        return DraftedConfig(config, reasons, video)
+        return DraftedConfig(config, reasons)
 
     def knowledge(self, architecture: str) -> TrainerKnowledge:
         from kura.backends.musubi.knowledge import musubi_knowledge
@@ -343,6 +335,11 @@ class MusubiBackend:
         loras = sorted(output.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
         samples = sorted((output / "sample").glob("*.png")) if (output / "sample").is_dir() else []
         return OutputLayout(tuple(loras), tuple(samples))
+
+    def dataset_buckets(self, spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:
+        from kura.backends.musubi.bucketview import musubi_dataset_buckets
+
+        return musubi_dataset_buckets(spec, inputs)
 
     def doctor(self, workspace: Workspace | None) -> DoctorReport:
         """GPUs, Docker and its GPU runtime, the Musubi image's release (and the host

@@ -471,6 +471,23 @@ def _fit(peak: float, usable: float | None) -> tuple[float, bool | None]:
     return upper, None if usable is None else upper <= usable
 
 
+def _largest_vae_call(buckets: tuple[Bucket, ...], micro_batch: int) -> tuple[Bucket, int]:
+    """The bucket whose VAE call is largest, and how many of its items that call encodes.
+
+    Latent caching batches the items of one bucket and frame count (``batch_key``,
+    ``dataset/image_video_dataset.py:776-806``) up to the dataset's ``batch_size``, Kura's
+    micro-batch, and encodes each batch in one VAE call (``cache_latents.py:312-314``;
+    FramePack stacks the batch and encodes the whole section-aligned clip,
+    ``fpack_cache_latents.py:46-85``)."""
+    per_call = max(1, micro_batch)
+
+    def items(bucket: Bucket) -> int:
+        return max(1, min(bucket.count, per_call))
+
+    largest = max(buckets, key=lambda b: b.width * b.height * b.frames * items(b))
+    return largest, items(largest)
+
+
 def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) -> list[StepCost]:
     encoder = ENCODERS.get(base_model(found.model))
     config = found.config
@@ -480,14 +497,18 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
     fp8 = te_fp8 or setup.te_fp8
     te_peak = text_encoder_gib(encoder, fp8)
     te_upper, te_fits = _fit(te_peak, usable)
-    # The largest item latent caching encodes in one VAE call (a FramePack clip is encoded
-    # whole, not by the sections it trains as).
     encoded = setup.cache_items or config.buckets
-    largest = max(encoded, key=lambda b: b.width * b.height * b.frames)
+    largest, together = _largest_vae_call(encoded, config.micro_batch)
     chunk = vae or setup.vae_chunked
     tiled = vae or setup.vae_tiled
     vae_peak = latent_cache_gib(
-        encoder, largest.width, largest.height, largest.frames, chunk=chunk, tiling=tiled
+        encoder,
+        largest.width,
+        largest.height,
+        largest.frames,
+        chunk=chunk,
+        tiling=tiled,
+        items=together,
     )
     vae_upper, vae_fits = _fit(vae_peak, usable)
     te_notes: tuple[str, ...] = (
@@ -497,6 +518,7 @@ def _cache_costs(found: Estimate, setup: StepSetup, *, te_fp8: bool, vae: bool) 
         te_notes += (f"no fp8 for it: {encoder.fp8_refused}",)
     vae_notes: tuple[str, ...] = (
         f"largest item {largest.width}x{largest.height}x{largest.frames}"
+        + (f", {together} per VAE call (batch_size)" if together > 1 else "")
         + (", chunked" if chunk and setup.vae_aids else "")
         + (", tiled" if tiled and setup.vae_aids else ""),
     )

@@ -120,13 +120,21 @@ def text_encoder_gib(encoder: Encoder, fp8: bool) -> float:
 
 
 def latent_cache_gib(
-    encoder: Encoder, width: int, height: int, frames: int, *, chunk: bool, tiling: bool
+    encoder: Encoder,
+    width: int,
+    height: int,
+    frames: int,
+    *,
+    chunk: bool,
+    tiling: bool,
+    items: int = 1,
 ) -> float:
-    """Peak GiB of latent caching one item of ``width x height x frames``."""
+    """Peak GiB of latent caching ``items`` items of ``width x height x frames`` in one
+    VAE call (a batch of one bucket: every tile and chunk holds the whole batch)."""
     kind = "video" if frames > 1 else "image"
     pixels = VAE_TILE_PIXELS if tiling else width * height
     depth = min(frames, VAE_CHUNK_FRAMES) if chunk else frames
-    working = VAE_GIB_PER_MPIX[kind] * pixels * depth / 1e6
+    working = VAE_GIB_PER_MPIX[kind] * pixels * depth * items / 1e6
     return encoder.vae_params_b * 1e9 * 2 / GIB + working + 0.5
 
 
