@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache dir for every test, and a CLI runner."""
+"""Shared fixtures: an isolated cache dir and a pinned id clock for every test, and a CLI
+runner."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,16 @@ def _isolated_cache(
     monkeypatch.setenv("KURA_CACHE_DIR", str(tmp_path_factory.mktemp("kura-cache")))
     monkeypatch.delenv("KURA_WORKSPACE", raising=False)
     monkeypatch.delenv("KURA_DEBUG", raising=False)
+
+
+PINNED_NOW = datetime(2026, 12, 1, 12, 0)
+
+
+@pytest.fixture(autouse=True)
+def _pinned_id_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run and sweep ids carry the minute: pin the clock they read, so no test depends on
+    when it runs (two walks straddling a minute once made the demo test flaky)."""
+    monkeypatch.setattr("kura.workspace.local_now", lambda: PINNED_NOW)
 
 
 @dataclass

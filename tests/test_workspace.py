@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from kura import workspace as workspace_module
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
 from kura.initialize import init_workspace
-from kura.workspace import check_name, find_workspace, new_run_id
+from kura.workspace import check_name, find_workspace, id_stamp, new_run_id
+from tests.conftest import PINNED_NOW
 
 
 def test_init_creates_layout_and_config(tmp_path: Path) -> None:
@@ -75,3 +77,12 @@ def test_run_ids_sort_by_time_and_never_collide(tmp_path: Path) -> None:
     second = new_run_id(tmp_path, now)
     assert second == "20261130-1042-2"
     assert new_run_id(tmp_path, datetime(2026, 11, 30, 10, 43)) > second
+
+
+def test_ids_read_one_clock_that_the_suite_pins(tmp_path: Path) -> None:
+    """No test depends on the wall clock: every id without an explicit ``now`` reads
+    ``local_now``, which tests/conftest.py pins, so two walks never straddle a minute."""
+    assert workspace_module.local_now() == PINNED_NOW
+    assert new_run_id(tmp_path) == PINNED_NOW.strftime("%Y%m%d-%H%M") == id_stamp()
+    later = PINNED_NOW.replace(minute=1)
+    assert new_run_id(tmp_path, later) == "20261201-1201"

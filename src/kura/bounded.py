@@ -32,6 +32,7 @@ __all__ = [
     "load_json",
     "parse_json",
     "read_limited",
+    "read_text",
     "too_deep",
     "too_large",
     "too_long_integer",
@@ -114,6 +115,12 @@ def decode_utf8(data: bytes, source: Path | str) -> str:
         raise InvalidInput(
             f"{source} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8", path=source
         ) from None
+
+
+def read_text(path: Path, *, what: str = "text file", limit: int = MAX_CONFIG_BYTES) -> str:
+    """A regular file of UTF-8 text within ``limit`` (a Markdown file a person may edit:
+    notes.md, plan.md); bytes that are not UTF-8 are InvalidInput naming the file."""
+    return decode_utf8(read_limited(path, limit=limit, what=what), path)
 
 
 def too_deep(source: Path | str, depth: int | None = None) -> InvalidInput:

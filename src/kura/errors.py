@@ -12,15 +12,19 @@ shows a traceback unless ``KURA_DEBUG=1``.
     ├── InvalidInput             exit 5   a file or value Kura was given is malformed
     │   └── SpecError                     run.yaml / dataset.yaml does not match its schema
     ├── NotFound                 exit 6   a named dataset, run, model or file does not exist
-    └── Unsupported              exit 7   a valid request Kura cannot carry out (yet)
+    ├── Unsupported              exit 7   a valid request Kura cannot carry out (yet)
+    └── FileSystemError          exit 8   the disk refused: full, read-only, permission denied
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 __all__ = [
     "CheckFailed",
+    "FileSystemError",
     "InvalidInput",
     "KuraError",
     "LockBusy",
@@ -29,6 +33,7 @@ __all__ = [
     "Unsupported",
     "UsageError",
     "WorkspaceNotFound",
+    "file_system_error",
 ]
 
 
@@ -90,3 +95,48 @@ class NotFound(KuraError):
 
 class Unsupported(KuraError):
     exit_code = 7
+
+
+class FileSystemError(KuraError):
+    """An operating-system error of a file operation, with its path, cause and fix."""
+
+    exit_code = 8
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+_READ_ONLY = (errno.EROFS,)
+_DENIED = (errno.EACCES, errno.EPERM)
+
+
+def file_system_error(exc: OSError, path: Path | str | None = None) -> FileSystemError:
+    """``exc`` as an error that names the path, the cause (no space, read-only, permission
+    denied, or the system's own words) and the fix. Nothing already written is changed by
+    a refused write: Kura writes a temporary file and renames it."""
+    where = path if path is not None else (exc.filename or "a file")
+    where = os.fsdecode(where) if isinstance(where, bytes) else str(where)
+    if exc.errno in _NO_SPACE:
+        return FileSystemError(
+            f"no space left on the disk that holds {where}",
+            hint="free space on that disk (or set a quota), then run the command again; "
+            "the files already there are unchanged",
+            path=where,
+        )
+    if exc.errno in _READ_ONLY:
+        return FileSystemError(
+            f"{where} is on a read-only file system",
+            hint="remount it read-write, or copy the workspace to a writable disk; commands "
+            "that only read (validate, inspect, status, list, plan where nothing changed) "
+            "work on a read-only workspace",
+            path=where,
+        )
+    if exc.errno in _DENIED:
+        return FileSystemError(
+            f"permission denied on {where}",
+            hint="make it writable for this user (chmod/chown), or run Kura as its owner",
+            path=where,
+        )
+    return FileSystemError(
+        f"the file system refused an operation on {where}: {exc.strerror or exc}",
+        hint="check the disk and the path, then run the command again",
+        path=where,
+    )

@@ -3,10 +3,18 @@
 An ``flock`` on ``.kura/lock`` is released by the kernel when its holder dies, so a crashed
 Kura never leaves a stale lock. The file also records who holds it (pid, command) so the
 error a waiting process gives can name the holder.
+
+A workspace this process cannot write (a read-only file system, or a lock file it may not
+open for writing) is read without the lock: no writer can change it through this process,
+Kura's writes are atomic renames (a reader never sees half a file), and any write the block
+then attempts fails as a :class:`~kura.errors.FileSystemError` naming its path. So the
+commands that only read (validate, inspect, plan where nothing changed) work there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -17,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kura.constants import lock_timeout_seconds
-from kura.errors import LockBusy
+from kura.errors import LockBusy, file_system_error
 
 __all__ = ["hold_lock"]
 
@@ -32,8 +40,10 @@ def hold_lock(lock_path: Path, *, timeout: float | None = None) -> Iterator[None
     :class:`LockBusy` naming the holder.
     """
     wait = lock_timeout_seconds() if timeout is None else timeout
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock_file(lock_path)
+    if fd is None:
+        yield  # a read-only workspace: nothing can be written through this process
+        return
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -48,16 +58,46 @@ def hold_lock(lock_path: Path, *, timeout: float | None = None) -> Iterator[None
                         path=lock_path,
                     ) from None
                 time.sleep(_POLL_SECONDS)
-        record = json.dumps({"pid": os.getpid(), "cmd": " ".join(sys.argv[:3])}).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record, 0)
+        _record_holder(fd)
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _record_holder(fd: int) -> None:
+    """Name this process in the lock file for a waiting process's error. The flock is the
+    lock; the record only names it, so a full disk that refuses the record leaves the
+    holder unnamed ("holder unknown") and the command goes on."""
+    record = json.dumps({"pid": os.getpid(), "cmd": " ".join(sys.argv[:3])}).encode()
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, record, 0)
+
+
+def _open_lock_file(lock_path: Path) -> int | None:
+    """The lock file open for writing; None where the workspace cannot be written (a
+    read-only file system, or a folder this user may not write: then no write of this
+    process can race another's)."""
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if _cannot_write(exc, lock_path.parent):
+            return None
+        raise file_system_error(exc, lock_path) from exc
+
+
+def _cannot_write(exc: OSError, folder: Path) -> bool:
+    if exc.errno == errno.EROFS:
+        return True
+    if exc.errno in (errno.EACCES, errno.EPERM) and folder.is_dir():
+        return not os.access(folder, os.W_OK)
+    return False
 
 
 def _holder(lock_path: Path) -> str:

@@ -38,6 +38,8 @@ __all__ = [
     "check_name",
     "create_layout",
     "find_workspace",
+    "id_stamp",
+    "local_now",
     "new_run_id",
 ]
 
@@ -234,9 +236,21 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
+def local_now() -> datetime:
+    """The local wall clock that stamps run and sweep ids. The one place ids read the time,
+    so a caller injects ``now`` and the test suite pins this (an id never depends on when
+    a test happens to run)."""
+    return datetime.now()
+
+
+def id_stamp(now: datetime | None = None) -> str:
+    """``YYYYMMDD-HHMM`` of ``now``, else of :func:`local_now`: the time part of an id."""
+    return (now or local_now()).strftime("%Y%m%d-%H%M")
+
+
 def new_run_id(runs_dir: Path, now: datetime | None = None) -> str:
     """A run id that sorts by time: ``YYYYMMDD-HHMM``, plus ``-2``, ``-3`` … when taken."""
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M")
+    stamp = id_stamp(now)
     candidate, n = stamp, 1
     while (runs_dir / candidate).exists():
         n += 1

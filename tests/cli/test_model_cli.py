@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,18 @@ def test_verify_of_a_truncated_file_is_invalid_not_ok(
     assert entry["status"] == "invalid"
     assert "the tensors need" in entry["problems"][0]
     assert doc["ok"] is False
+
+
+def test_check_of_a_fifo_answers_at_once(tmp_path: Path) -> None:
+    """`kura model check` on a FIFO once hung on the open: now a refusal, in a second."""
+    fifo = tmp_path / "dit.safetensors"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "kura", "--json", "model", "check", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    document = json.loads(done.stdout)
+    assert done.returncode == 5, done.stderr
+    assert "is not a regular file" in document["files"][0]["error"]["message"]

@@ -96,3 +96,50 @@ def test_non_finite_floats_are_null_in_json_output() -> None:
         "rows": [None, None, 1.5],
         "t": [1.0],
     }
+
+
+CONTROL_NAMES = ["\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "\x9b31m", "bell\x07\x7f"]
+"""An OSC title sequence, clear-screen, an 8-bit CSI and BEL/DEL: each would act on a
+terminal if printed raw."""
+
+
+def _raw_control(text: str) -> list[str]:
+    return [c for c in text if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0]
+
+
+def test_control_characters_in_file_names_are_shown_escaped_by_several_commands(
+    kura, workspace: Path, tmp_path: Path
+) -> None:
+    """Every human rendering (a result, a table, an error, a note) goes through the console
+    that escapes control characters: `dataset inspect` listing broken files, `model check`
+    naming a missing one, and `knowledge regret` echoing its text."""
+    source = tmp_path / "photos"
+    source.mkdir()
+    Image.new("RGB", (64, 64)).save(source / "ok.png")
+    for name in CONTROL_NAMES:
+        (source / f"{name}.png").write_bytes(b"\x89PNG not really")
+    inspected = kura("-w", workspace, "dataset", "inspect", str(source))
+    assert inspected.exit_code == 0, inspected.stderr
+    printed = inspected.stdout.replace("\n", "")
+    assert _raw_control(inspected.stdout + inspected.stderr) == []
+    assert "\\x1b]0;pwned\\x07" in printed and "\\x9b31m.png" in printed
+
+    missing = kura("model", "check", str(tmp_path / "\x1b[2Jdit.safetensors"))
+    assert missing.exit_code != 0
+    assert _raw_control(missing.stdout + missing.stderr) == []
+    assert "\\x1b[2Jdit.safetensors" in (missing.stdout + missing.stderr).replace("\n", "")
+
+    assert kura("-w", workspace, "dataset", "add", "myaku", source).exit_code in (0, 1)
+    new = kura(
+        "-w", workspace, "--json", "run", "new", "--dataset", "myaku", "--base", "zimage-base"
+    )
+    regret = kura("-w", workspace, "knowledge", "regret", new.json()["id"], "fp8 \x1b[2J -> broke")
+    assert regret.exit_code == 0, regret.stderr
+    assert _raw_control(regret.stdout + regret.stderr) == []
+    assert "regret recorded: fp8 \\x1b[2J" in regret.stdout
+
+
+def test_a_note_under_json_is_escaped_too() -> None:
+    stderr = io.StringIO()
+    Output(json_mode=True, stdout=io.StringIO(), stderr=stderr).note("copied \x1b]0;t\x07.png")
+    assert stderr.getvalue() == "copied \\x1b]0;t\\x07.png\n"

@@ -8,7 +8,6 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -368,15 +367,9 @@ def test_a_card_is_escaped_for_people() -> None:
 
 def test_demo_is_its_document(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The walk as quick start 1 runs it (no KohakuMoss environment), twice in one folder:
-    once by the CLI, once by the library, the commands' own output thrown away. The clock
-    is pinned: run ids carry the minute, and the two walks may straddle one."""
-
-    class PinnedClock(datetime):
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> PinnedClock:
-            return cls(2026, 12, 1, 12, 0)
-
-    monkeypatch.setattr("kura.workspace.datetime", PinnedClock)
+    once by the CLI, once by the library, the commands' own output thrown away. Run ids
+    carry the minute; the suite's pinned id clock (tests/conftest.py) keeps the two walks
+    from straddling one."""
     for variable in ("KURA_KOHAKUMOSS_ENV", "KURA_MUSUBI_ENV", "KURA_AITK_ENV"):
         monkeypatch.setenv(variable, str(tmp_path / f"no-env-{variable}"))
     document = _cli("demo", tmp_path / "demo")

@@ -10,6 +10,7 @@ import pytest
 from kura.dataset import facts as facts_module
 from kura.dataset import inspect_dataset
 from kura.dataset.statcache import StatCache
+from kura.errors import FileSystemError, InvalidInput
 
 
 def make(build) -> None:
@@ -105,3 +106,29 @@ def test_stat_cache_row_is_stale_after_change(tmp_path: Path) -> None:
         assert cache.get_many([key]) == {key: {"kind": "caption", "text": "one"}}
         target.write_text("two!")
         assert cache.get_many([FileKey.of(target)]) == {}
+
+
+def test_a_cache_on_a_read_only_or_full_disk_is_not_called_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite refusing to write (read-only, full) is the disk's fault: the error says so and
+    never tells the person to delete a cache that is intact."""
+    import sqlite3
+
+    from kura.dataset import statcache
+
+    def readonly(*args: object, **kwargs: object) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(statcache.sqlite3, "connect", readonly)
+    with pytest.raises(FileSystemError, match="readonly database") as info:
+        StatCache.open(tmp_path / "facts.sqlite3")
+    assert "not damaged" in info.value.hint and "delete" not in info.value.hint
+
+
+def test_a_damaged_cache_file_is_named_with_the_delete_fix(tmp_path: Path) -> None:
+    path = tmp_path / "facts.sqlite3"
+    path.write_bytes(b"this is not a database file at all, only text" * 100)
+    with pytest.raises(InvalidInput, match="is damaged") as info:
+        StatCache.open(path)
+    assert info.value.hint.startswith("delete that file")

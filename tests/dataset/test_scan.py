@@ -66,6 +66,22 @@ def test_nested_media_and_symlink_loop(build) -> None:
     assert [p.path for p in result.problems if p.code == "nested-media"] == ["sub/deep.png"]
 
 
+def test_a_symlinked_folder_is_never_entered(build, tmp_path: Path) -> None:
+    """As `dataset add` neither checks nor copies a symlinked folder, inspect does not walk
+    one: a link to a folder outside (or to `/`) never walks the filesystem."""
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "deeper" / "far.png").write_bytes(b"not read")
+    build.image("top.png")
+    os.symlink(outside, build.root / "escape")
+    sub = build.root / "sub"
+    sub.mkdir()
+    os.symlink(outside, sub / "escape-too")
+    build.image("sub/deep.png", seed=5)
+    result = inspect_dataset(build.root)
+    assert [p.path for p in result.problems if p.code == "nested-media"] == ["sub/deep.png"]
+
+
 def test_symlinked_image_is_read_and_dangling_one_is_broken(build, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.png"
     build.image("a.png")

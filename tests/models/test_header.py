@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,7 +80,7 @@ def test_reading_costs_the_header_not_the_file(
     )
     assert path.stat().st_size > 24_000_000_000
     reads: list[int] = []
-    real_open = open
+    real_fdopen = os.fdopen
 
     class Spy:
         def __init__(self, handle):
@@ -95,9 +99,7 @@ def test_reading_costs_the_header_not_the_file(
         def fileno(self) -> int:
             return self.handle.fileno()
 
-    monkeypatch.setattr(
-        header_module, "open", lambda p, mode="r": Spy(real_open(p, mode)), raising=False
-    )
+    monkeypatch.setattr(header_module.os, "fdopen", lambda fd, mode: Spy(real_fdopen(fd, mode)))
     header = read_header(path)
     assert header.tensors["w"].numel == 12_000_000_000
     assert sum(reads) == 8 + header.header_length
@@ -292,3 +294,58 @@ def test_deep_or_huge_numbers_in_a_header_are_invalid_input() -> None:
     ):
         with pytest.raises(InvalidInput, match="not a valid safetensors file"):
             parse_header(raw, 8 + len(raw))
+
+
+def test_a_fifo_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    """A FIFO named .safetensors would block the open forever: refused from its stat."""
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    # Should the reader open it after all, a writer arriving later ends the wait (the test
+    # then fails on the message instead of hanging).
+    unblock = threading.Timer(5, _connect_and_close_writer, args=(fifo,))
+    unblock.start()
+    try:
+        with pytest.raises(InvalidInput, match="is not a regular file") as info:
+            read_header(fifo)
+    finally:
+        unblock.cancel()
+    assert info.value.hint == "name the .safetensors file itself"
+
+
+def _connect_and_close_writer(fifo: Path) -> None:
+    with contextlib.suppress(OSError):  # ENXIO: no reader opened it, as it should be
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="no /proc on this system")
+def test_proc_self_mem_is_refused_without_reading_it() -> None:
+    """Regular but size 0 (reading it raises EIO): refused as too short, a clean error."""
+    with pytest.raises(InvalidInput, match="only 0 bytes long"):
+        read_header("/proc/self/mem")
+
+
+def test_a_read_error_is_a_clean_error_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_raw(tmp_path / "m.safetensors", {"a": entry("F32", [1], 0, 4)}, 4)
+    real_fdopen = os.fdopen
+
+    class FailingRead:
+        def __init__(self, fd: int) -> None:
+            self.handle = real_fdopen(fd, "rb")
+
+        def __enter__(self) -> FailingRead:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def fileno(self) -> int:
+            return self.handle.fileno()
+
+        def read(self, n: int) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(header_module.os, "fdopen", lambda fd, mode: FailingRead(fd))
+    with pytest.raises(InvalidInput, match=r"m\.safetensors cannot be read: Input/output error"):
+        read_header(path)

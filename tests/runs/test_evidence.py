@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from kura.errors import UsageError
+from kura.errors import InvalidInput, UsageError
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card
 from kura.runs.evidence import Checkpoint, evaluate_run, promote_run
@@ -37,6 +37,17 @@ def test_evaluate_refuses_out_of_range_ratings(ws: Workspace, run_id: str) -> No
     with pytest.raises(UsageError, match="outside 1-5"):
         evaluate_run(ws, run_id, rating=9, notes=None)
     assert not (ws.run_dir(run_id) / "notes.md").exists()
+
+
+def test_evaluate_on_a_notes_md_that_is_not_utf8_names_it_and_keeps_it(
+    ws: Workspace, run_id: str
+) -> None:
+    notes = ws.run_dir(run_id) / "notes.md"
+    notes.write_bytes("# Notes\n\nr\xe9sultat\n".encode("latin-1"))
+    with pytest.raises(InvalidInput, match=r"notes\.md is not UTF-8 text") as info:
+        evaluate_run(ws, run_id, rating=4, notes="fine")
+    assert info.value.hint == "save it as UTF-8"
+    assert notes.read_bytes() == "# Notes\n\nr\xe9sultat\n".encode("latin-1")
 
 
 def test_promote_adds_run_lines_beside_owner_lines(ws: Workspace, run_id: str) -> None:

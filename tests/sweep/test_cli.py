@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kura.cli.main import main
 from kura.workspace import Workspace
 from tests.sweep.conftest import base_run, write_space
@@ -60,3 +62,23 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     assert _commands(report)[0] == f"kura sweep promote {sweep_id}"
     code, missing = _json("-w", root, "sweep", "status", "sw-nope")
     assert code == 6 and "kura sweep new" in missing["error"]["hint"]
+
+
+def test_sweep_without_the_sweep_extra_says_to_install_it(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without Optuna every sweep command answers with the extra to install (exit 7, one
+    JSON document), as `kura serve` does for the web extra; --help still works."""
+    run = base_run(ws)
+    space = str(write_space(tmp_path))
+    for name in [m for m in sys.modules if m == "optuna" or m.startswith("optuna.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "optuna", None)  # import optuna → ModuleNotFoundError
+    code, error = _json("-w", str(ws.root), "sweep", "new", "--from", run, "--space", space)
+    assert code == 7, error
+    assert "optuna" in error["error"]["message"]
+    assert error["error"]["message"].startswith("`kura sweep new` needs optuna")
+    assert "pip install 'kura[sweep]'" in error["error"]["hint"]
+    code, error = _json("-w", str(ws.root), "sweep", "status", "sw-20261201-1200")
+    assert code == 7 and "kura[sweep]" in error["error"]["hint"]
+    assert main(["sweep", "new", "--help"], stdout=io.StringIO()) == 0

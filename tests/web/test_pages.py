@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import shutil
+
+import pytest
+
 from kura.runs.evidence import evaluate_run
+from tests.readonly import refused_writes
 from tests.web.helpers import client, csrf_of, snapshot
 from tests.web.workspace_builder import PROMPTS, WebWorkspace
 
@@ -242,3 +248,48 @@ def test_the_run_page_names_the_loss_as_its_trainer_does(web: WebWorkspace, tmp_
         "raw": "loss_log.db loss/loss (each step's raw loss)",
         "learning_rate": "loss_log.db learning_rate",
     }
+
+
+def test_a_notes_md_that_is_not_utf8_is_a_clean_error_naming_it(web: WebWorkspace) -> None:
+    """A person edits notes.md: Latin-1 bytes answer 422 naming the file and the fix, not a
+    500; fixed, the page renders again."""
+    notes = web.workspace.run_dir(web.drafted) / "notes.md"
+    notes.write_bytes("# Notes\n\nr\xe9sultat tr\xe8s bon\n".encode("latin-1"))
+    try:
+        answer = client(web.workspace).get(f"/runs/{web.drafted}")
+        assert answer.status_code == 422
+        assert "notes.md is not UTF-8 text" in answer.text and "save it as UTF-8" in answer.text
+    finally:
+        notes.unlink()
+    assert client(web.workspace).get(f"/runs/{web.drafted}").status_code == 200
+
+
+def test_a_damaged_run_is_marked_and_the_others_still_listed(web: WebWorkspace) -> None:
+    """A bad state.json in one run: the run list answers 200 with every other run, and
+    names the damaged run's file and error; a healthy run's page still renders."""
+    damaged = web.workspace.runs_dir / "20261130-0001"
+    shutil.copytree(web.workspace.run_dir(web.drafted), damaged)
+    run_yaml = damaged / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace(web.drafted, damaged.name))
+    (damaged / "state.json").write_text('{"status": ')
+    try:
+        page = client(web.workspace).get("/")
+        assert page.status_code == 200
+        assert f'href="/runs/{web.finished}"' in page.text
+        assert f'href="/runs/{web.drafted}"' in page.text
+        assert "Damaged runs" in page.text and "runs/20261130-0001/state.json" in page.text
+        assert client(web.workspace).get(f"/runs/{web.finished}").status_code == 200
+    finally:
+        shutil.rmtree(damaged)
+
+
+def test_a_rating_on_a_read_only_workspace_says_why_and_writes_nothing(
+    web: WebWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = client(web.workspace)
+    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    with refused_writes(web.workspace.root, monkeypatch, errno.EROFS):
+        answer = site.post(f"/runs/{web.drafted}/evaluate", data={"rating": "4", "csrf": token})
+    assert answer.status_code == 507
+    assert "notes.md" in answer.text
+    assert not (web.workspace.run_dir(web.drafted) / "notes.md").exists()

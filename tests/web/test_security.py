@@ -71,6 +71,53 @@ def test_a_symlink_pointing_out_is_refused(web: WebWorkspace, outside: Path) -> 
         folder_link.unlink()
 
 
+@pytest.mark.parametrize(
+    "target", ["kura.toml", "runs/{finished}/run.yaml", "runs/{finished}/plan.json", "models"]
+)
+def test_a_png_named_link_to_a_workspace_file_that_is_not_media_is_refused(
+    web: WebWorkspace, target: str
+) -> None:
+    """A `.png` symlink in a run's samples pointing at kura.toml, run.yaml or plan.json
+    serves nothing: the resolved target must itself be a media file of a run or dataset."""
+    link = web.workspace.run_dir(web.finished) / "output" / "sample" / "innocent.png"
+    link.symlink_to(web.workspace.root / target.format(finished=web.finished))
+    try:
+        answer = client(web.workspace).get(f"/files/runs/{web.finished}/output/sample/innocent.png")
+        assert answer.status_code == 404
+        assert b"executor" not in answer.content and b"plan_id" not in answer.content
+    finally:
+        link.unlink()
+
+
+def test_media_outside_runs_and_datasets_is_not_served(web: WebWorkspace) -> None:
+    """Only runs/ and datasets/ hold media the pages show; a picture in knowledge/ or
+    models/ (or a link from a run to one) is refused."""
+    picture = web.workspace.knowledge_dir / "diagram.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n in knowledge")
+    link = web.workspace.run_dir(web.finished) / "output" / "sample" / "diagram.png"
+    link.symlink_to(picture)
+    try:
+        site = client(web.workspace)
+        assert site.get("/files/knowledge/diagram.png").status_code == 404
+        assert site.get(f"/files/runs/{web.finished}/output/sample/diagram.png").status_code == 404
+        sample = next(
+            p
+            for p in (web.workspace.run_dir(web.finished) / "output" / "sample").iterdir()
+            if p.suffix == ".png" and not p.is_symlink()
+        )
+        inside = web.workspace.run_dir(web.finished) / "output" / "sample" / "again.png"
+        inside.symlink_to(sample)
+        try:  # a link to a run's own sample is still served
+            assert (
+                site.get(f"/files/runs/{web.finished}/output/sample/again.png").status_code == 200
+            )
+        finally:
+            inside.unlink()
+    finally:
+        link.unlink()
+        picture.unlink()
+
+
 def test_absolute_and_parent_paths_are_refused_by_the_resolver(
     web: WebWorkspace, outside: Path
 ) -> None:

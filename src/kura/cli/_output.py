@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from kura.errors import KuraError
@@ -28,6 +29,7 @@ __all__ = [
     "Output",
     "ProgressFn",
     "and_next",
+    "escape_control",
     "escape_markup",
     "escape_value",
     "finite_json",
@@ -36,6 +38,14 @@ __all__ = [
 
 _MARKUP_TAG = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|cyan|magenta|blue)?[a-z ]*\]")
 """Rich style tags in a note, dropped when notes are written without Rich (``--json``)."""
+
+_CONTROL = {
+    code: f"\\x{code:02x}"
+    for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+    if code not in (0x09, 0x0A)  # tab and newline lay text out
+}
+"""C0 and C1 control characters and DEL, each as its visible ``\\xNN``: ESC, BEL and the
+8-bit CSI/OSC starters in a file name would otherwise clear the screen or set the title."""
 
 ProgressFn = Callable[[int, int], None]
 Renderer = Callable[["Console", dict[str, Any]], None]
@@ -65,17 +75,13 @@ class Output:
     @property
     def console(self) -> Console:
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(file=self._stdout, highlight=False, soft_wrap=False)
+            self._console = _terminal_console()(file=self._stdout, highlight=False, soft_wrap=False)
         return self._console
 
     @property
     def err(self) -> Console:
         if self._err is None:
-            from rich.console import Console
-
-            self._err = Console(file=self._stderr, highlight=False)
+            self._err = _terminal_console()(file=self._stderr, highlight=False)
         return self._err
 
     @overload
@@ -122,7 +128,7 @@ class Output:
     def note(self, text: str) -> None:
         """A line for people, always on stderr (never spoils JSON on stdout)."""
         if self.json_mode:
-            self._stderr.write(_MARKUP_TAG.sub("", text) + "\n")
+            self._stderr.write(escape_control(_MARKUP_TAG.sub("", text)) + "\n")
             return
         self.err.print(text)
 
@@ -186,6 +192,25 @@ def and_next(render: Callable[[Console, Any], None]) -> Callable[[Console, Any],
     return both
 
 
+def escape_control(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
+@cache
+def _terminal_console() -> type[Console]:
+    """Rich's Console, every string it renders passed through :func:`escape_control`
+    first: the one place all human output (results, tables, errors, notes) becomes text,
+    so no value from a file or a name reaches the terminal as a control sequence."""
+    from rich.console import Console
+
+    class TerminalConsole(Console):
+        def render_str(self, text: str, **options: Any) -> Any:
+            return super().render_str(escape_control(text), **options)
+
+    return TerminalConsole
+
+
 def finite_json(value: Any) -> Any:
     """``value`` with NaN and ±Infinity as ``None``: JSON has no such numbers, and
     ``json.dumps`` would write the non-standard ``NaN``/``Infinity`` that strict parsers
@@ -205,11 +230,13 @@ def escape_markup(value: Any) -> Any:
     Renderers build markup around values from files and users (paths, captions, notes): a
     ``[/x]`` in one would crash the print (``MarkupError``) and ``[bold red]`` would restyle
     the line. Renderers receive the escaped document, so any value they interpolate prints
-    as written; strings without tag-like brackets are unchanged, so lookups still work."""
+    as written; strings without tag-like brackets are unchanged, so lookups still work.
+    Control characters are shown as ``\\xNN`` (:func:`escape_control`), as the console
+    shows them in any string it renders."""
     if isinstance(value, str):
         from rich.markup import escape
 
-        return escape(value)
+        return escape(escape_control(value))
     if isinstance(value, dict):
         return {escape_markup(k): escape_markup(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -228,7 +255,7 @@ def escape_value(value: T) -> T:
 
 def _escaped(value: object, escape: Callable[[str], str]) -> object:
     if isinstance(value, str):
-        return escape(value)
+        return escape(escape_control(value))
     if is_dataclass(value) and not isinstance(value, type):
         init = [f.name for f in fields(value) if f.init]
         return replace(value, **{name: _escaped(getattr(value, name), escape) for name in init})

@@ -19,7 +19,7 @@ from kura import __version__
 from kura.cli._output import Output
 from kura.cli.state import AppState
 from kura.constants import debug_enabled
-from kura.errors import KuraError, UsageError
+from kura.errors import KuraError, UsageError, file_system_error
 
 __all__ = ["COMMANDS", "AppState", "cli", "main"]
 
@@ -129,5 +129,11 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 141
+    except OSError as exc:  # a write outside Kura's writers (a copy, a mkdir) refused
+        if debug_enabled():
+            raise
+        refused = file_system_error(exc)
+        out.error(refused)
+        return refused.exit_code
     # With standalone_mode=False, click returns ctx.exit(N)'s code instead of raising.
     return returned if isinstance(returned, int) else 0

@@ -369,7 +369,12 @@ def _render_list(console: Console, listing: RunList) -> None:
             f"{settings.learning_rate:g}",
             str(settings.epochs),
         )
-    console.print(table if listing.runs else "no runs yet; `kura run new`")
+    for damaged in listing.damaged:
+        table.add_row(damaged.id, "-", "-", "[red]damaged[/red]", "-", "-", "-")
+    console.print(table if listing.runs or listing.damaged else "no runs yet; `kura run new`")
+    for damaged in listing.damaged:
+        where = f"{damaged.file}: " if damaged.file else ""
+        console.print(f"[red]damaged[/red] {damaged.id}: {where}{damaged.error} ({damaged.hint})")
 
 
 @run_group.command("evaluate")

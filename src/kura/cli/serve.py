@@ -55,20 +55,9 @@ def serve_command(state: AppState, port: int, host: str, token: str | None) -> N
 
 def _require_web_extra() -> None:
     """The web page's packages are an extra: say how to install them instead of failing."""
-    import importlib.util
+    from kura.extras import WEB_MODULES, require_extra
 
-    from kura.errors import Unsupported
-
-    missing = [
-        name
-        for name in ("fastapi", "uvicorn", "jinja2", "multipart")
-        if importlib.util.find_spec(name) is None
-    ]
-    if missing:
-        raise Unsupported(
-            f"the web page needs {', '.join(missing)}, which this installation lacks",
-            hint="install the web extra: pip install 'kura[web]' (or -e '.[web]' in a checkout)",
-        )
+    require_extra("web", WEB_MODULES, "the web page")
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -29,7 +29,22 @@ __all__ = ["sweep_group"]
 _STORAGE_HELP = "Study storage: `journal` (a file in the sweep folder) or postgresql://…"
 
 
-@click.group("sweep")
+class _SweepCommand(click.Command):
+    """A sweep command: it needs the sweep extra (Optuna), checked after its arguments are
+    parsed (so ``--help`` works without it) and before anything runs."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from kura.extras import SWEEP_MODULES, require_extra
+
+        require_extra("sweep", SWEEP_MODULES, f"`kura sweep {self.name}`")
+        return super().invoke(ctx)
+
+
+class _SweepGroup(click.Group):
+    command_class = _SweepCommand
+
+
+@click.group("sweep", cls=_SweepGroup)
 def sweep_group() -> None:
     """Hyperparameter sweeps over a base run: one approval, many trials, many machines."""
 

@@ -23,7 +23,7 @@ from kura.nextsteps import NextStep, next_list
 from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
 from kura.spec.dataset import BucketFact, DatasetFacts, DatasetIntent, DatasetSpec, TriggerFact
 from kura.spec.inspection import InspectionFile
-from kura.spec.machine import read_machine_file, write_machine_file
+from kura.spec.machine import machine_text, read_machine_file, write_machine_file
 from kura.workspace import Workspace, check_name
 from kura.yamlio import dump_yaml, write_yaml
 
@@ -448,13 +448,18 @@ def inspect_registered(
     resolution: tuple[int, int] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Inspection:
-    """Inspect a registered dataset and store its facts (and the full report) beside it."""
+    """Inspect a registered dataset and store its facts (and the full report) beside it.
+
+    Facts that did not change are not written again (nor the lock taken), so validate,
+    inspect and plan work on a read-only workspace when the files are as last inspected."""
     spec = read_dataset(workspace, name)
     if resolution is None:
         width, height = (spec.facts.resolution * 2)[:2] if spec.facts else (1024, 1024)
         resolution = (width, height)
     folder = workspace.dataset_dir(name)
     inspection = _inspect_folder(folder, spec, resolution=resolution, progress=progress)
+    if _already_stored(folder, spec, inspection.to_dict()):
+        return inspection
     with workspace.lock():
         _, document = load_dataset(workspace, name)
         _store_inspection(folder, document, inspection.to_dict())
@@ -480,6 +485,21 @@ def _inspect_folder(
             cache=cache,
             progress=progress,
         )
+
+
+def _already_stored(folder: Path, spec: DatasetSpec, report: dict[str, Any]) -> bool:
+    """Whether dataset.yaml's facts (all but the time they were taken) and inspection.json
+    already say what ``report`` says."""
+    if spec.facts is None:
+        return False
+    facts = facts_from_report(report).model_copy(update={"inspected_at": spec.facts.inspected_at})
+    if facts != spec.facts:
+        return False
+    text = machine_text(InspectionFile.model_validate_json(json.dumps(report)))
+    try:
+        return (folder / INSPECTION_NAME).read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _store_inspection(folder: Path, document: Any, report: dict[str, Any]) -> None:

@@ -108,12 +108,16 @@ def scan_dataset(root: Path, caption_ext: str, *, skip: Path | None = None) -> S
     """Sort the files directly in ``root``; note media in subfolders (never read by Musubi).
 
     ``skip`` is a subfolder left out of the nested walk (a control folder kept inside the
-    dataset folder)."""
+    dataset folder). A symlinked subfolder is not entered, as ``kura dataset add`` neither
+    copies nor checks one (:mod:`kura.dataset.sourcecheck`): a link to ``/`` never walks
+    the filesystem."""
     scan = Scan(root=root)
     for entry in _sorted_entries(root):
         if entry.name.startswith("."):
             continue
         if _is_dir(entry):
+            if _is_link(entry):
+                continue
             if skip is None or not _same_dir(Path(entry.path), skip):
                 scan.nested.extend(_nested_media(Path(entry.path), root, skip))
             continue
@@ -193,6 +197,13 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
 def _same_dir(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -203,8 +214,8 @@ def _same_dir(a: Path, b: Path) -> bool:
 def _nested_media(folder: Path, root: Path, skip: Path | None) -> list[str]:
     """Relative paths of media files anywhere below ``folder``.
 
-    Symlinked folders are followed once: a folder already visited (same device and inode),
-    the dataset folder included, is not entered again, so symlink loops end."""
+    Symlinked folders are not entered (they may lead out of the dataset, to ``/``); a
+    folder already visited (same device and inode) is not entered again either."""
     found: list[str] = []
     root_info = root.stat()
     seen: set[tuple[int, int]] = {(root_info.st_dev, root_info.st_ino)}
@@ -228,7 +239,7 @@ def _nested_media(folder: Path, root: Path, skip: Path | None) -> list[str]:
             if entry.name.startswith("."):
                 continue
             if _is_dir(entry):
-                if skip is None or not _same_dir(Path(entry.path), skip):
+                if not _is_link(entry) and (skip is None or not _same_dir(Path(entry.path), skip)):
                     pending.append(Path(entry.path))
             elif media_kind(entry.name) is not None:
                 found.append(os.path.relpath(entry.path, root))

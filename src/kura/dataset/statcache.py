@@ -20,9 +20,9 @@ from types import TracebackType
 from typing import Any
 
 from kura.constants import cache_dir
-from kura.errors import InvalidInput
+from kura.errors import FileSystemError, InvalidInput, KuraError, file_system_error
 
-__all__ = ["SCHEMA_VERSION", "FileKey", "StatCache"]
+__all__ = ["SCHEMA_VERSION", "FileKey", "StatCache", "cache_error"]
 
 SCHEMA_VERSION = 3
 DEFAULT_NAME = "dataset-facts.sqlite3"
@@ -49,6 +49,31 @@ class FileKey:
         return cls(absolute, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
 
 
+_DAMAGED = ("not a database", "malformed", "corrupt")
+"""SQLite's words for a damaged file; "readonly", "disk is full", "unable to open" are not."""
+
+
+def cache_error(target: Path, exc: OSError | sqlite3.Error) -> KuraError:
+    """Why the stat cache cannot be used, and the fix: only a damaged file is to be deleted
+    (Kura rebuilds it); a full or read-only disk is the disk's, and the cache is intact."""
+    if isinstance(exc, OSError):
+        return file_system_error(exc, target)
+    words = str(exc)
+    if any(word in words.lower() for word in _DAMAGED):
+        return InvalidInput(
+            f"the stat cache {str(target)!r} is damaged: {words}",
+            hint="delete that file (Kura rebuilds it on the next inspection), or set "
+            "KURA_CACHE_DIR to another folder",
+            path=target,
+        )
+    return FileSystemError(
+        f"cannot use the stat cache {str(target)!r}: {words}",
+        hint="the cache is not damaged: set KURA_CACHE_DIR to a writable folder with free "
+        "space, or free space on its disk",
+        path=target,
+    )
+
+
 class StatCache:
     """Per-file facts keyed by :class:`FileKey`. Use :meth:`open` and a ``with`` block."""
 
@@ -73,11 +98,7 @@ class StatCache:
                 " schema INTEGER NOT NULL, facts TEXT NOT NULL)"
             )
         except (OSError, sqlite3.Error) as exc:
-            raise InvalidInput(
-                f"cannot open the stat cache {str(target)!r}: {exc}",
-                hint="Set KURA_CACHE_DIR to a writable folder, or delete the damaged cache file.",
-                path=target,
-            ) from exc
+            raise cache_error(target, exc) from exc
         return cls(connection, target)
 
     def __enter__(self) -> StatCache:
@@ -138,10 +159,13 @@ class StatCache:
             )
             for k, v in entries.items()
         ]
-        with self._db:
-            self._db.executemany(
-                f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows
-            )
+        try:
+            with self._db:
+                self._db.executemany(
+                    f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                )
+        except sqlite3.Error as exc:
+            raise cache_error(self.path, exc) from exc
 
     def move_prefix(self, old: Path | str, new: Path | str) -> int:
         """Re-key every row under folder ``old`` to the same relative path under ``new`` (after

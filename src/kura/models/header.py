@@ -24,12 +24,13 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple, cast
+from typing import Any, BinaryIO, NamedTuple, cast
 
 from kura.errors import InvalidInput
 
@@ -124,7 +125,7 @@ def read_header(path: Path | str) -> SafetensorsHeader:
     well-formed safetensors file."""
     path = Path(path)
     try:
-        with open(path, "rb") as handle:
+        with _open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             length = struct.unpack("<Q", prefix)[0] if len(prefix) == 8 else None
@@ -150,6 +151,12 @@ def read_header(path: Path | str) -> SafetensorsHeader:
         raise InvalidInput(
             f"{path} cannot be read (permission denied)", hint="fix the file permissions", path=path
         ) from None
+    except OSError as exc:  # EIO from /proc/self/mem, a vanished network mount, …
+        raise InvalidInput(
+            f"{path} cannot be read: {exc.strerror or exc}",
+            hint="name a safetensors file on a readable disk",
+            path=path,
+        ) from None
     if len(raw) != length:
         raise _invalid(
             path,
@@ -158,6 +165,41 @@ def read_header(path: Path | str) -> SafetensorsHeader:
     if _is_pickle(prefix) and not raw.lstrip(_JSON_WHITESPACE).startswith(b"{"):
         _refuse_other_formats(path, prefix, size, None)
     return parse_header(raw, size, path=path)
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading only when it is a regular file, judged before opening (a
+    FIFO would block the open and the read, a device never end) and again on the open
+    descriptor (the name may have been swapped in between). ``/proc`` files are regular but
+    report size 0: they are refused as too short before a byte is read."""
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(path)
+    if info.st_size < 8:
+        raise _invalid(
+            path,
+            f"only {info.st_size} bytes long; a safetensors file starts with an 8-byte header "
+            "length",
+        )
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
+        info.st_dev,
+        info.st_ino,
+    ):
+        os.close(fd)
+        raise _not_regular(path)
+    return os.fdopen(fd, "rb")
+
+
+def _not_regular(path: Path) -> InvalidInput:
+    return InvalidInput(
+        f"{path} is not a regular file (a pipe, device or socket), not a safetensors file",
+        hint="name the .safetensors file itself",
+        path=path,
+    )
 
 
 def parse_header(raw: bytes, file_size: int, *, path: Path | str = "<bytes>") -> SafetensorsHeader:

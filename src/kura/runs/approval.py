@@ -33,7 +33,7 @@ from kura.errors import CheckFailed, InvalidInput
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
 from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
 from kura.runs.store import load_run
-from kura.spec.approval import AcceptedRisk, ApprovalRecord, ContingencyRecord
+from kura.spec.approval import AcceptedRisk, ApprovalRecord
 from kura.spec.lock import RunLock
 from kura.spec.plan import PlanRecord
 from kura.spec.records import canonical_json, read_record, write_record
@@ -161,7 +161,7 @@ def approve_run(
         approved_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
         approved_by=f"{getpass.getuser()}@{socket.gethostname()}",
         via=via,
-        contingency=None if contingency is None else ContingencyRecord(**contingency),
+        contingency=contingency,
         accepted_risk=risk,
         run_yaml=spec.model_dump(mode="json"),
     )
@@ -334,8 +334,7 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
         )
     if record.via == "plan":
         plan = read_plan(workspace, run_id)
-        bound = None if record.contingency is None else record.contingency.model_dump()
-        if plan.plan_id != record.plan_id or bound != plan.contingency:
+        if plan.plan_id != record.plan_id or record.contingency != plan.contingency:
             raise CheckFailed(
                 f"{path} does not match the plan it approved (plan id or contingency differ)",
                 hint=f"run {again}",

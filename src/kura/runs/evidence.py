@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
+from kura.bounded import read_text
 from kura.errors import UsageError
 from kura.fsutil import atomic_write_text
 from kura.knowledge.baselines import card_path
@@ -201,7 +202,7 @@ def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | No
     path = workspace.run_dir(run_id) / "notes.md"
     if not path.is_file():
         return None
-    found = _CHOSEN.findall(path.read_text(encoding="utf-8"))
+    found = _CHOSEN.findall(read_text(path, what="notes file"))
     return (found[-1][0], int(found[-1][1])) if found else None
 
 
@@ -255,7 +256,9 @@ def evaluate_run(
     )
     path = workspace.run_dir(run_id) / "notes.md"
     with workspace.lock():
-        text = path.read_text(encoding="utf-8") if path.exists() else f"# Notes on run {run_id}\n\n"
+        text = (
+            read_text(path, what="notes file") if path.exists() else f"# Notes on run {run_id}\n\n"
+        )
         atomic_write_text(path, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
     return RunEvaluation(
         run=run_id,

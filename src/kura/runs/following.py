@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kura.errors import InvalidInput, KuraError, NotFound
 from kura.nextsteps import NextStep
 from kura.runs.results import (
     CancelResult,
+    DamagedRun,
     LogTail,
     RunList,
     RunListEntry,
@@ -122,42 +125,54 @@ def cancel(workspace: Workspace, run_id: str) -> CancelResult:
 
 
 def list_runs(workspace: Workspace) -> RunList:
-    """Every run with its architecture, state, key settings and duration."""
+    """Every run with its architecture, state, key settings and duration; a run whose
+    run.yaml or state.json cannot be read is listed in ``damaged`` with its file and error."""
+    runs: list[RunListEntry] = []
+    damaged: list[DamagedRun] = []
+    for run_id in list_run_ids(workspace):
+        try:
+            runs.append(_list_entry(workspace, run_id))
+        except (InvalidInput, NotFound) as error:
+            damaged.append(_damaged(workspace, run_id, error))
+    return RunList(tuple(runs), tuple(damaged))
+
+
+def _damaged(workspace: Workspace, run_id: str, error: KuraError) -> DamagedRun:
+    file = workspace.relative(Path(error.path)) if error.path else None
+    return DamagedRun(id=run_id, file=file, error=error.message, hint=error.hint)
+
+
+def _list_entry(workspace: Workspace, run_id: str) -> RunListEntry:
     from kura.execution.runs import refresh_state
     from kura.models.bundles import get_bundle
 
-    runs = []
-    for run_id in list_run_ids(workspace):
-        spec, _ = load_run(workspace, run_id)
-        run_dir = workspace.run_dir(run_id)
-        state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
-        status: str
-        if state is not None:
-            status = state.status
-        elif (run_dir / "approval.json").exists():
-            status = "approved"
-        elif (run_dir / "plan.md").exists():
-            status = "planned"
-        else:
-            status = "draft"
-        training = spec.training
-        runs.append(
-            RunListEntry(
-                id=run_id,
-                base=spec.model.base,
-                architecture=get_bundle(spec.model.base).architecture,
-                task=spec.task,
-                status=status,
-                datasets=tuple(d.name for d in spec.datasets),
-                settings=RunSettings(
-                    rank=training.network.rank,
-                    learning_rate=training.learning_rate,
-                    optimizer=training.optimizer,
-                    effective_batch=training.effective_batch,
-                    epochs=training.epochs,
-                ),
-                started_at=state.started_at if state else None,
-                finished_at=state.finished_at if state else None,
-            )
-        )
-    return RunList(tuple(runs))
+    spec, _ = load_run(workspace, run_id)
+    run_dir = workspace.run_dir(run_id)
+    state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
+    status: str
+    if state is not None:
+        status = state.status
+    elif (run_dir / "approval.json").exists():
+        status = "approved"
+    elif (run_dir / "plan.md").exists():
+        status = "planned"
+    else:
+        status = "draft"
+    training = spec.training
+    return RunListEntry(
+        id=run_id,
+        base=spec.model.base,
+        architecture=get_bundle(spec.model.base).architecture,
+        task=spec.task,
+        status=status,
+        datasets=tuple(d.name for d in spec.datasets),
+        settings=RunSettings(
+            rank=training.network.rank,
+            learning_rate=training.learning_rate,
+            optimizer=training.optimizer,
+            effective_batch=training.effective_batch,
+            epochs=training.epochs,
+        ),
+        started_at=state.started_at if state else None,
+        finished_at=state.finished_at if state else None,
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kura.fsutil import atomic_write_text
@@ -251,12 +252,25 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         recipe=recipe.to_dict(),
     )
     record = record_text(report.record())
+    if _already_written(path, record, text):
+        return report  # the same plan: nothing is written (a read-only workspace plans too)
     with workspace.lock():
         # plan.json names plan.md's digest: a kill between these writes leaves a pair that
         # approve refuses (the two files are from different plans).
         atomic_write_text(path.with_name(PLAN_JSON), record)
         atomic_write_text(path, text)
     return report
+
+
+def _already_written(path: Path, record: str, text: str) -> bool:
+    """Whether plan.json and plan.md already hold exactly this plan."""
+    try:
+        return (
+            path.with_name(PLAN_JSON).read_text(encoding="utf-8") == record
+            and path.read_text(encoding="utf-8") == text
+        )
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def record_applied(

@@ -184,10 +184,26 @@ class RunListEntry:
 
 
 @dataclass(frozen=True)
+class DamagedRun:
+    """A run whose files cannot be read (a bad run.yaml or state.json): listed with the file
+    and the error, so one damaged run never hides the others."""
+
+    id: str
+    file: str | None
+    error: str
+    hint: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"id": self.id, "file": self.file, "error": self.error, "hint": self.hint}
+
+
+@dataclass(frozen=True)
 class RunList:
-    """Every run of the workspace, in id (creation) order."""
+    """Every run of the workspace, in id (creation) order; ``damaged`` those that cannot be
+    read, each with its file and error."""
 
     runs: tuple[RunListEntry, ...]
+    damaged: tuple[DamagedRun, ...] = ()
 
     kind: ClassVar[str] = "run-list"
 
@@ -195,4 +211,8 @@ class RunList:
         return next((run for run in self.runs if run.id == run_id), None)
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "runs": [run.to_dict() for run in self.runs]}
+        return {
+            "kind": self.kind,
+            "runs": [run.to_dict() for run in self.runs],
+            "damaged": [run.to_dict() for run in self.damaged],
+        }

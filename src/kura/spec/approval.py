@@ -13,16 +13,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from kura.spec.base import StrictModel
+from kura.spec.plan import ContingencyRecord
 
 __all__ = ["APPROVAL_VERSION", "AcceptedRisk", "ApprovalRecord", "ContingencyRecord"]
 
 APPROVAL_VERSION: Literal[2] = 2
-
-
-class ContingencyRecord(StrictModel):
-    on: str
-    rung: dict[str, Any]
-    change: dict[str, Any]
 
 
 class AcceptedRisk(StrictModel):

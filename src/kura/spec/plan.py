@@ -16,7 +16,14 @@ from pydantic import Field
 
 from kura.spec.base import StrictModel
 
-__all__ = ["PLAN_VERSION", "PlanCheck", "PlanRecipe", "PlanRecord", "RecipeEntry"]
+__all__ = [
+    "PLAN_VERSION",
+    "ContingencyRecord",
+    "PlanCheck",
+    "PlanRecipe",
+    "PlanRecord",
+    "RecipeEntry",
+]
 
 PLAN_VERSION: Literal[1] = 1
 
@@ -49,6 +56,15 @@ class PlanRecipe(StrictModel):
     differences: list[str] = []
 
 
+class ContingencyRecord(StrictModel):
+    """The rung the plan approves in advance for an out-of-memory (the backend's
+    ``Contingency``), in plan.json and, bound by its digest, in approval.json."""
+
+    on: str
+    rung: dict[str, Any]
+    change: dict[str, Any]
+
+
 class PlanRecord(StrictModel):
     kind: Literal["run-plan"] = "run-plan"
     version: Literal[1] = PLAN_VERSION
@@ -68,7 +84,7 @@ class PlanRecord(StrictModel):
     kept: dict[str, Any] = Field(
         {}, description="Settings a person fixed that the fit ladder would have chosen otherwise."
     )
-    contingency: dict[str, Any] | None
+    contingency: ContingencyRecord | None
     regrets: list[dict[str, Any]]
     downloads: dict[str, Any]
     compile: dict[str, Any]

@@ -12,7 +12,7 @@ from kura.fsutil import atomic_write_text
 from kura.sweep.records import SweepRecord, sweep_dir, sweeps_root, write_sweep
 from kura.sweep.space import check_space, load_space
 from kura.sweep.storage import JOURNAL, open_storage, redact
-from kura.workspace import Workspace
+from kura.workspace import Workspace, id_stamp
 
 __all__ = ["SPACE_NAME", "new_sweep"]
 
@@ -20,7 +20,7 @@ SPACE_NAME = "space.yaml"
 
 
 def _new_id(workspace: Workspace, now: datetime | None) -> str:
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M")
+    stamp = id_stamp(now)
     root = sweeps_root(workspace)
     candidate, n = f"sw-{stamp}", 1
     while (root / candidate).exists():

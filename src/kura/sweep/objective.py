@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kura.bounded import read_text
 from kura.errors import CheckFailed, UsageError
 from kura.sweep.space import Objective
 
@@ -67,7 +68,7 @@ def ratings(run_dir: Path) -> tuple[float, ...]:
     notes = run_dir / "notes.md"
     if not notes.is_file():
         return ()
-    return tuple((int(n) - 1) / 4 for n in _RATING.findall(notes.read_text(encoding="utf-8")))
+    return tuple((int(n) - 1) / 4 for n in _RATING.findall(read_text(notes, what="notes file")))
 
 
 def judge_scores(judge: str, run_dir: Path, samples: Sequence[Path]) -> tuple[float, ...]:

@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from starlette.middleware.base import RequestResponseEndpoint
 
-from kura.errors import InvalidInput, KuraError, NotFound, UsageError
+from kura.errors import FileSystemError, InvalidInput, KuraError, NotFound, UsageError
 from kura.runs.evidence import evaluate_run
 from kura.runs.store import list_run_ids
 from kura.web.samples import RunSamples, parse_side, prompt_text, run_samples
@@ -62,6 +62,7 @@ _STATUS_BY_ERROR: list[tuple[type[KuraError], int]] = [
     (NotFound, 404),
     (UsageError, 400),
     (InvalidInput, 422),
+    (FileSystemError, 507),  # the disk refused the write (full, read-only): the page says why
 ]
 
 
@@ -141,8 +142,9 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
-        runs = newest_first(run_list(workspace).runs)
-        return page("runs.html", title="Runs", runs=runs)
+        listing = run_list(workspace)
+        runs = newest_first(listing.runs)
+        return page("runs.html", title="Runs", runs=runs, damaged=listing.damaged)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:

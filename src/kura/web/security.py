@@ -2,9 +2,11 @@
 
 * A loopback bind needs no token; any other bind refuses to start without one.
 * Tokens and CSRF values are compared in constant time.
-* A path from a request is relative, has no ``..``, hidden or empty parts, and resolves
-  (symlinks followed) to an existing regular media file strictly inside the workspace; its
-  media type comes from the requested name.
+* A path from a request is relative, has no ``..``, hidden or empty parts, names a media
+  file of a run or a dataset (``runs/…``, ``datasets/…``) and resolves (symlinks followed)
+  to an existing regular file in those folders whose first bytes are an image or video
+  signature, so a ``.png`` link to kura.toml or run.yaml serves nothing (a link to a
+  content-addressed blob of a picture does); its media type comes from the requested name.
 * Without a token, only ``Host`` headers that are exactly a loopback name are served.
 * Redirects go only to same-origin paths.
 """
@@ -45,6 +47,10 @@ MEDIA_TYPES = {
     ".mp4": "video/mp4",
     ".webm": "video/webm",
 }
+MEDIA_FOLDERS = frozenset({"runs", "datasets"})
+"""The workspace folders whose media the site serves: run samples and dataset files."""
+_MEDIA_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"\x1a\x45\xdf\xa3")
+"""PNG, JPEG, GIF and Matroska/WebM first bytes (WebP and MP4 are matched by position)."""
 MIN_TOKEN_LENGTH = 16
 
 
@@ -125,7 +131,7 @@ def resolve_media(root: Path, relative: str) -> Path:
     The same refusal covers every escape attempt (``..``, absolute paths, backslashes, hidden
     parts, a symlink pointing out), so a probe learns nothing about files outside.
     """
-    refused = NotFound(f"no media file {relative!r} in the workspace")
+    refused = NotFound(f"no media file {relative!r} in the workspace's runs or datasets")
     if not relative or "\x00" in relative or "\\" in relative:
         raise refused
     pure = PurePosixPath(relative)
@@ -142,11 +148,35 @@ def resolve_media(root: Path, relative: str) -> Path:
         target = (base / pure).resolve(strict=True)
     except (OSError, RuntimeError):
         raise refused from None
-    if not target.is_relative_to(base) or not _is_regular(target):
+    if parts[0] not in MEDIA_FOLDERS or not _is_media_file(target, base):
         raise refused
-    if any(part.startswith(".") for part in target.relative_to(base).parts):
-        raise refused  # a link into Kura's own state (.kura/) or another hidden place
     return target
+
+
+def _is_media_file(target: Path, base: Path) -> bool:
+    """Whether the resolved ``target`` is a regular media file of a run or a dataset,
+    outside any hidden folder (.kura/): judged by its own bytes, since a link's target may
+    have any name."""
+    if not target.is_relative_to(base) or not _is_regular(target):
+        return False
+    parts = target.relative_to(base).parts
+    if parts[0] not in MEDIA_FOLDERS or any(part.startswith(".") for part in parts):
+        return False
+    return _has_media_signature(target)
+
+
+def _has_media_signature(path: Path) -> bool:
+    """PNG, JPEG, GIF, WebP, an ISO media file (MP4: ``ftyp`` at byte 4) or Matroska/WebM."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return False
+    return (
+        head.startswith(_MEDIA_MAGIC)
+        or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+        or head[4:8] == b"ftyp"
+    )
 
 
 def _is_regular(path: Path) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kura.backends.base import Diagnosis, StepProgress
+from kura.bounded import read_text
 from kura.errors import KuraError, NotFound
 from kura.execution.state import ACTIVE, TERMINAL, read_state
 from kura.knowledge.baselines import card_path, old_layout_cards, require_current_layout
@@ -289,7 +290,7 @@ def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:
     return CACHE.get(
         ("markdown", str(path)),
         [signature_of(path)],
-        lambda: render_markdown(path.read_text(encoding="utf-8")),
+        lambda: render_markdown(read_text(path, what="Markdown file")),
     )
 
 
