@@ -200,6 +200,27 @@ def test_every_step_of_an_ai_toolkit_plan_has_a_peak_a_band_a_verdict_and_a_time
     assert evaluation.step_seconds
 
 
+def test_training_is_sized_at_ai_toolkits_own_buckets_not_the_runs_square() -> None:
+    """AI-Toolkit never raises an image's area (``toolkit/buckets.py:17``): 512 px pictures
+    in a 1024 px run train at 512x512, and a folder of two sizes trains at both."""
+    small = dataclasses.replace(image_dataset(), image_sizes=((512, 512, 10),))
+    mixed = dataclasses.replace(image_dataset(), image_sizes=((512, 512, 5), (1024, 1024, 5)))
+
+    def train_steps(source) -> dict[str, float]:
+        inputs = PlanInputs(
+            bundle=get_bundle("aitk-qwen-image"),
+            datasets={},
+            compile=make_inputs("aitk-qwen-image", [source]),
+        )
+        found = estimate_run(make_spec(), inputs, get_gpu_class("rtx-4090"))
+        return {c.step: c.peak_gib or 0.0 for c in found.costs if c.step.startswith("train")}
+
+    assert list(train_steps(small)) == ["train@512x512"]
+    both = train_steps(mixed)
+    assert sorted(both) == ["train@1024x1024", "train@512x512"]
+    assert both["train@512x512"] < both["train@1024x1024"]
+
+
 def test_the_ladder_walks_ai_toolkits_aids_in_cost_order_with_reasons() -> None:
     spec = make_spec(config={})
     fit = fit_run(

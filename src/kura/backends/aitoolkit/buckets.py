@@ -183,7 +183,7 @@ def steps_per_epoch(batches: int, accumulation: int) -> int:
     return max(1, math.ceil(batches / accumulation))
 
 
-def _sized(source: DatasetInput) -> bool:
+def sizes_read(source: DatasetInput) -> bool:
     """Whether inspection read the size of every item (an image dataset)."""
     sized = sum(count for _, _, count in source.image_sizes)
     return source.kind == "image" and source.clips == () and sized == source.items
@@ -191,7 +191,7 @@ def _sized(source: DatasetInput) -> bool:
 
 def batches_countable(source: DatasetInput, batch_size: int) -> bool:
     """Whether :func:`input_buckets` can count this dataset's batches."""
-    return source.items is not None and (batch_size == 1 or _sized(source))
+    return source.items is not None and (batch_size == 1 or sizes_read(source))
 
 
 def input_buckets(
@@ -210,7 +210,7 @@ def input_buckets(
         )
     divisibility = divisibility_for(arch)
     sized = sum(count for _, _, count in source.image_sizes)
-    if _sized(source):
+    if sizes_read(source):
         return dataset_buckets(
             source.image_sizes,
             (resolution,),

@@ -95,7 +95,7 @@ def _estimate(
 ) -> AitkEstimate:
     total, per_epoch = _total_steps(spec, inputs)
     return estimate_setup(
-        setup_for(spec, model, knobs),
+        setup_for(spec, model, knobs, inputs.compile.datasets if inputs.compile else None),
         gpu,
         accumulation=max(1, spec.training.effective_batch // knobs.batch_size),
         total_steps=total,

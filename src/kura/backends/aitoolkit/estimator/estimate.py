@@ -3,6 +3,7 @@ and time, and the document the plan shows."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from kura.backends.aitoolkit.estimator.steptime import (
     train_step_time,
 )
 from kura.backends.aitoolkit.knobs import Knobs
-from kura.backends.base import StepCost
+from kura.backends.base import DatasetInput, StepCost
 from kura.sizing.shapes import get_shape
 
 if TYPE_CHECKING:
@@ -55,10 +56,41 @@ def _bucket(spec: RunSpec, index: int) -> Bucket:
     return Bucket(side, side, frames)
 
 
-def setup_for(spec: RunSpec, model: AitkModel, knobs: Knobs) -> AitkSetup:
-    """The estimator's view of a run: one bucket per dataset at its square side (AI-Toolkit
-    buckets every aspect around the side's area; the square is the largest token count)."""
-    buckets = tuple(dict.fromkeys(_bucket(spec, i) for i in range(len(spec.datasets))))
+def _dataset_buckets(
+    spec: RunSpec, model: AitkModel, knobs: Knobs, index: int, source: DatasetInput | None
+) -> tuple[Bucket, ...]:
+    """The sizes one dataset trains at: AI-Toolkit's own buckets where inspection read
+    every item's size (it never raises an image's area, so 512 px pictures train at 512
+    px in a 1024 px run, ``toolkit/buckets.py:17``); else the square of the run's side,
+    the largest area AI-Toolkit gives any bucket (an upper bound)."""
+    from kura.backends.aitoolkit.buckets import input_buckets, sizes_read
+    from kura.backends.aitoolkit.compile import _resolution
+
+    if source is None or not sizes_read(source):
+        return (_bucket(spec, index),)
+    use = spec.datasets[index]
+    found = input_buckets(
+        source, _resolution(use), arch=model.arch, batch_size=knobs.batch_size, repeats=1
+    )
+    return tuple(Bucket(b.width, b.height, b.frames) for b in found.buckets)
+
+
+def setup_for(
+    spec: RunSpec,
+    model: AitkModel,
+    knobs: Knobs,
+    datasets: Sequence[DatasetInput] | None = None,
+) -> AitkSetup:
+    """The estimator's view of a run: each dataset's buckets (:func:`_dataset_buckets`;
+    ``datasets`` are the compile inputs, None before they are known)."""
+    sources: Sequence[DatasetInput | None] = datasets or [None] * len(spec.datasets)
+    buckets = tuple(
+        dict.fromkeys(
+            bucket
+            for index, source in enumerate(sources)
+            for bucket in _dataset_buckets(spec, model, knobs, index, source)
+        )
+    )
     sampling = bool(spec.training.sample_prompts)
     return AitkSetup(
         shape=get_shape(SHAPE_FOR_BUNDLE[model.bundle]),
