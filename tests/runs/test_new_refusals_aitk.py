@@ -88,3 +88,12 @@ def test_a_drafted_prompt_the_trainer_cannot_sample_is_dropped_saying_why(ws: Wo
     assert spec.training.sample_prompts == []
     why = spec.provenance["training.sample_prompts"]
     assert why.startswith("not drafted: AI-Toolkit") and "cache_text_embeddings" in why
+
+
+def test_a_whole_repository_download_is_named_without_a_file(ws: Workspace) -> None:
+    """AI-Toolkit loads a diffusers repository, not one file: plan.md said `…/None`."""
+    run_id = _new(ws, "aitk-qwen-image")
+    plan_run(ws, run_id, gpu="h200")
+    plan = (ws.run_dir(run_id) / "plan.md").read_text()
+    assert "pending download: Qwen/Qwen-Image (" in plan
+    assert "/None" not in plan

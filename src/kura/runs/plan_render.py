@@ -47,10 +47,9 @@ def _resources(
     roles = compiled.lock["models"]["roles"]
     out.append(f"- Model bundle: {spec.model.base} ({compiled.lock['models']['architecture']})")
     for slot, entry in sorted(roles.items()):
-        where = (
-            entry["path"]
-            or f"pending download: {entry['source']['repo']}/{entry['source']['filename']}"
-        )
+        source = entry["source"]
+        remote = "/".join(part for part in (source["repo"], source["filename"]) if part)
+        where = entry["path"] or f"pending download: {remote}"
         out.append(f"  - {slot}: {where} ({entry['component'] or 'not checked yet'})")
     aids = {k: v for k, v in spec.backend.config.items() if v not in (False, 0, None)}
     memory = [k for k in aid_keys if k in aids]
