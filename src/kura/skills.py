@@ -184,18 +184,6 @@ def _action(target: Path, text: str) -> InstallAction:
     return "unchanged" if same else "updated"
 
 
-def _write(target: Path, text: str) -> None:
-    try:
-        atomic_write_text(target, text)
-    except OSError as error:
-        raise CheckFailed(
-            f"could not write {target}: {error.strerror or error}",
-            hint="check that the folder is writable and the disk has room, then install again "
-            "(files already written are complete)",
-            path=target,
-        ) from None
-
-
 def install_skills(directory: Path, *, force: bool = False) -> SkillInstall:
     """Copy every skill to ``directory/<name>/SKILL.md``; refuse to replace a file that
     differs from the shipped one unless ``force`` (then nothing at all is written)."""
@@ -212,7 +200,7 @@ def install_skills(directory: Path, *, force: bool = False) -> SkillInstall:
         )
     for (skill, target), action in zip(plan, actions, strict=True):
         if action != "unchanged":
-            _write(target, skill.text)
+            atomic_write_text(target, skill.text)  # a failure: FileSystemError, exit 8
     files = tuple(
         InstalledFile(skill.name, str(target), action)
         for (skill, target), action in zip(plan, actions, strict=True)

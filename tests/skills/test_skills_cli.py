@@ -78,7 +78,8 @@ def test_install_refuses_to_overwrite_an_edited_skill_without_force(tmp_path: Pa
 
 
 def test_install_writes_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A failure while writing leaves no half-written SKILL.md and no temporary file."""
+    """A failure while writing leaves no half-written SKILL.md and no temporary file, and is
+    Kura's file-system error (exit 8) naming the cause."""
     import kura.fsutil
 
     def fail(handle: object) -> None:
@@ -86,7 +87,7 @@ def test_install_writes_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(kura.fsutil.os, "fsync", fail)
     code, error = _json("skills", "install", tmp_path)
-    assert code == 1 and "disk full" in error["error"]["message"]
+    assert code == 8 and "disk full" in error["error"]["message"]
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
