@@ -1,7 +1,8 @@
 """Structure-aware fuzzing of every file Kura reads in a workspace and a run folder.
 
 Each file of a planned, approved run (run.yaml, state.json, plan.json, approval.json,
-notes.md, compiled/run.lock, compiled/steps.json) and of its workspace (kura.toml,
+notes.md, compiled/run.lock, compiled/steps.json, compiled/container.json, launch.json) and of
+its workspace (kura.toml,
 dataset.yaml, inspection.json) is damaged the ways a crash, an editor or a hostile hand
 would: a value of another type at any depth, a key removed or added, huge integers, NaN,
 deep nesting, truncation, bytes that are not UTF-8. Every reader of the file then either
@@ -27,8 +28,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kura.backends.base import Step
 from kura.dataset.registry import list_datasets, load_inspection, read_dataset
 from kura.errors import KuraError
+from kura.execution.launch_spec import (
+    LaunchRecord,
+    LaunchSpec,
+    load_launch_record,
+    save_launch_record,
+)
 from kura.execution.state import new_state, read_state, write_state
 from kura.runs.approval import approve_run, check_approval, read_lock
 from kura.runs.evidence import chosen_checkpoint, evaluate_run
@@ -36,7 +44,7 @@ from kura.runs.following import list_runs, run_status
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run, read_plan
 from kura.runs.store import load_run
-from kura.spec.compiled import StepsFile
+from kura.spec.compiled import ContainerFile, StepsFile
 from kura.spec.machine import read_machine_file
 from kura.sweep.objective import ratings
 from kura.web.views import run_file_html
@@ -66,10 +74,26 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
         approve_run(ws, run_id)
         run_dir = ws.run_dir(run_id)
         write_state(run_dir, new_state(run_id, run_dir, "host", ["train"], []))
+        save_launch_record(_launch_record(run_id, run_dir))
         (run_dir / "notes.md").write_text(
             "# Notes\n\n## 2026-12-01\n\n- rating: 4/5\n- chosen: epoch 3 (best)\n"
         )
         yield Fuzzed(ws, run_id)
+
+
+def _launch_record(run_id: str, run_dir: Path) -> LaunchRecord:
+    train = Step("train", ("python", "train.py"), {"A": "1"}, str(run_dir), kind="train")
+    spec = LaunchSpec(
+        run_id=run_id,
+        run_dir=run_dir,
+        steps=[train],
+        executor="host",
+        container=None,
+        gpus=1,
+        pass_env=[],
+        skip_steps=[],
+    )
+    return LaunchRecord(spec, backend_config={"blocks_to_swap": 0}, backend="musubi-tuner")
 
 
 Reader = Callable[[Fuzzed], object]
@@ -105,6 +129,18 @@ READERS: dict[str, tuple[str, tuple[Reader, ...]]] = {
     "compiled/steps.json": (
         "json",
         (lambda f: read_machine_file(StepsFile, f.run_dir / "compiled/steps.json", remedy="plan"),),
+    ),
+    "compiled/container.json": (
+        "json",
+        (
+            lambda f: read_machine_file(
+                ContainerFile, f.run_dir / "compiled/container.json", remedy="plan"
+            ),
+        ),
+    ),
+    "launch.json": (
+        "json",
+        (lambda f: load_launch_record(f.run_dir), lambda f: run_status(f.workspace, f.run_id)),
     ),
     "/kura.toml": ("toml", (lambda f: f.workspace.config(),)),
     "/datasets/myaku/dataset.yaml": (
