@@ -131,7 +131,9 @@ def inspect_command(
 def _render_inspected(console: Console, inspected: DatasetInspection) -> None:
     # The inspection's view is shared with `dataset add`, whose document nests it.
     render_inspection(console, inspected.to_dict())
-    if inspected.trainer_buckets is not None:
+    from kura.runs.buckets import RunBuckets
+
+    if isinstance(inspected.trainer_buckets, RunBuckets):
         _render_trainer_buckets(console, inspected.trainer_buckets)
 
 

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from kura.dataset.inspect import Inspection
-    from kura.runs.buckets import RunBuckets
 
 __all__ = [
     "DatasetAdded",
@@ -129,6 +128,12 @@ class DatasetSet:
         }
 
 
+class TrainerBucketsView(Protocol):
+    """A run's view of a dataset's buckets, from the layer above (``kura.runs.buckets``)."""
+
+    def to_dict(self) -> dict[str, object]: ...
+
+
 @dataclass(frozen=True)
 class DatasetInspection:
     """``kura dataset inspect``: the inspection of a registered dataset (``name``, its
@@ -140,8 +145,9 @@ class DatasetInspection:
     intent: DatasetIntent | None = None
     questions: tuple[Mapping[str, Any], ...] | None = None
     next: tuple[NextStep, ...] = ()
-    trainer_buckets: RunBuckets | None = None
-    """With ``--run``: the dataset's buckets as that run's trainer makes them."""
+    trainer_buckets: TrainerBucketsView | None = None
+    """With ``--run``: the dataset's buckets as that run's trainer makes them (the runs
+    layer's ``RunBuckets``; the dataset layer only renders it)."""
 
     kind: ClassVar[str] = "dataset-inspection"
 

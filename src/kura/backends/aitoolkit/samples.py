@@ -16,18 +16,20 @@ it: what the trainer opens is what was approved.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from dataclasses import dataclass
 
 from kura.backends.aitoolkit.archs import AitkModel
 from kura.backends.base import Mount
+from kura.backends.sample_files import (
+    SAMPLE_INPUTS_DIR,
+    check_sample_path,
+    sample_input_target,
+)
 from kura.errors import SpecError, Unsupported
 from kura.spec.run import RunSpec
 
 __all__ = ["CTRL_FLAG", "SAMPLE_INPUTS_DIR", "SamplePrompt", "SamplePrompts", "sample_prompts"]
 
-SAMPLE_INPUTS_DIR = "/kura/sample-inputs"
 CTRL_FLAG = "ctrl_img"
 PURPOSE = "sample control image"
 
@@ -58,9 +60,9 @@ def sample_prompts(spec: RunSpec, model: AitkModel) -> SamplePrompts:
         text, path = _split(index, line)
         _check_control(index, path, model)
         if path is not None:
-            _check_path(index, path, in_container)
+            check_sample_path(index, CTRL_FLAG, path, in_container=in_container)
             if path not in targets:
-                targets[path] = _target(len(targets), path) if in_container else path
+                targets[path] = sample_input_target(len(targets), path) if in_container else path
         read.append((text, path))
     prompts = tuple(
         SamplePrompt(text, targets[path] if path is not None else None) for text, path in read
@@ -112,23 +114,3 @@ def _check_control(index: int, path: str | None, model: AitkModel) -> None:
             f"{where}: {model.arch}'s sampler does not read a control image (--{CTRL_FLAG} {path})",
             hint=f"remove --{CTRL_FLAG} from the prompt",
         )
-
-
-def _check_path(index: int, path: str, in_container: bool) -> None:
-    where = f"training.sample_prompts[{index}] --{CTRL_FLAG} {path!r}"
-    if not posixpath.isabs(path):
-        raise SpecError(
-            f"{where} is not an absolute path: AI-Toolkit runs in its own folder, so Kura "
-            "binds only absolute paths",
-            hint="give the image's absolute path on this machine",
-        )
-    if in_container and ":" in path:
-        raise SpecError(
-            f"{where} holds a ':', which a container bind mount cannot carry",
-            hint="copy or link the file to a path without ':'",
-        )
-
-
-def _target(number: int, path: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", posixpath.basename(path)).strip("-.") or "file"
-    return posixpath.join(SAMPLE_INPUTS_DIR, f"{number:02d}-{name[:64]}")

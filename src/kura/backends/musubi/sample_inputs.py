@@ -15,18 +15,19 @@ model file, so what the trainer opens is what was approved.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from dataclasses import dataclass
 
 from kura.backends.musubi.contract import Mount
 from kura.backends.musubi.prompts import paths, with_paths
-from kura.errors import SpecError
+from kura.backends.sample_files import (
+    SAMPLE_INPUTS_DIR,
+    check_sample_path,
+    sample_input_target,
+)
 from kura.spec.run import RunSpec
 
 __all__ = ["SAMPLE_INPUTS_DIR", "SampleInputs", "sample_inputs"]
 
-SAMPLE_INPUTS_DIR = "/kura/sample-inputs"
 """Where a container sees the sample prompts' files (beside the run's own mounts)."""
 PURPOSE = "sample prompt input"
 
@@ -45,9 +46,9 @@ def sample_inputs(spec: RunSpec) -> SampleInputs:
     targets: dict[str, str] = {}
     for index, line in enumerate(spec.training.sample_prompts):
         for flag, path in paths(line):
-            _check_path(index, flag, path, in_container)
+            check_sample_path(index, flag, path, in_container=in_container)
             if path not in targets:
-                targets[path] = _target(len(targets), path) if in_container else path
+                targets[path] = sample_input_target(len(targets), path) if in_container else path
     lines = tuple(
         with_paths(line, targets.__getitem__) if paths(line) else line
         for line in spec.training.sample_prompts
@@ -56,23 +57,3 @@ def sample_inputs(spec: RunSpec) -> SampleInputs:
         Mount(target, True, f"{PURPOSE} ({path})", source=path) for path, target in targets.items()
     )
     return SampleInputs(lines, mounts)
-
-
-def _check_path(index: int, flag: str, path: str, in_container: bool) -> None:
-    where = f"training.sample_prompts[{index}] --{flag} {path!r}"
-    if not posixpath.isabs(path):
-        raise SpecError(
-            f"{where} is not an absolute path: the trainer runs in its own folder, so Kura "
-            "binds only absolute paths",
-            hint="give the file's absolute path on this machine",
-        )
-    if in_container and ":" in path:
-        raise SpecError(
-            f"{where} holds a ':', which a container bind mount cannot carry",
-            hint="copy or link the file to a path without ':'",
-        )
-
-
-def _target(number: int, path: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", posixpath.basename(path)).strip("-.") or "file"
-    return posixpath.join(SAMPLE_INPUTS_DIR, f"{number:02d}-{name[:64]}")
