@@ -8,7 +8,9 @@ until it exits: while it runs, no second launch of the run can start.
 For each step it opens ``logs/<step>.log`` for appending and hands that file to the step as
 stdout and stderr (never a pipe: a full pipe would block the trainer), starts the step in a
 new session so the whole process group can be signalled, records pid and exit status, and
-stops at the first failure. SIGTERM (sent by ``cancel``) is forwarded to the step's group.
+stops at the first failure. Before every step it verifies the run's locked model files again
+(:mod:`kura.execution.modelcheck`): one changed during an earlier step fails the run, named.
+SIGTERM (sent by ``cancel``) is forwarded to the step's group.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kura.errors import CheckFailed
 from kura.execution.commands import StepCommand, step_command
 from kura.execution.exits import exit_message
 from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
 from kura.execution.logs import diagnose_step
+from kura.execution.modelcheck import changed_model_file
 from kura.execution.procutil import process_start_ticks, signal_group
 from kura.execution.state import (
     RunState,
@@ -73,6 +77,10 @@ def run_steps(run_dir: Path, record: LaunchRecord) -> int:
         if step.name in spec.skip_steps:
             update_state(run_dir, functools.partial(_skip, name=step.name))
             continue
+        changed = changed_model_file(run_dir, spec.run_id)
+        if changed is not None:
+            _finish_models_changed(run_dir, step.name, changed)
+            return 0
         code = _run_one(run_dir, record, step, current)
         if _cancel_requested(run_dir, current):
             _finish_cancelled(run_dir, code)
@@ -171,6 +179,22 @@ def _finish_failed(run_dir: Path, record: LaunchRecord, name: str, code: int) ->
         state.pid = state.pgid = None
         state.message = exit_message(name, code)
         state.diagnosis = diagnosis
+        state.move_to("failed")
+
+    update_state(run_dir, fail)
+
+
+def _finish_models_changed(run_dir: Path, name: str, error: CheckFailed) -> None:
+    """A model file changed since approval (during an earlier step): step ``name`` is not
+    started and the run fails, naming the file and the fix."""
+    message = f"step {name} not started: {error.message}"
+    if error.hint:
+        message += f" ({error.hint})"
+
+    def fail(state: RunState) -> None:
+        state.pid = state.pgid = None
+        state.current_step = name
+        state.message = message
         state.move_to("failed")
 
     update_state(run_dir, fail)
