@@ -3,8 +3,9 @@
 Each worker has its own TPE sampler (``constant_liar=True`` so running trials are not
 proposed twice, a distinct seed per worker, the memory gate's constraint per trial) and an
 asynchronous successive-halving pruner over the followed loss. Before every trial it checks
-the sweep's approval, the study's space and trainer release, the trial count and the budget,
-and reaps trials whose workers stopped renewing their lease (re-queued once). GPU class,
+the sweep's approval (with the base run and the datasets it binds), the study's space and
+trainer release, the trial count and the budget, and reaps trials whose workers stopped
+renewing their lease (re-queued once). GPU class,
 host and seed are recorded on every trial; step times are only ever compared within one GPU
 class (see the report).
 
@@ -86,8 +87,6 @@ class _Worker:
 
         from kura.backends.registry import get_backend
         from kura.runs.gpu_choice import choose_gpu
-        from kura.runs.store import load_run
-        from kura.spec.base import plain
         from kura.sweep.envelope import check_sweep_approval, checked_space
         from kura.sweep.study import check_resumable, load_study
 
@@ -129,10 +128,18 @@ class _Worker:
             workspace, sweep, storage_url=self.storage_url, sampler=sampler, pruner=pruner
         )
         check_resumable(self.study, sweep, self.backend.release, self.space.spec.objective.mode)
-        _, base = load_run(workspace, sweep.base_run)
-        self.base_doc = plain(base)
+        self.base_doc = self._base_document()
         offer = self.gpu_class.cheapest_offer()
         self.usd_per_hour = offer.usd_per_hour if offer else None
+
+    def _base_document(self) -> dict[str, Any]:
+        """The base run's run.yaml, read again for every trial right after the approval
+        check that bound its digest: a trial is made from the approved bytes."""
+        from kura.runs.store import load_run
+        from kura.spec.base import plain
+
+        _, base = load_run(self.workspace, self.sweep.base_run)
+        return dict(plain(base))
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -208,6 +215,7 @@ class _Worker:
         first = True
         while stop is None:
             self.plan = check_sweep_approval(self.workspace, self.sweep.id)
+            self.base_doc = self._base_document()
             self.reaped += self.reap()
             stop = self.limits(first)
             first = False
