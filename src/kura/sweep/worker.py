@@ -54,20 +54,28 @@ def counted(trials: list[Any]) -> int:
     return used
 
 
-def spent(trials: list[Any]) -> tuple[float, float]:
-    """(GPU-hours, USD) used so far: finished trials' records, running ones' elapsed time."""
+def spent(trials: list[Any]) -> tuple[float, float | None]:
+    """(GPU-hours, USD) used so far: finished trials' records, running ones' elapsed time.
+
+    USD is None (unknown, never 0) once a trial that used GPU time ran on a GPU class
+    without a price: its dollars cannot be counted, so a dollar budget cannot be held."""
     from optuna.trial import TrialState
 
-    hours = usd = 0.0
+    hours = 0.0
+    usd: float | None = 0.0
     now = time.time()
     for trial in trials:
         if trial.state == TrialState.RUNNING and trial.datetime_start is not None:
-            elapsed = (now - trial.datetime_start.timestamp()) / 3600
-            hours += elapsed
-            usd += elapsed * float(trial.user_attrs.get("kura.usd_per_hour") or 0.0)
+            used = (now - trial.datetime_start.timestamp()) / 3600
+            price = trial.user_attrs.get("kura.usd_per_hour")
+            cost = None if price is None else used * float(price)
         else:
-            hours += float(trial.user_attrs.get("kura.gpu_hours") or 0.0)
-            usd += float(trial.user_attrs.get("kura.usd") or 0.0)
+            used = float(trial.user_attrs.get("kura.gpu_hours") or 0.0)
+            cost = trial.user_attrs.get("kura.usd")
+            if cost is None and not used:
+                cost = 0.0  # it never ran (infeasible, refused): nothing was spent
+        hours += used
+        usd = None if usd is None or cost is None else usd + float(cost)
     return hours, usd
 
 
@@ -150,10 +158,12 @@ class _Worker:
             return f"all {self.plan['trials']} approved trials are taken"
         hours, usd = spent(trials)
         budget = self.plan["budget"]
+        if budget.get("usd") is not None:
+            self._check_priced(usd, budget["usd"])
         over = None
         if budget.get("hours") is not None and hours >= budget["hours"]:
             over = f"{hours:.3f} of {budget['hours']} GPU-hours"
-        if budget.get("usd") is not None and usd >= budget["usd"]:
+        if budget.get("usd") is not None and usd is not None and usd >= budget["usd"]:
             over = f"${usd:.2f} of ${budget['usd']}"
         if over is None:
             return None
@@ -165,6 +175,27 @@ class _Worker:
                 "far are kept",
             )
         return f"the budget is spent ({over})"
+
+    def _check_priced(self, usd: float | None, budget_usd: float) -> None:
+        """A dollar budget needs a price for every trial: one on a GPU class the catalog has
+        no price for would count as $0 and the budget would never stop the sweep."""
+        hint = (
+            f"run workers on a priced GPU class (`kura gpus`; --gpu), or re-plan the sweep "
+            f"with --budget-hours (`kura sweep plan {self.sweep.id} --budget-hours H`, then "
+            f"`kura sweep approve {self.sweep.id}`)"
+        )
+        if self.usd_per_hour is None:
+            raise CheckFailed(
+                f"sweep {self.sweep.id} has a budget of ${budget_usd}, and this worker's GPU "
+                f"class {self.gpu_class.id} has no price in the GPU catalog",
+                hint=hint,
+            )
+        if usd is None:
+            raise CheckFailed(
+                f"sweep {self.sweep.id}: the dollars spent are unknown (a trial ran on a GPU "
+                f"class without a price), so the budget of ${budget_usd} cannot be held",
+                hint=hint,
+            )
 
     def reap(self) -> list[dict[str, Any]]:
         from kura.sweep.lease import reap_stale
