@@ -404,12 +404,40 @@ class _Worker:
             )
         check_envelope(self.workspace, run_id, document, params, frozenset(plan["applied"]))
         approve_run(self.workspace, run_id, via=f"sweep {self.sweep.id}")
-        with contextlib.ExitStack() as held:
-            cache, skip, pending = self._caches(run_id, held)
-            launch_run(self.workspace, run_id, detach=True, skip=skip)
-            followed = self._follow(trial, run_id, lease, pending, held)
+        self._guard(trial, run_id)
+        try:
+            with contextlib.ExitStack() as held:
+                cache, skip, pending = self._caches(run_id, held)
+                launch_run(self.workspace, run_id, detach=True, skip=skip)
+                followed = self._follow(trial, run_id, lease, pending, held)
+        finally:
+            from kura.execution.guard import remove_guard
+
+            remove_guard(self.workspace.run_dir(run_id))
         record = record.model_copy(update={"cache": cache or self._cache_note})
         return self._finish(trial, record, run_id, followed)
+
+    def _guard(self, trial: Any, run_id: str) -> None:
+        """Hand the trial's run a guard on this trial's lease: if this worker dies, the
+        run's own supervisor stops the trainer when the lease runs out (wherever it runs)."""
+        from kura.execution.guard import Guard, write_guard
+        from kura.sweep.leaseguard import STORAGE_ENV, LeaseTarget, guard_argv
+        from kura.sweep.storage import redact
+
+        redacted = redact(self.storage_url)
+        if redacted != self.storage_url:
+            # the password reaches the supervisor and its guard, never argv or a trainer
+            os.environ[STORAGE_ENV] = self.storage_url
+        target = LeaseTarget(
+            workspace=self.workspace.root,
+            sweep=self.sweep.id,
+            number=trial.number,
+            trial_id=trial._trial_id,
+            storage=redacted,
+            lease_seconds=self.lease_seconds,
+        )
+        owner = f"sweep {self.sweep.id} trial {trial.number}, lease of {self.worker}"
+        write_guard(self.workspace.run_dir(run_id), Guard(argv=guard_argv(target), owner=owner))
 
     _cache_note: dict[str, Any] | None = None
 
