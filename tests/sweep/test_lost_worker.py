@@ -105,3 +105,41 @@ def test_a_worker_killed_mid_trial_has_its_trainer_stopped_and_its_trial_ended(
         left = run_dir is not None and (run_dir / "state.json").exists()
         if left and run_dir is not None and not read_state(run_dir).is_terminal:
             cancel_run(run_dir, grace=2)
+
+
+def _target(ws: Workspace, storage: str = "journal", lease: float = 60.0) -> object:
+    from kura.sweep.leaseguard import LeaseTarget
+
+    return LeaseTarget(
+        workspace=ws.root, sweep="s1", number=3, trial_id=7, storage=storage, lease_seconds=lease
+    )
+
+
+def test_a_reaped_trial_stops_its_run_even_with_time_left_on_the_lease(ws: Workspace) -> None:
+    from types import SimpleNamespace
+
+    from optuna.trial import TrialState
+
+    from kura.sweep.lease import LEASE_KEY
+    from kura.sweep.leaseguard import lease_verdict
+
+    now = time.time()
+    live = SimpleNamespace(state=TrialState.RUNNING, user_attrs={LEASE_KEY: now + 30})
+    assert lease_verdict(_target(ws), live, now) is None  # type: ignore[arg-type]
+    reaped = SimpleNamespace(
+        state=TrialState.FAIL, user_attrs={LEASE_KEY: now + 30, "kura.lost": "re-queued once"}
+    )
+    verdict = lease_verdict(_target(ws), reaped, now)  # type: ignore[arg-type]
+    assert (
+        verdict == "trial 3 of sweep s1 is FAIL in the study, no longer this run's: re-queued once"
+    )
+
+
+def test_a_storage_unreadable_for_a_whole_lease_is_a_verdict(ws: Workspace) -> None:
+    from kura.sweep.leaseguard import watch
+
+    started = time.monotonic()
+    verdict = watch(_target(ws, storage="postgresql://kura@127.0.0.1:1/x", lease=1.0))  # type: ignore[arg-type]
+    assert time.monotonic() - started < 30
+    assert verdict is not None
+    assert verdict.startswith("the study storage postgresql://kura@127.0.0.1:1/x could not be read")
