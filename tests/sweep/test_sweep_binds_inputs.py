@@ -1,6 +1,7 @@
-"""A sweep's approval binds what its trials are made from (issue 24): the base run's run.yaml
-and the datasets a trial reads. One changed after `kura sweep approve` is refused at the next
-trial with the fix; no trial trains under the old approval."""
+"""A sweep's approval binds what its trials are made from (issue 24): the base run's run.yaml,
+the datasets a trial reads and the model files its bundle resolves to. One changed after
+`kura sweep approve` is refused at the next trial with the fix; no trial trains under the old
+approval."""
 
 from __future__ import annotations
 
@@ -77,4 +78,27 @@ def test_a_dataset_changed_after_approval_is_refused_before_any_trial(
 
     with pytest.raises(CheckFailed, match=rf"changed after approval: dataset {train}"):
         run_worker(ws, sweep_id, gpu="h100-pcie", seed=1)
+    assert load_trials(ws, sweep_id) == []
+
+
+def test_a_model_file_changed_after_approval_is_refused_before_any_trial(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    import json
+    import os
+
+    from kura.sweep.records import sweep_dir
+
+    _, sweep_id = _approved(ws, tmp_path)
+    approval = json.loads((sweep_dir(ws, sweep_id) / "approval.json").read_text())
+    vae = Path(os.path.realpath(approval["inputs"]["models"]["roles"]["vae"]["path"]))
+    before = vae.stat()
+    data = bytearray(vae.read_bytes())
+    data[-1] ^= 0xFF
+    vae.write_bytes(bytes(data))
+    os.utime(vae, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    with pytest.raises(CheckFailed, match=rf"sweep {sweep_id}: model file for vae") as caught:
+        run_worker(ws, sweep_id, gpu="h100-pcie", seed=1)
+    assert f"kura sweep approve {sweep_id}" in caught.value.hint
     assert load_trials(ws, sweep_id) == []

@@ -4,8 +4,9 @@ The plan (``sweeps/<id>/plan.json`` and ``plan.md``) shows the space, the trial 
 budget (time and cost from the backend's estimator over the warm-start configs and the
 corners of the space, as a band; the caching steps counted once), and what every trial will
 and will not change. ``approve`` binds the digests of plan.json, space.yaml and sweep.json,
-and of every input a trial is made from: the base run's run.yaml (every value the plan lists
-as unchanged comes from it) and the content of each dataset a trial trains or validates on.
+and of every input a trial is made from (:mod:`kura.sweep.bindings`): the base run's
+run.yaml (every value the plan lists as unchanged comes from it), the content of each dataset
+a trial trains or validates on, and the model files its bundle resolves to.
 A worker checks them before every trial, so an edited space, plan or base run stops the sweep
 until it is planned and approved again. Each trial is still planned (and gated) on its
 worker's GPU.
@@ -26,6 +27,7 @@ from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import validate_spec
 from kura.spec.run import RunSpec
+from kura.sweep.bindings import bound_inputs, check_bound_inputs
 from kura.sweep.new import SPACE_NAME
 from kura.sweep.records import SWEEP_NAME, SweepRecord, load_sweep, sweep_dir
 from kura.sweep.space import CheckedSpace, check_space, load_space
@@ -302,24 +304,6 @@ def _digests(workspace: Workspace, sweep_id: str) -> dict[str, str]:
     }
 
 
-def _input_digests(workspace: Workspace, sweep: SweepRecord) -> dict[str, str]:
-    """The inputs every trial is made from, by what a person reads in a refusal: the base
-    run's run.yaml (bytes) and each dataset a trial reads (its content digest)."""
-    from kura.dataset.registry import validate_dataset
-    from kura.runs.store import load_run, run_file
-
-    path = run_file(workspace, sweep.base_run)
-    found = {f"runs/{sweep.base_run}/run.yaml": hashlib.sha256(path.read_bytes()).hexdigest()}
-    if sweep.split.train:
-        names = sorted({*sweep.split.train.values(), *sweep.split.validation.values()})
-    else:
-        spec, _ = load_run(workspace, sweep.base_run)
-        names = sorted({use.name for use in [*spec.datasets, *spec.validation]})
-    for name in names:
-        found[f"dataset {name}"] = validate_dataset(workspace, name).digest
-    return found
-
-
 def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     sweep = load_sweep(workspace, sweep_id)
     folder = sweep_dir(workspace, sweep_id)
@@ -335,7 +319,7 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
         "kind": "sweep-approval",
         "sweep": sweep_id,
         "files": _digests(workspace, sweep_id),
-        "inputs": _input_digests(workspace, sweep),
+        "inputs": bound_inputs(workspace, sweep).model_dump(mode="json"),
         "approved_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "approved_by": f"{getpass.getuser()}@{socket.gethostname()}",
     }
@@ -362,17 +346,6 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
             f"sweep {sweep_id} changed after approval: {', '.join(changed)}",
             hint=f"`kura sweep plan {sweep_id}` and `kura sweep approve {sweep_id}` again",
         )
-    approved = record.get("inputs", {})
-    current_inputs = _input_digests(workspace, load_sweep(workspace, sweep_id))
-    moved = sorted(
-        n for n in set(current_inputs) | set(approved) if current_inputs.get(n) != approved.get(n)
-    )
-    if moved:
-        raise CheckFailed(
-            f"sweep {sweep_id}: what its trials are made from changed after approval: "
-            + ", ".join(moved),
-            hint=f"no trial runs under the old approval: `kura sweep plan {sweep_id}`, read "
-            f"plan.md, then `kura sweep approve {sweep_id}` (or put the approved files back)",
-        )
+    check_bound_inputs(workspace, load_sweep(workspace, sweep_id), record.get("inputs"))
     plan: dict[str, Any] = load_json(folder / PLAN_JSON)
     return plan
