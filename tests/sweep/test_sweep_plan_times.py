@@ -1,4 +1,5 @@
-"""A sweep plan's time: an unknown step time is shown as unknown, never as 0 s (issue 29)."""
+"""A sweep's time and cost: an unknown step time or price is shown as unknown, never as 0
+(issues 29 and 24: the plan, the plan command's summary, the dollars a worker counts)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,43 @@ def test_a_tiny_but_known_time_is_not_rounded_to_zero() -> None:
     assert _rounded(12.34) == 12.3
     assert _rounded(0.00042) == 0.00042
     assert _rounded(0.0) == 0.0
+
+
+def test_the_plan_command_says_unknown_gpu_hours_instead_of_failing() -> None:
+    import io
+
+    from rich.console import Console
+
+    from kura.cli.sweep import _render_plan
+
+    out = io.StringIO()
+    doc = {"sweep": "s1", "trials": 4, "gpu": {"id": "h100-pcie"}}
+    _render_plan(Console(file=out, width=200), {**doc, "estimate": {"total_hours": None}})
+    assert "4 trials on h100-pcie, unknown GPU-hours" in out.getvalue()
+    out = io.StringIO()
+    _render_plan(Console(file=out, width=200), {**doc, "estimate": {"total_hours": [0.5, 1.25]}})
+    assert "0.5–1.25 GPU-hours" in out.getvalue()
+
+
+def _trial(state: str, **attrs: object) -> object:
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from optuna.trial import TrialState
+
+    started = datetime.now(UTC) - timedelta(hours=1)
+    return SimpleNamespace(state=TrialState[state], datetime_start=started, user_attrs=attrs)
+
+
+def test_dollars_spent_on_a_gpu_without_a_price_are_unknown_not_zero() -> None:
+    from kura.sweep.worker import spent
+
+    priced = _trial("COMPLETE", **{"kura.gpu_hours": 0.5, "kura.usd": 1.25})
+    never_ran = _trial("PRUNED", **{"kura.status": "infeasible"})
+    hours, usd = spent([priced, never_ran])  # type: ignore[list-item]
+    assert (hours, usd) == (0.5, 1.25)
+    unpriced = _trial("COMPLETE", **{"kura.gpu_hours": 0.25, "kura.usd": None})
+    assert spent([priced, unpriced]) == (0.75, None)  # type: ignore[list-item]
+    running = _trial("RUNNING", **{"kura.usd_per_hour": None})
+    hours, usd = spent([priced, running])  # type: ignore[list-item]
+    assert usd is None and 1.49 < hours < 1.51

@@ -130,12 +130,12 @@ def plan_command(
 def _render_plan(console: Console, doc: dict[str, Any]) -> None:
     from rich.markdown import Markdown
 
-    est = doc["estimate"]
+    hours = doc["estimate"]["total_hours"]
+    total = "unknown GPU-hours" if hours is None else f"{hours[0]}–{hours[1]} GPU-hours"
     console.print(
         Markdown(
             f"**Sweep {doc['sweep']}**: {doc['trials']} trials on {doc['gpu']['id']}, "
-            f"{est['total_hours'][0]}–{est['total_hours'][1]} GPU-hours; "
-            "plan.md in the sweep folder"
+            f"{total}; plan.md in the sweep folder"
         )
     )
 

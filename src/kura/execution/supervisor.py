@@ -8,7 +8,10 @@ until it exits: while it runs, no second launch of the run can start.
 For each step it opens ``logs/<step>.log`` for appending and hands that file to the step as
 stdout and stderr (never a pipe: a full pipe would block the trainer), starts the step in a
 new session so the whole process group can be signalled, records pid and exit status, and
-stops at the first failure. SIGTERM (sent by ``cancel``) is forwarded to the step's group.
+stops at the first failure. Before every step it verifies the run's locked model files again
+(:mod:`kura.execution.modelcheck`): one changed during an earlier step fails the run, named.
+SIGTERM (sent by ``cancel``) is forwarded to the step's group. A run whose owner wrote a
+guard (:mod:`kura.execution.guard`, a sweep trial's lease) is stopped when the guard says so.
 """
 
 from __future__ import annotations
@@ -19,15 +22,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from kura.errors import CheckFailed
 from kura.execution.commands import StepCommand, step_command
 from kura.execution.exits import exit_message
 from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
+from kura.execution.guard import GuardWatch, read_guard, remove_guard
 from kura.execution.launch_spec import CACHE_STEPS, LaunchRecord, Step, load_launch_record
 from kura.execution.logs import diagnose_step
-from kura.execution.procutil import process_start_ticks, signal_group
+from kura.execution.modelcheck import changed_model_file
+from kura.execution.procutil import group_alive, process_start_ticks, signal_group
 from kura.execution.state import (
     RunState,
     cancel_marker,
@@ -45,11 +52,12 @@ __all__ = ["main", "run_steps"]
 class _Current:
     pgid: int | None = None
     terminated: bool = False
+    guard_reason: str | None = None
+    """Set when the run's guard says the run must stop (its sweep lease is gone)."""
 
 
 def run_steps(run_dir: Path, record: LaunchRecord) -> int:
     """Run every step of ``record`` in order; returns the process exit code for the supervisor."""
-    spec = record.spec
     current = _Current()
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -65,15 +73,34 @@ def run_steps(run_dir: Path, record: LaunchRecord) -> int:
         state.supervisor_pid, state.supervisor_start = me, my_start
 
     update_state(run_dir, attach)
+    watch = _start_guard(run_dir, current)
+    try:
+        return _run_all(run_dir, record, current)
+    finally:
+        if watch is not None:
+            watch.stop()
 
+
+def _run_all(run_dir: Path, record: LaunchRecord, current: _Current) -> int:
+    spec = record.spec
     for step in spec.steps:
+        if current.guard_reason is not None:
+            _finish_guarded(run_dir, None, current.guard_reason)
+            return 0
         if _cancel_requested(run_dir, current):
             _finish_cancelled(run_dir, None)
             return 0
         if step.name in spec.skip_steps:
             update_state(run_dir, functools.partial(_skip, name=step.name))
             continue
+        changed = changed_model_file(run_dir, spec.run_id)
+        if changed is not None:
+            _finish_models_changed(run_dir, step.name, changed)
+            return 0
         code = _run_one(run_dir, record, step, current)
+        if current.guard_reason is not None:
+            _finish_guarded(run_dir, code, current.guard_reason)
+            return 0
         if _cancel_requested(run_dir, current):
             _finish_cancelled(run_dir, code)
             return 0
@@ -122,7 +149,7 @@ def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current)
             )
             return _not_started(run_dir, step, log_path, offset)
     current.pgid = process.pid
-    if current.terminated:
+    if current.terminated or current.guard_reason is not None:
         signal_group(process.pid, signal.SIGTERM)
 
     def started(state: RunState) -> None:
@@ -171,6 +198,55 @@ def _finish_failed(run_dir: Path, record: LaunchRecord, name: str, code: int) ->
         state.pid = state.pgid = None
         state.message = exit_message(name, code)
         state.diagnosis = diagnosis
+        state.move_to("failed")
+
+    update_state(run_dir, fail)
+
+
+def _start_guard(run_dir: Path, current: _Current) -> GuardWatch | None:
+    """Start the run's guard (``guard.json``), if its owner asked for one."""
+    guard = read_guard(run_dir)
+    if guard is None:
+        return None
+
+    def stop_the_run(reason: str) -> None:
+        current.guard_reason = reason
+        pgid = current.pgid
+        signal_group(pgid, signal.SIGTERM)
+        timer = threading.Timer(guard.stop_grace_seconds, _kill_if_alive, args=(current, pgid))
+        timer.daemon = True
+        timer.start()
+
+    watch = GuardWatch(guard, stop_the_run, log=Path(run_dir) / "logs" / "guard.log")
+    watch.start()
+    return watch
+
+
+def _kill_if_alive(current: _Current, pgid: int | None) -> None:
+    """The grace after the guard's SIGTERM is over: SIGKILL the step if it still runs."""
+    if pgid is not None and current.pgid == pgid and group_alive(pgid):
+        signal_group(pgid, signal.SIGKILL)
+
+
+def _finish_guarded(run_dir: Path, code: int | None, reason: str) -> None:
+    """The guard stopped the run: it ends cancelled with the guard's reason, and the guard
+    file goes (its owner's claim on the run is over; a later relaunch by hand is the
+    person's own)."""
+    remove_guard(run_dir)
+    _finish_cancelled(run_dir, code, message=f"stopped by its guard: {reason}")
+
+
+def _finish_models_changed(run_dir: Path, name: str, error: CheckFailed) -> None:
+    """A model file changed since approval (during an earlier step): step ``name`` is not
+    started and the run fails, naming the file and the fix."""
+    message = f"step {name} not started: {error.message}"
+    if error.hint:
+        message += f" ({error.hint})"
+
+    def fail(state: RunState) -> None:
+        state.pid = state.pgid = None
+        state.current_step = name
+        state.message = message
         state.move_to("failed")
 
     update_state(run_dir, fail)

@@ -3,9 +3,13 @@
 The plan (``sweeps/<id>/plan.json`` and ``plan.md``) shows the space, the trial count, the
 budget (time and cost from the backend's estimator over the warm-start configs and the
 corners of the space, as a band; the caching steps counted once), and what every trial will
-and will not change. ``approve`` binds the digests of plan.json, space.yaml and sweep.json;
-a worker checks them before every trial, so an edited space or plan stops the sweep until it
-is planned and approved again. Each trial is still planned (and gated) on its worker's GPU.
+and will not change. ``approve`` binds the digests of plan.json, space.yaml and sweep.json,
+and of every input a trial is made from (:mod:`kura.sweep.bindings`): the base run's
+run.yaml (every value the plan lists as unchanged comes from it), the content of each dataset
+a trial trains or validates on, and the model files its bundle resolves to.
+A worker checks them before every trial, so an edited space, plan or base run stops the sweep
+until it is planned and approved again. Each trial is still planned (and gated) on its
+worker's GPU.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import validate_spec
 from kura.spec.run import RunSpec
+from kura.sweep.bindings import bound_inputs, check_bound_inputs
 from kura.sweep.new import SPACE_NAME
 from kura.sweep.records import SWEEP_NAME, SweepRecord, load_sweep, sweep_dir
 from kura.sweep.space import CheckedSpace, check_space, load_space
@@ -314,6 +319,7 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
         "kind": "sweep-approval",
         "sweep": sweep_id,
         "files": _digests(workspace, sweep_id),
+        "inputs": bound_inputs(workspace, sweep).model_dump(mode="json"),
         "approved_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "approved_by": f"{getpass.getuser()}@{socket.gethostname()}",
     }
@@ -340,5 +346,6 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
             f"sweep {sweep_id} changed after approval: {', '.join(changed)}",
             hint=f"`kura sweep plan {sweep_id}` and `kura sweep approve {sweep_id}` again",
         )
+    check_bound_inputs(workspace, load_sweep(workspace, sweep_id), record.get("inputs"))
     plan: dict[str, Any] = load_json(folder / PLAN_JSON)
     return plan

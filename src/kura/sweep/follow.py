@@ -4,8 +4,9 @@ The follower reads the trainer's own progress (``Backend.progress`` over the tra
 log) while the detached supervisor runs the trial, reports the smoothed loss at each new step
 (``trial.report``), and asks the asynchronous successive-halving pruner whether to stop. A
 stop is ``kura run cancel``'s path: SIGTERM to the trainer's process group, SIGKILL after the
-grace, the run marked cancelled; the trial records why (pruner, step, loss). A lease lost to
-another worker's reaper stops the trial the same way.
+grace, the run marked cancelled; the trial records why (pruner, step, loss). A trial at its
+last step (the trainer's own total) is never pruned: it is scored. A lease lost to another
+worker's reaper stops the trial the same way.
 """
 
 from __future__ import annotations
@@ -58,7 +59,13 @@ def follow_trial(
             if report and latest.step is not None and latest.step > last_step and value is not None:
                 last_step = latest.step
                 trial.report(float(value), latest.step)
-                if prune and stopped is None and not state.is_terminal and trial.should_prune():
+                if (
+                    prune
+                    and stopped is None
+                    and not state.is_terminal
+                    and not _at_last_step(latest)
+                    and trial.should_prune()
+                ):
                     stopped = {
                         "by": "successive halving (asynchronous)",
                         "step": latest.step,
@@ -82,3 +89,9 @@ def follow_trial(
             )
             return Followed(status, stopped, latest, time.monotonic() - started)
         time.sleep(poll)
+
+
+def _at_last_step(progress: Any) -> bool:
+    """A trial that reached its last step is past the point where stopping saves anything:
+    it is writing its validation loss and LoRA, so it is scored, never pruned."""
+    return bool(progress.total is not None and progress.step >= progress.total)

@@ -3,8 +3,9 @@
 Each worker has its own TPE sampler (``constant_liar=True`` so running trials are not
 proposed twice, a distinct seed per worker, the memory gate's constraint per trial) and an
 asynchronous successive-halving pruner over the followed loss. Before every trial it checks
-the sweep's approval, the study's space and trainer release, the trial count and the budget,
-and reaps trials whose workers stopped renewing their lease (re-queued once). GPU class,
+the sweep's approval (with the base run and the datasets it binds), the study's space and
+trainer release, the trial count and the budget, and reaps trials whose workers stopped
+renewing their lease (re-queued once). GPU class,
 host and seed are recorded on every trial; step times are only ever compared within one GPU
 class (see the report).
 
@@ -53,20 +54,28 @@ def counted(trials: list[Any]) -> int:
     return used
 
 
-def spent(trials: list[Any]) -> tuple[float, float]:
-    """(GPU-hours, USD) used so far: finished trials' records, running ones' elapsed time."""
+def spent(trials: list[Any]) -> tuple[float, float | None]:
+    """(GPU-hours, USD) used so far: finished trials' records, running ones' elapsed time.
+
+    USD is None (unknown, never 0) once a trial that used GPU time ran on a GPU class
+    without a price: its dollars cannot be counted, so a dollar budget cannot be held."""
     from optuna.trial import TrialState
 
-    hours = usd = 0.0
+    hours = 0.0
+    usd: float | None = 0.0
     now = time.time()
     for trial in trials:
         if trial.state == TrialState.RUNNING and trial.datetime_start is not None:
-            elapsed = (now - trial.datetime_start.timestamp()) / 3600
-            hours += elapsed
-            usd += elapsed * float(trial.user_attrs.get("kura.usd_per_hour") or 0.0)
+            used = (now - trial.datetime_start.timestamp()) / 3600
+            price = trial.user_attrs.get("kura.usd_per_hour")
+            cost = None if price is None else used * float(price)
         else:
-            hours += float(trial.user_attrs.get("kura.gpu_hours") or 0.0)
-            usd += float(trial.user_attrs.get("kura.usd") or 0.0)
+            used = float(trial.user_attrs.get("kura.gpu_hours") or 0.0)
+            cost = trial.user_attrs.get("kura.usd")
+            if cost is None and not used:
+                cost = 0.0  # it never ran (infeasible, refused): nothing was spent
+        hours += used
+        usd = None if usd is None or cost is None else usd + float(cost)
     return hours, usd
 
 
@@ -86,8 +95,6 @@ class _Worker:
 
         from kura.backends.registry import get_backend
         from kura.runs.gpu_choice import choose_gpu
-        from kura.runs.store import load_run
-        from kura.spec.base import plain
         from kura.sweep.envelope import check_sweep_approval, checked_space
         from kura.sweep.study import check_resumable, load_study
 
@@ -129,10 +136,18 @@ class _Worker:
             workspace, sweep, storage_url=self.storage_url, sampler=sampler, pruner=pruner
         )
         check_resumable(self.study, sweep, self.backend.release, self.space.spec.objective.mode)
-        _, base = load_run(workspace, sweep.base_run)
-        self.base_doc = plain(base)
+        self.base_doc = self._base_document()
         offer = self.gpu_class.cheapest_offer()
         self.usd_per_hour = offer.usd_per_hour if offer else None
+
+    def _base_document(self) -> dict[str, Any]:
+        """The base run's run.yaml, read again for every trial right after the approval
+        check that bound its digest: a trial is made from the approved bytes."""
+        from kura.runs.store import load_run
+        from kura.spec.base import plain
+
+        _, base = load_run(self.workspace, self.sweep.base_run)
+        return dict(plain(base))
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -143,10 +158,12 @@ class _Worker:
             return f"all {self.plan['trials']} approved trials are taken"
         hours, usd = spent(trials)
         budget = self.plan["budget"]
+        if budget.get("usd") is not None:
+            self._check_priced(usd, budget["usd"])
         over = None
         if budget.get("hours") is not None and hours >= budget["hours"]:
             over = f"{hours:.3f} of {budget['hours']} GPU-hours"
-        if budget.get("usd") is not None and usd >= budget["usd"]:
+        if budget.get("usd") is not None and usd is not None and usd >= budget["usd"]:
             over = f"${usd:.2f} of ${budget['usd']}"
         if over is None:
             return None
@@ -158,6 +175,27 @@ class _Worker:
                 "far are kept",
             )
         return f"the budget is spent ({over})"
+
+    def _check_priced(self, usd: float | None, budget_usd: float) -> None:
+        """A dollar budget needs a price for every trial: one on a GPU class the catalog has
+        no price for would count as $0 and the budget would never stop the sweep."""
+        hint = (
+            f"run workers on a priced GPU class (`kura gpus`; --gpu), or re-plan the sweep "
+            f"with --budget-hours (`kura sweep plan {self.sweep.id} --budget-hours H`, then "
+            f"`kura sweep approve {self.sweep.id}`)"
+        )
+        if self.usd_per_hour is None:
+            raise CheckFailed(
+                f"sweep {self.sweep.id} has a budget of ${budget_usd}, and this worker's GPU "
+                f"class {self.gpu_class.id} has no price in the GPU catalog",
+                hint=hint,
+            )
+        if usd is None:
+            raise CheckFailed(
+                f"sweep {self.sweep.id}: the dollars spent are unknown (a trial ran on a GPU "
+                f"class without a price), so the budget of ${budget_usd} cannot be held",
+                hint=hint,
+            )
 
     def reap(self) -> list[dict[str, Any]]:
         from kura.sweep.lease import reap_stale
@@ -208,6 +246,7 @@ class _Worker:
         first = True
         while stop is None:
             self.plan = check_sweep_approval(self.workspace, self.sweep.id)
+            self.base_doc = self._base_document()
             self.reaped += self.reap()
             stop = self.limits(first)
             first = False
@@ -365,12 +404,40 @@ class _Worker:
             )
         check_envelope(self.workspace, run_id, document, params, frozenset(plan["applied"]))
         approve_run(self.workspace, run_id, via=f"sweep {self.sweep.id}")
-        with contextlib.ExitStack() as held:
-            cache, skip, pending = self._caches(run_id, held)
-            launch_run(self.workspace, run_id, detach=True, skip=skip)
-            followed = self._follow(trial, run_id, lease, pending, held)
+        self._guard(trial, run_id)
+        try:
+            with contextlib.ExitStack() as held:
+                cache, skip, pending = self._caches(run_id, held)
+                launch_run(self.workspace, run_id, detach=True, skip=skip)
+                followed = self._follow(trial, run_id, lease, pending, held)
+        finally:
+            from kura.execution.guard import remove_guard
+
+            remove_guard(self.workspace.run_dir(run_id))
         record = record.model_copy(update={"cache": cache or self._cache_note})
         return self._finish(trial, record, run_id, followed)
+
+    def _guard(self, trial: Any, run_id: str) -> None:
+        """Hand the trial's run a guard on this trial's lease: if this worker dies, the
+        run's own supervisor stops the trainer when the lease runs out (wherever it runs)."""
+        from kura.execution.guard import Guard, write_guard
+        from kura.sweep.leaseguard import STORAGE_ENV, LeaseTarget, guard_argv
+        from kura.sweep.storage import redact
+
+        redacted = redact(self.storage_url)
+        if redacted != self.storage_url:
+            # the password reaches the supervisor and its guard, never argv or a trainer
+            os.environ[STORAGE_ENV] = self.storage_url
+        target = LeaseTarget(
+            workspace=self.workspace.root,
+            sweep=self.sweep.id,
+            number=trial.number,
+            trial_id=trial._trial_id,
+            storage=redacted,
+            lease_seconds=self.lease_seconds,
+        )
+        owner = f"sweep {self.sweep.id} trial {trial.number}, lease of {self.worker}"
+        write_guard(self.workspace.run_dir(run_id), Guard(argv=guard_argv(target), owner=owner))
 
     _cache_note: dict[str, Any] | None = None
 
