@@ -978,8 +978,9 @@ OTHER_TRAINER_SHAPES: Mapping[str, ModelShape] = _shapes(
             "lora": "[mine] kohya's Transformer2DModel targets, (in + out) per Linear: "
             "28 d + 4096 per layer + proj_in/out = 2.66 M per rank over 722 modules (a rank "
             "32 UNet LoRA is the familiar ~170 MB fp16 file)",
-            "flops": "[mine] forward at 1024^2: ~4.0 TFLOP in the 32x32 level's layers, "
-            "~1.0 in the 64x64 one's, ~1.3 in the ResNets: ~6.3 TFLOP",
+            "flops": "[mine] forward at 1024^2: 4.0 TFLOP in the 32x32 level's layers, "
+            "1.1 in the 64x64 one's, 1.6 in the ResNets: 6.7 TFLOP; checked against "
+            "sd-scripts' 1.23 s/it on a 3090 without checkpointing (vram.md §3.2 row 46)",
             "activations": "[assumed] 54 d bytes per position per transformer layer "
             "(27 bf16 tensors of width d saved: attention, cross-attention, GEGLU 8 d), 16 C "
             "per ResNet block; not measured",

@@ -320,3 +320,37 @@ def test_sdxls_step_time_matches_the_published_sd_scripts_rates() -> None:
     )
     seconds = train_step_time(setup, Bucket(1024, 1024), get_gpu_class("rtx-3090"), 1).step_s
     assert abs(seconds / 1.23 - 1) < TIME_BAND / 2
+
+
+def test_sdxls_levels_see_their_own_grids_and_its_resnets_do_not_attend() -> None:
+    """At 1024 px the UNet's 32x32, 64x64 and 128x128 levels see 1024, 4096 and 16384
+    positions; a forward is ~6.7 TFLOP (the shape's flops source)."""
+    from kura.backends.aitoolkit.estimator.setup import tokens_of
+    from kura.sizing.steptime import FORWARD, dit_flops
+
+    shape = get_shape("sdxl-unet")
+    tokens = tokens_of(shape, Bucket(1024, 1024), control=False)
+    seen = {g.name: tokens.seen_by(g) for g in shape.groups}
+    assert seen == {
+        "attn_32": 1024,
+        "attn_64": 4096,
+        "resnet_32": 1024,
+        "resnet_64": 4096,
+        "resnet_128": 16384,
+    }
+    flops = dit_flops(shape, tokens.seen_by, tokens.text, 0.0, FORWARD, 1)
+    assert flops == pytest.approx(6.7e12, rel=0.02)
+
+
+def test_checkpointing_keeps_each_unet_blocks_input_at_its_own_width() -> None:
+    from kura.backends.aitoolkit.estimator.memory import ALPHA, activations_gib
+    from kura.backends.aitoolkit.estimator.setup import tokens_of
+
+    setup = _point("sdxl_12gb_sd_scripts").setup()
+    tokens = tokens_of(setup.shape, Bucket(1024, 1024), control=False)
+    inputs = (
+        60 * 1024 * 1280 + 10 * 4096 * 640 + 7 * 1024 * 1280 + 5 * 4096 * 640 + 5 * 16384 * 320
+    ) * 2
+    largest = max(g.act_bytes_per_token * tokens.seen_by(g) for g in setup.shape.groups)
+    expected = (inputs + ALPHA * largest) / 2**30
+    assert activations_gib(setup, tokens) == pytest.approx(expected)

@@ -6,6 +6,11 @@ that card. Reports with a measured peak are ``measured`` points; a report that r
 memory is an ``oom`` point. ``held_out`` points take no part in the band: they measure it
 (:func:`held_out_median_error`). Settings a report leaves out are AI-Toolkit's or the UI's
 defaults and are listed in ``assumed``.
+
+Excluded: ``train_lora_hidream_48.yaml`` (HiDream-I1): Kura has no HiDream-I1 bundle
+(``kura model bundles`` lists only HiDream-O1, a different model), so no plan can be held
+to it. SDXL has no published AI-Toolkit example: its point is an sd-scripts report on the
+same UNet and text encoders.
 """
 
 from __future__ import annotations
@@ -136,9 +141,6 @@ POINTS: tuple[CalibrationPoint, ...] = (
        assumed=("sd-scripts, not AI-Toolkit", "1024 px, UNet-only LoRA, gradient "
                 "checkpointing, AdamW8bit, no sampling")),
 )
-"""Published examples Kura does not check: ``train_lora_hidream_48.yaml`` (HiDream-I1:
-Kura has no HiDream-I1 bundle, ``kura model bundles``; AI-Toolkit's HiDream-O1 is a
-different model)."""
 # fmt: on
 
 
