@@ -896,7 +896,9 @@ _SDXL_GROUPS = (
 _DIFFUSERS_SDXL = (
     "[code] diffusers UNet2DConditionModel with stabilityai/stable-diffusion-xl-base-1.0's "
     "unet/config.json, which ai-toolkit 27a03a9 toolkit/stable_diffusion_model.py:335-367 "
-    "loads through StableDiffusionXLPipeline"
+    "loads through StableDiffusionXLPipeline; parameters, layers per width, cross-attention "
+    "k/v and LoRA targets checked on that UNet built on the meta device "
+    "(tests/backends/aitoolkit/aitk_shapes_harness.py)"
 )
 
 OTHER_TRAINER_SHAPES: Mapping[str, ModelShape] = _shapes(
@@ -929,7 +931,9 @@ OTHER_TRAINER_SHAPES: Mapping[str, ModelShape] = _shapes(
         sources={
             "shape": _AITK_CHROMA + "src/model.py:38-52 (ChromaParams: hidden 3072, 24 heads, "
             "mlp_ratio 4, 19 double + 38 single blocks, approximator 64 -> 5120 x 5 -> 3072); "
-            "chroma_model.py:152-170 counts the blocks from the checkpoint",
+            "chroma_model.py:152-170 counts the blocks from the checkpoint; every count "
+            "here is checked on AI-Toolkit's own Chroma built on the meta device "
+            "(tests/backends/aitoolkit/aitk_shapes_harness.py)",
             "weights": "[mine] FLUX.1's blocks (vram.md §1.1: 648 / 270 MiB) less their "
             "modulation Linears (216 / 54 MiB): 19 x 226.5 M + 38 x 113.2 M = 8.61 B, plus "
             "the approximator 0.28 B and the embedders = 8.90 B, 16.58 GiB bf16",
