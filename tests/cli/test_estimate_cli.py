@@ -102,7 +102,16 @@ def test_ai_toolkit_sizes_every_step_of_the_what_if(kura) -> None:
     assert plain["verdict"]["fits"] is False
 
 
-def test_ai_toolkit_says_which_step_it_cannot_size(kura) -> None:
+def _without_chromas_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shipped AI-Toolkit bundle has a shape: drop Chroma's to stand for one without."""
+    from kura.backends.aitoolkit.estimator import estimate
+
+    shapes = {k: v for k, v in estimate.SHAPE_FOR_BUNDLE.items() if k != "chroma1-base"}
+    monkeypatch.setattr(estimate, "SHAPE_FOR_BUNDLE", shapes)
+
+
+def test_ai_toolkit_says_which_step_it_cannot_size(kura, monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_chromas_shape(monkeypatch)
     result = kura("estimate", "--base", "chroma1-base", "--gpu", "l40s", "--json")
     assert result.exit_code == 0, result.stdout
     doc = result.json()

@@ -112,9 +112,15 @@ def test_run_and_whatif_estimates_are_their_documents(web: WebWorkspace) -> None
     assert document["time_and_cost"]["by_step_hours"].keys() == {"train"}
 
 
-def test_an_estimate_without_a_kind_of_its_own_gets_one_after_its_steps() -> None:
-    """AI-Toolkit's estimate document carries no ``kind``: it follows ``steps`` (Chroma: a
-    model Kura cannot size)."""
+def test_an_estimate_without_a_kind_of_its_own_gets_one_after_its_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AI-Toolkit's estimate document carries no ``kind``: it follows ``steps`` (Chroma with
+    its shape dropped: a model Kura cannot size)."""
+    from kura.backends.aitoolkit.estimator import estimate
+
+    shapes = {k: v for k, v in estimate.SHAPE_FOR_BUNDLE.items() if k != "chroma1-base"}
+    monkeypatch.setattr(estimate, "SHAPE_FOR_BUNDLE", shapes)
     whatif = estimate_whatif(WhatIf(base="chroma1-base", width=1024, height=1024))
     document = _as_json(whatif)
     keys = list(document)

@@ -27,6 +27,7 @@ from kura.errors import InvalidInput, NotFound, Unsupported
 __all__ = [
     "ARCHITECTURE_IDS",
     "MODEL_SHAPES",
+    "OTHER_TRAINER_SHAPES",
     "BlockGroup",
     "ModelShape",
     "base_model",
@@ -57,6 +58,13 @@ class BlockGroup:
     ``sees`` says which tokens pass through the blocks: the whole sequence, only the image
     tokens (Z-Image noise refiner) or only the text tokens (Z-Image context refiner,
     Kandinsky 5 text blocks).
+
+    A UNet's levels run at different grids and widths: ``token_scale`` is the positions one
+    block sees per token of the shape's grid (4 for SDXL's 64x64 level against its 32x32
+    one), ``width`` the channels of its input when they are not the shape's ``hidden`` (0:
+    ``hidden``), and ``attends`` is false for convolution-only (ResNet) blocks, whose
+    ``lin_mib_bf16`` is their convolution weights (a 3x3 conv costs ``2 P`` FLOPs per
+    position, as a Linear does per token).
     """
 
     name: str
@@ -67,6 +75,9 @@ class BlockGroup:
     streams: int = 1
     swappable: bool = True
     sees: Sees = "sequence"
+    token_scale: float = 1.0
+    width: int = 0
+    attends: bool = True
 
     @property
     def lin_params(self) -> float:
@@ -127,6 +138,10 @@ class ModelShape:
     def token_pixels(self) -> int:
         """Pixels along one side of a token: VAE spatial compression x spatial patch."""
         return self.vae_spatial * self.patch[1]
+
+    def width_of(self, group: BlockGroup) -> int:
+        """Channels of the tensor one block of ``group`` takes in."""
+        return group.width or self.hidden
 
     def lin_mib(self, group: BlockGroup, fp8: str) -> float:
         """Linear-weight MiB of one block of ``group`` under weight mode ``fp8``."""
@@ -857,6 +872,131 @@ MODEL_SHAPES: Mapping[str, ModelShape] = _shapes(
 )
 
 
+# Chroma 1: FLUX.1-schnell's blocks without their modulation Linears (img_mod / txt_mod 2 x
+# 3072 x 18432 per double block, modulation 3072 x 9216 per single block), which the
+# approximator (distilled_guidance_layer) replaces for every block at once.
+_CHROMA_GROUPS = (
+    BlockGroup("double", 19, 432, None, 178e3, streams=2),
+    BlockGroup("single", 38, 216, None, 166e3),
+)
+_AITK_CHROMA = "[code] ai-toolkit 27a03a9 extensions_built_in/diffusion_models/chroma/"
+
+# SDXL's UNet as block lists by level (diffusers UNet2DConditionModel, the SDXL config:
+# block_out_channels 320/640/1280, transformer_layers_per_block 1/2/10 with no attention at
+# the first level, layers_per_block 2, cross_attention_dim 2048, use_linear_projection).
+# The token grid is the 32x32 level's (32 px per token); the 64x64 and 128x128 levels see
+# 4x and 16x its positions.
+_SDXL_GROUPS = (
+    BlockGroup("attn_32", 60, 56.88, None, 54 * 1280),
+    BlockGroup("attn_64", 10, 14.84, None, 54 * 640, token_scale=4, width=640),
+    BlockGroup("resnet_32", 7, 67.96, None, 16 * 1280, width=1280, attends=False),
+    BlockGroup("resnet_64", 5, 25.35, None, 16 * 640, token_scale=4, width=640, attends=False),
+    BlockGroup("resnet_128", 5, 6.60, None, 16 * 320, token_scale=16, width=320, attends=False),
+)
+_DIFFUSERS_SDXL = (
+    "[code] diffusers UNet2DConditionModel with stabilityai/stable-diffusion-xl-base-1.0's "
+    "unet/config.json, which ai-toolkit 27a03a9 toolkit/stable_diffusion_model.py:335-367 "
+    "loads through StableDiffusionXLPipeline; parameters, layers per width, cross-attention "
+    "k/v and LoRA targets checked on that UNet built on the meta device "
+    "(tests/backends/aitoolkit/aitk_shapes_harness.py)"
+)
+
+OTHER_TRAINER_SHAPES: Mapping[str, ModelShape] = _shapes(
+    ModelShape(
+        id="chroma1",
+        architecture="chroma",
+        title="Chroma1 (Base / HD), FLUX.1-schnell-derived",
+        params_b=8.90,
+        hidden=3072,
+        groups=_CHROMA_GROUPS,
+        patch=(1, 2, 2),
+        vae_spatial=8,
+        vae_temporal=1,
+        latent_channels=16,
+        text_tokens_max=512,
+        text_tokens_typical=512,
+        text_joint=True,
+        weights_gib={"none": 16.58},
+        lora_params_per_rank=3.63e6,
+        lora_modules=243,
+        swap_rule="flux1",
+        swap_limit=0,
+        activation_source="estimated",
+        musubi_trainable=False,
+        gc_cpu_offload=False,
+        notes=(
+            "Only AI-Toolkit trains it; it builds a dense B x heads x L x L attention mask "
+            "(AI-Toolkit's Chroma components count it).",
+        ),
+        sources={
+            "shape": _AITK_CHROMA + "src/model.py:38-52 (ChromaParams: hidden 3072, 24 heads, "
+            "mlp_ratio 4, 19 double + 38 single blocks, approximator 64 -> 5120 x 5 -> 3072); "
+            "chroma_model.py:152-170 counts the blocks from the checkpoint; every count "
+            "here is checked on AI-Toolkit's own Chroma built on the meta device "
+            "(tests/backends/aitoolkit/aitk_shapes_harness.py)",
+            "weights": "[mine] FLUX.1's blocks (vram.md §1.1: 648 / 270 MiB) less their "
+            "modulation Linears (216 / 54 MiB): 19 x 226.5 M + 38 x 113.2 M = 8.61 B, plus "
+            "the approximator 0.28 B and the embedders = 8.90 B, 16.58 GiB bf16",
+            "lora": "[code] chroma_model.py:87 target_lora_modules ['Chroma'] (every Linear, "
+            "toolkit/lora_special.py); [mine] (in + out) per Linear: 98 304 per double, "
+            "43 008 per single block, 115 776 for the approximator = 3.63 M per rank",
+            "activations": "vram.md §1.3 (FLUX.1 double/single 178 k/166 k; the modulation "
+            "vectors are per sample, not per token) [estimated]",
+            "text": "chroma_model.py:388-397 (T5-XXL only, padded to 512), joint",
+        },
+    ),
+    ModelShape(
+        id="sdxl-unet",
+        architecture="sdxl",
+        title="Stable Diffusion XL base 1.0 UNet (a UNet sized by level, not a DiT)",
+        params_b=2.567,
+        hidden=1280,
+        groups=_SDXL_GROUPS,
+        patch=(1, 4, 4),
+        vae_spatial=8,
+        vae_temporal=1,
+        latent_channels=4,
+        text_tokens_max=77,
+        text_tokens_typical=77,
+        text_joint=False,
+        weights_gib={"none": 4.78},
+        lora_params_per_rank=2.66e6,
+        lora_modules=722,
+        swap_rule="uniform",
+        swap_limit=0,
+        activation_source="assumed",
+        musubi_trainable=False,
+        gc_cpu_offload=False,
+        notes=(
+            "A UNet approximated as block lists by level: weights exact, FLOPs and "
+            "activations per level [mine]; its band is wider.",
+        ),
+        sources={
+            "shape": _DIFFUSERS_SDXL,
+            "weights": "[mine] per transformer layer 18 d^2 (self-attention 4, cross q/o 2, "
+            "GEGLU 12) + proj_in/out shares: 60 x 29.8 M at d 1280, 10 x 7.8 M at d 640; "
+            "ResNets (3x3 convs, shortcuts, resamplers) 249 M / 66 M / 17 M at the 32/64/128 "
+            "levels; cross-attention k/v (2048 -> d) 341 M and time embeddings 25 M outside "
+            "the blocks (they see 77 text tokens or one vector) = 2.567 B, as vram.md §1.1 "
+            "[ext]",
+            "lora": "[mine] kohya's Transformer2DModel targets, (in + out) per Linear: "
+            "28 d + 4096 per layer + proj_in/out = 2.66 M per rank over 722 modules (a rank "
+            "32 UNet LoRA is the familiar ~170 MB fp16 file)",
+            "flops": "[mine] forward at 1024^2: 4.0 TFLOP in the 32x32 level's layers, "
+            "1.1 in the 64x64 one's, 1.6 in the ResNets: 6.7 TFLOP; checked against "
+            "sd-scripts' 1.23 s/it on a 3090 without checkpointing (vram.md §3.2 row 46)",
+            "activations": "[assumed] 54 d bytes per position per transformer layer "
+            "(27 bf16 tensors of width d saved: attention, cross-attention, GEGLU 8 d), 16 C "
+            "per ResNet block; not measured",
+            "text": "CLIP-L + OpenCLIP bigG, 77 tokens, 2048-d context (vram.md §1.1), "
+            "cross-attention",
+        },
+    ),
+)
+"""Models only other trainers train (AI-Toolkit's Chroma and SDXL): Musubi's estimator
+never sees them (:func:`shapes_for_architecture`), :func:`get_shape` finds them."""
+
+
 _DEPTH = re.compile(r"^(?P<base>.+)@(?P<blocks>\d+)-blocks$")
 
 
@@ -879,14 +1019,11 @@ def get_shape(model_id: str) -> ModelShape:
     found = _DEPTH.match(model_id)
     if found:
         return _resized(get_shape(found["base"]), int(found["blocks"]))
-    try:
-        return MODEL_SHAPES[model_id]
-    except KeyError:
-        known = ", ".join(sorted(MODEL_SHAPES))
-        raise NotFound(
-            f"unknown model id {model_id!r}",
-            hint=f"known model ids: {known}",
-        ) from None
+    found_shape = MODEL_SHAPES.get(model_id) or OTHER_TRAINER_SHAPES.get(model_id)
+    if found_shape is not None:
+        return found_shape
+    known = ", ".join(sorted({**MODEL_SHAPES, **OTHER_TRAINER_SHAPES}))
+    raise NotFound(f"unknown model id {model_id!r}", hint=f"known model ids: {known}")
 
 
 def _resized(shape: ModelShape, blocks: int) -> ModelShape:

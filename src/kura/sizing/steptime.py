@@ -85,16 +85,19 @@ def dit_flops(
     micro_batch: int,
 ) -> float:
     """FLOPs of one pass over every block list: ``seen_by(group)`` is the tokens one sample
-    puts through ``group``; cross-attention models add ``T x T_text`` per block."""
+    puts through ``group``; cross-attention models add ``T x T_text`` per block; attention
+    runs at the group's width (a UNet level's channels) and not at all in ResNet blocks."""
     lora_per_linear = lora_params / linear_params(shape)
     flops = 0.0
     for group in shape.groups:
         seen = seen_by(group)
         per_token = group.lin_params / group.streams
         block = (multipliers.linear + multipliers.lora * lora_per_linear) * per_token * seen
-        block += multipliers.attention * seen * seen * shape.hidden
-        if not shape.text_joint and group.sees != "text":
-            block += multipliers.attention * seen * text_tokens * shape.hidden
+        if group.attends:
+            width = shape.width_of(group)
+            block += multipliers.attention * seen * seen * width
+            if not shape.text_joint and group.sees != "text":
+                block += multipliers.attention * seen * text_tokens * width
         flops += group.count * block * micro_batch
     return flops
 

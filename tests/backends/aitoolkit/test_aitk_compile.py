@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -389,11 +390,13 @@ def test_not_sizeable_steps_never_fit() -> None:
     from kura.planning.gpus import get_gpu_class
     from kura.planning.ladder import walk
 
-    # Chroma has no DiT shape in Kura: its AI-Toolkit runs stay unsized.
+    # Every shipped bundle has a shape: a model class without one stays unsized.
     inputs = PlanInputs(bundle=get_bundle("chroma1-base"), datasets={})
     model = model_for("chroma1-base")
     assert model is not None
-    problem = AitkProblem(make_spec(base="chroma1-base"), model, get_gpu_class("h100-pcie"), inputs)
+    unshaped = dataclasses.replace(model, bundle="aitk-model-without-a-shape")
+    spec = make_spec(base="chroma1-base")
+    problem = AitkProblem(spec, unshaped, get_gpu_class("h100-pcie"), inputs)
     evaluation = problem.evaluate(problem.baseline())
     train = next(c for c in evaluation.costs if c.kind == "train")
     assert train.fits is None and train.peak_gib is None and NOT_SIZEABLE in train.notes

@@ -172,6 +172,55 @@ CITED = [
         "dequantize()",
         "and are dequantized on the GPU",
     ),
+    (
+        "extensions_built_in/diffusion_models/chroma/src/model.py",
+        38,
+        52,
+        "approximator_hidden_size=5120",
+        "Chroma's DiT: FLUX.1's blocks, an approximator for the modulation",
+    ),
+    (
+        "extensions_built_in/diffusion_models/chroma/src/model.py",
+        38,
+        52,
+        "depth_single_blocks=38",
+        "19 double and 38 single blocks",
+    ),
+    (
+        "extensions_built_in/diffusion_models/chroma/chroma_model.py",
+        87,
+        87,
+        "target_lora_modules = ['Chroma']",
+        "AI-Toolkit's LoRA wraps every Linear of Chroma",
+    ),
+    (
+        "extensions_built_in/diffusion_models/chroma/chroma_model.py",
+        197,
+        216,
+        "FakeCLIP()",
+        "Chroma's only text encoder is T5-XXL",
+    ),
+    (
+        "extensions_built_in/diffusion_models/chroma/chroma_model.py",
+        388,
+        397,
+        "max_length = 512",
+        "captions padded to 512 T5 tokens",
+    ),
+    (
+        "extensions_built_in/diffusion_models/chroma/src/model.py",
+        244,
+        249,
+        ".repeat(txt.shape[0], self.num_heads, 1, 1)",
+        "Chroma builds a dense B x heads x L x L mask",
+    ),
+    (
+        "toolkit/stable_diffusion_model.py",
+        335,
+        367,
+        "StableDiffusionXLPipeline",
+        "SDXL loads through diffusers' pipeline, encoders in the model dtype",
+    ),
 ]
 
 

@@ -15,7 +15,7 @@ import yaml
 from tests.backends.aitoolkit.fakes import fake_env
 from tests.builders import character_workspace
 
-from kura.errors import CheckFailed, SpecError
+from kura.errors import SpecError
 from kura.models.bundles import get_bundle
 from kura.runs.approval import approve_run
 from kura.runs.following import run_status
@@ -64,16 +64,14 @@ def test_chroma_on_ai_toolkit_end_to_end(aitk_ws: Workspace) -> None:
     assert "proposed" in document["provenance"]["backend.name"]
     assert document["backend"]["config"]["gradient_checkpointing"] is False
     plan = plan_run(aitk_ws, run_id, gpu="rtx-4090").to_dict()
-    assert plan["fits"] is False  # cannot say "fits": AI-Toolkit cannot be sized
-    assert plan["fit"]["sizeable"] is False and plan["applied"] == {}
-    assert plan["contingency"]["change"] == {"gradient_checkpointing": True}
+    assert plan["fits"] is True and plan["fit"]["sizeable"] is True  # Chroma is sized
+    assert plan["applied"]["gradient_checkpointing"] == {"from": False, "to": True}
+    assert plan["contingency"]["change"] == {"low_vram": True}
     text = (run_dir / "plan.md").read_text()
-    assert "cannot say whether this run fits" in text and "layer-offloading" not in text
+    assert "cannot say whether this run fits" not in text and "layer-offloading" not in text
     job = yaml.safe_load((run_dir / "compiled" / "aitk-job.yaml").read_text())
     assert job["config"]["process"][0]["model"]["arch"] == "chroma"
-    with pytest.raises(CheckFailed, match=r"cannot size this run on .*\(not sized: train\)"):
-        approve_run(aitk_ws, run_id)
-    approve_run(aitk_ws, run_id, accept_risk="AI-Toolkit runs are not sized; 24 GB is known")
+    assert approve_run(aitk_ws, run_id).accepted_risk is None
     state = launch_run(aitk_ws, run_id, detach=False).state
     assert state.status == "succeeded", state
     progress = run_status(aitk_ws, run_id).progress

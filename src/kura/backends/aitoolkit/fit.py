@@ -3,8 +3,9 @@
 AI-Toolkit ships no memory or step-time estimator; Kura's (:mod:`.estimator`) sizes every
 step it runs (load, caching, training per bucket, sampling) from the DiT's shape and
 AI-Toolkit's semantics for each option. The ladder walks the aids in their cost order; a
-model without a shape in Kura (SDXL, Chroma) stays unsized (``StepCost.fits`` None), so its
-plan needs ``--accept-risk`` and says which steps are unsized. The remedy after an
+model without a shape in Kura (none of the shipped bundles: Chroma and SDXL have theirs)
+stays unsized (``StepCost.fits`` None), so its plan needs ``--accept-risk`` and says which
+steps are unsized. The remedy after an
 out-of-memory is the next aid up this ladder, and the plan states the effective LoRA scale
 AI-Toolkit trains with.
 """

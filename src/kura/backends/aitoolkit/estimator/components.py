@@ -34,6 +34,13 @@ class Components:
     vae_params_b: float
     video_vae: bool
     source: str
+    quantizes_model: bool = True
+    """Whether ``quantize`` / ``quantize_te`` reach this class's model and text encoder (the
+    legacy SDXL class never quantizes either: toolkit/stable_diffusion_model.py:335-367
+    loads them in the model dtype; its quantize calls, :428 and :452, are SD3's)."""
+    attention_mask_heads: int = 0
+    """Heads of the dense ``B x heads x L x L`` boolean attention mask the DiT builds in
+    every forward (0: none)."""
 
 
 _T5 = Components("T5-XXL encoder + CLIP-L", 4.76 + 0.12, 0.084, False, "[ext] HF model cards")
@@ -84,6 +91,25 @@ COMPONENTS: Mapping[str, Components] = MappingProxyType(
             False,
             "[assumed] hidream_o1_model.py quantizes the DiT's language-model layers",
         ),
+        "chroma": Components(
+            "T5-XXL encoder (no CLIP: a stand-in)",
+            4.76,
+            0.084,
+            False,
+            "[code] chroma/chroma_model.py:197-216 (T5 from ostris/Flex.1-alpha, FakeCLIP), "
+            ":222-227 (FLUX's AutoencoderKL); src/model.py:233-249 builds the mask with the "
+            "DiT's 24 heads; [ext] 4.76 B",
+            attention_mask_heads=24,
+        ),
+        "sdxl": Components(
+            "CLIP ViT-L + OpenCLIP ViT-bigG text encoders",
+            0.123 + 0.695,
+            0.084,
+            False,
+            "[code] toolkit/stable_diffusion_model.py:335-367 (both encoders in the model "
+            "dtype, never quantized); [ext] 123 M + 695 M, VAE 84 M",
+            quantizes_model=False,
+        ),
         "ideogram4": _QWEN3_VL,
         "krea2": _QWEN3_VL,
     }
@@ -110,11 +136,14 @@ SHAPE_FOR_BUNDLE: Mapping[str, str] = MappingProxyType(
         "aitk-hidream-o1": "hidream-o1",
         "aitk-ideogram4": "ideogram4",
         "aitk-krea2": "krea2",
+        "chroma1-base": "chroma1",
+        "sdxl-base-1.0": "sdxl-unet",
+        "aitk-sdxl-base-1.0": "sdxl-unet",
     }
 )
 """Kura's AI-Toolkit bundle → the DiT shape (``kura.sizing.shapes``). Wan 2.2 A14B is one
-expert's shape: AI-Toolkit holds two, :mod:`.memory` counts the second. SDXL and Chroma
-have no shape in Kura: their runs are not sized."""
+expert's shape: AI-Toolkit holds two, :mod:`.memory` counts the second. Chroma and SDXL's
+UNet are ``kura.sizing.shapes.OTHER_TRAINER_SHAPES`` (no Musubi shape)."""
 
 ARA_RANK = 16
 """Rank of ostris' accuracy-recovery adapters ([assumed]: the file's own ``lora_A`` rows set

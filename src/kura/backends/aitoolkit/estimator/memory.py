@@ -176,7 +176,8 @@ def _experts(setup: AitkSetup) -> float:
 
 def text_encoder_gib(setup: AitkSetup, parts: Components) -> float:
     """The text encoder at its final precision, less its offloaded share."""
-    per = qtype_bytes(setup.knobs.qtype_te) if setup.knobs.quantize_te else 2.0
+    quantized = setup.knobs.quantize_te and parts.quantizes_model
+    per = qtype_bytes(setup.knobs.qtype_te) if quantized else 2.0
     kept = 1.0 - setup.knobs.layer_offloading_text_encoder_percent
     return _gib(parts.text_encoder_params_b * 1e9 * per) * kept
 
@@ -203,10 +204,39 @@ def activations_gib(setup: AitkSetup, tokens: Tokens) -> float:
 
     largest = max(block(g.act_bytes_per_token, tokens.seen_by(g)) for g in shape.groups)
     if setup.knobs.gradient_checkpointing:
-        inputs = sum(g.count * b * tokens.seen_by(g) * shape.hidden * 2 for g in shape.groups)
+        inputs = sum(g.count * b * tokens.seen_by(g) * shape.width_of(g) * 2 for g in shape.groups)
         return _gib(inputs + ALPHA * largest)
     every = sum(g.count * block(g.act_bytes_per_token, tokens.seen_by(g)) for g in shape.groups)
     return _gib(every + (ALPHA - 1) * largest)
+
+
+MASK_BUILD_BYTES = 8
+"""Bytes per mask element while Chroma builds its mask: the float32 ``repeat`` over heads and
+its int32 copy are alive together before ``.bool()`` ([code] chroma/src/model.py:244-249);
+this happens before the first block, when no activation is saved yet."""
+
+MASK_BIAS_BYTES = 2
+"""SDPA turns a boolean mask into an additive bias of the query's dtype (bf16) in every
+call, and the memory-efficient kernel saves it for backward ([ext] PyTorch
+``convert_boolean_attn_mask``; the same rule as HunyuanVideo's mask, vram.md §3.3)."""
+
+
+def _mask_elements(setup: AitkSetup, parts: Components, tokens: Tokens) -> float:
+    return setup.knobs.batch_size * parts.attention_mask_heads * float(tokens.sequence) ** 2
+
+
+def train_mask_gib(
+    setup: AitkSetup, parts: Components, tokens: Tokens, activations: float
+) -> float:
+    """A dense attention mask's bytes over the activations: the boolean mask, one bf16 bias
+    per block that holds one for backward (one recomputed block with checkpointing, every
+    block without), or the mask's construction before any activation, whichever is more."""
+    elements = _mask_elements(setup, parts, tokens)
+    if not elements:
+        return 0.0
+    biases = 1 if setup.knobs.gradient_checkpointing else setup.shape.n_blocks
+    resident = _gib(elements * (1 + MASK_BIAS_BYTES * biases))
+    return max(resident, _gib(elements * MASK_BUILD_BYTES) - activations)
 
 
 def _inference_gib(setup: AitkSetup, tokens: Tokens) -> float:
@@ -292,6 +322,7 @@ def train_memory(setup: AitkSetup, parts: Components, bucket: Bucket) -> StepMem
         "lora_and_optimizer": _lora_state_gib(setup),
         "activations": activations_gib(setup, tokens),
     }
+    terms["attention_mask"] = train_mask_gib(setup, parts, tokens, terms["activations"])
     # The VAE goes to the CPU once the latents are cached (SDTrainer.py:312-319).
     if setup.text_encoder_in_training:
         terms["text_encoder"] = text_encoder_gib(setup, parts)
@@ -315,6 +346,9 @@ def sample_memory(setup: AitkSetup, parts: Components, bucket: Bucket, step: str
     if setup.text_encoder_in_training:
         terms["text_encoder"] = text_encoder_gib(setup, parts)
     denoise = _inference_gib(setup, tokens)
+    mask = _mask_elements(setup, parts, tokens)
+    if mask:  # built before the first block; then the mask and one call's bias
+        denoise = max(_gib(mask * MASK_BUILD_BYTES), denoise + _gib(mask * (1 + MASK_BIAS_BYTES)))
     decode = _gib(pixels * VAE_DECODE_BYTES_PER_PIXEL)
     # The denoising loop's activations are gone when the VAE decodes: the larger one counts.
     if denoise >= decode:
@@ -324,7 +358,14 @@ def sample_memory(setup: AitkSetup, parts: Components, bucket: Bucket, step: str
     return _step(step, "sample", terms, "whole pipeline at the sample size")
 
 
-_WORKING_SETS = ("activations", "denoise", "vae_encode", "vae_decode", "text_encode")
+_WORKING_SETS = (
+    "activations",
+    "attention_mask",
+    "denoise",
+    "vae_encode",
+    "vae_decode",
+    "text_encode",
+)
 
 
 def grouped(memory: StepMemory) -> dict[str, float]:

@@ -42,8 +42,8 @@ class Tokens:
         if group.sees == "text":
             return self.text
         if group.sees == "image":
-            return self.image
-        return self.sequence
+            return self.image * group.token_scale
+        return self.sequence * group.token_scale
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,11 @@ class AitkSetup:
 
     @property
     def quantized_transformer(self) -> bool:
-        return self.knobs.quantize
+        """``quantize`` quantizes the DiT, except where the class never calls quantize on its
+        model (SDXL's UNet: :data:`.components.COMPONENTS`)."""
+        from kura.backends.aitoolkit.estimator.components import components_for
+
+        return self.knobs.quantize and components_for(self.arch).quantizes_model
 
     @property
     def text_encoder_in_training(self) -> bool:

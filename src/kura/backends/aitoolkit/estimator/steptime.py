@@ -111,9 +111,9 @@ def train_step_time(
     )
     compute = compute_seconds(flops, batch * tokens.sequence, gpu)
     uses = 2 if checkpointed else 1
-    dequant = dequant_seconds(setup.shape, gpu, uses) if setup.knobs.quantize else 0.0
+    dequant = dequant_seconds(setup.shape, gpu, uses) if setup.quantized_transformer else 0.0
     share = setup.knobs.layer_offloading_transformer_percent
-    per = qtype_bytes(setup.knobs.qtype) if setup.knobs.quantize else 2.0
+    per = qtype_bytes(setup.knobs.qtype) if setup.quantized_transformer else 2.0
     moved = share * linear_params(setup.shape) * per * (uses + 1)
     transfer = moved / (gpu.pcie_gbs * 1e9) if share else 0.0
     return TrainStepTime(
@@ -131,11 +131,11 @@ def image_sample_seconds(setup: AitkSetup, bucket: Bucket, gpu: GpuClass) -> flo
     tokens = tokens_of(setup.shape, bucket, setup.control)
     flops = dit_flops(setup.shape, tokens.seen_by, tokens.text, _lora_params(setup), FORWARD, 1)
     per_pass = compute_seconds(flops, tokens.sequence, gpu)
-    if setup.knobs.quantize:
+    if setup.quantized_transformer:
         per_pass += dequant_seconds(setup.shape, gpu, 1)
     share = setup.knobs.layer_offloading_transformer_percent
     if share:
-        per = qtype_bytes(setup.knobs.qtype) if setup.knobs.quantize else 2.0
+        per = qtype_bytes(setup.knobs.qtype) if setup.quantized_transformer else 2.0
         moved = share * linear_params(setup.shape) * per / (gpu.pcie_gbs * 1e9)
         per_pass += max(0.0, moved - per_pass)
     return 2 * setup.sample_steps * per_pass
