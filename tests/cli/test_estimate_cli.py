@@ -177,7 +177,7 @@ def test_run_estimate_renders_every_step_and_the_verdict(kura, workspace: Path, 
     source = tmp_path / "src"
     source.mkdir()
     for index in range(3):
-        Image.new("RGB", (640, 640), (70 * index, 90, 40)).save(source / f"{index}.png")
+        Image.new("RGB", (1024, 1024), (70 * index, 90, 40)).save(source / f"{index}.png")
         (source / f"{index}.txt").write_text(f"myaku, item {index}\n")
     ws = ["-w", str(workspace)]
     assert kura(*ws, "dataset", "add", "myaku", source).exit_code == 0
@@ -185,7 +185,8 @@ def test_run_estimate_renders_every_step_and_the_verdict(kura, workspace: Path, 
     assert new.exit_code == 0, new.stdout
     shown = kura(*ws, "run", "estimate", new.json()["id"], "--gpu", "l40s")
     assert shown.exit_code == 0, shown.stderr
-    # Kura writes gradient_checkpointing: false: as written the 1024-px step does not fit.
+    # Kura writes gradient_checkpointing: false: as written the 1024-px step (AI-Toolkit's
+    # bucket of these 1024-px pictures) does not fit.
     assert "does not fit (worst step: train@" in shown.stdout and "source" in shown.stdout
 
 
