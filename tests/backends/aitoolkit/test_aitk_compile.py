@@ -621,3 +621,20 @@ def test_sdxl_never_samples_after_caching_unloaded_its_text_encoders() -> None:
     )
     assert job.config.process[0].train.cache_text_embeddings is True  # caching alone is fine
     job_for(make_spec(), make_inputs())  # a transformer class samples from cached embeddings
+
+
+@pytest.mark.parametrize("key", ["quantize", "quantize_te"])
+def test_sdxl_refuses_quantizing_which_its_class_never_does(key: str) -> None:
+    # stable_diffusion_model.py:335-367: the SDXL class loads UNet and encoders unquantized
+    with pytest.raises(Unsupported, match="never quantizes"):
+        job_for(make_spec(base="sdxl-base-1.0", config={key: True}), make_inputs("sdxl-base-1.0"))
+
+
+def test_sdxls_ladder_offers_no_quantizing() -> None:
+    from kura.backends.aitoolkit.aids import aids_for
+    from kura.backends.aitoolkit.archs import model_for
+
+    sdxl, qwen = model_for("sdxl-base-1.0"), model_for("aitk-qwen-image")
+    assert sdxl is not None and qwen is not None
+    assert not [a.name for a in aids_for(sdxl, 1) if "quantize" in a.name or "4bit" in a.name]
+    assert "quantize" in [a.name for a in aids_for(qwen, 1)]

@@ -107,8 +107,10 @@ def aids_for(
         aids.append(micro)
     if not unloads_text_encoder:
         aids.append(_CACHE_TEXT)
-    aids += [_CHECKPOINTING, _QUANTIZE, _QUANTIZE_TE]
-    if any(q in ("uint3", "uint4") for q in model.ara):
+    aids.append(_CHECKPOINTING)
+    if model.quantizes:
+        aids += [_QUANTIZE, _QUANTIZE_TE]
+    if model.quantizes and any(q in ("uint3", "uint4") for q in model.ara):
         aids.append(_FOUR_BIT)
     if model.layer_offloading:
         aids.append(_OFFLOAD)

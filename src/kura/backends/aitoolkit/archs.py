@@ -93,6 +93,10 @@ class AitkModel:
     ``:54-60``), and diffusers' SDXL pipeline, which the legacy SDXL class samples with
     (``toolkit/stable_diffusion_model.py:1563``), reads ``text_encoder_2.config``
     (``pipeline_stable_diffusion_xl.py:1128``): seen in a real tiny SDXL run."""
+    quantizes: bool = True
+    """``quantize`` / ``quantize_te`` act: the legacy SDXL class never quantizes its UNet or
+    its text encoders (``toolkit/stable_diffusion_model.py:335-367``; the quantize calls at
+    ``:428``, ``:452`` are SD3's), so there the keys would do nothing."""
     locon: bool = False
     """``network_type: locon`` builds modules: ``LycorisSpecialNetwork`` wraps only modules of
     the UNet class names ``Transformer2DModel``/``ResnetBlock2D``/``Downsample2D``/
@@ -293,6 +297,7 @@ _TABLE: tuple[AitkModel, ...] = (
         samples=_SDXL_SAMPLES,
         samples_after_caching=False,
         locon=True,
+        quantizes=False,
     ),
     _m(
         bundle="aitk-sdxl-base-1.0",
@@ -304,6 +309,7 @@ _TABLE: tuple[AitkModel, ...] = (
         samples=_SDXL_SAMPLES,
         samples_after_caching=False,
         locon=True,
+        quantizes=False,
     ),
     _m(
         bundle="chroma1-base",

@@ -657,6 +657,13 @@ def _check_model_knobs(model: AitkModel, knobs: Knobs) -> None:
             f"no accuracy-recovery adapter for {model.arch} at qtype {knobs.qtype}",
             hint=f"adapters AI-Toolkit publishes for it: {known}",
         )
+    if (knobs.quantize or knobs.quantize_te) and not model.quantizes:
+        raise Unsupported(
+            f"{model.arch}'s model class ({model.source}) never quantizes its weights: "
+            "quantize / quantize_te would do nothing",
+            hint="remove them; use gradient_checkpointing, a smaller micro-batch or a smaller "
+            "resolution instead",
+        )
     if knobs.layer_offloading and not model.layer_offloading:
         raise Unsupported(
             f"{model.arch}'s model class ({model.source}) ignores layer_offloading",
