@@ -78,7 +78,7 @@ def _network_dim(ws: Workspace, run_id: str) -> str:
     return str(argv[argv.index("--network_dim") + 1])
 
 
-def test_a_plan_opens_run_yaml_and_the_dataset_once_under_one_lock(
+def test_plan_and_approve_open_run_yaml_and_the_dataset_once_under_one_lock(
     ws: Workspace, lock_holds: Counter[str]
 ) -> None:
     run_id = _run(ws)
@@ -92,6 +92,12 @@ def test_a_plan_opens_run_yaml_and_the_dataset_once_under_one_lock(
         plan_run(ws, run_id, gpu="rtx-4090")
     assert warm.pop("kura.toml", 0) <= 1  # read again only when its stat changed
     assert warm == Counter({"run.yaml": 1, "dataset.yaml": 1, "inspection.json": 1, "lock": 1})
+    assert lock_holds["flock"] == 1
+    lock_holds.clear()
+    with _opens() as approving:
+        approve_run(ws, run_id)
+    approving.pop("kura.toml", None)
+    assert approving == Counter({"run.yaml": 1, "dataset.yaml": 1, "inspection.json": 1, "lock": 1})
     assert lock_holds["flock"] == 1
 
 
