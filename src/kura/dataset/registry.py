@@ -272,9 +272,10 @@ def read_dataset_snapshot(workspace: Workspace, name: str) -> DatasetSnapshot:
     spec = validate_spec(DatasetSpec, parse_plain_yaml(text, source=str(path)), source=path)
     _check_name(spec, name, path)
     report = workspace.dataset_dir(name) / INSPECTION_NAME
-    stored = (
-        decode_utf8(read_limited(report, what="JSON file"), report) if report.is_file() else None
-    )
+    stored = None
+    if report.is_file():
+        # damaged bytes stay damaged text: they match no report, so inspect writes it again
+        stored = read_limited(report, what="JSON file").decode("utf-8", errors="replace")
     return DatasetSnapshot(text=text, spec=spec, folder=report.parent, inspection_text=stored)
 
 
