@@ -86,3 +86,23 @@ def test_ids_read_one_clock_that_the_suite_pins(tmp_path: Path) -> None:
     assert new_run_id(tmp_path) == PINNED_NOW.strftime("%Y%m%d-%H%M") == id_stamp()
     later = PINNED_NOW.replace(minute=1)
     assert new_run_id(tmp_path, later) == "20261201-1201"
+
+
+def test_kura_toml_is_read_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, _ = init_workspace(tmp_path / "ws")
+    reads: list[Path] = []
+    load_toml = workspace_module.load_toml
+
+    def counting(path: Path) -> dict[str, object]:
+        reads.append(path)
+        return load_toml(path)
+
+    monkeypatch.setattr(workspace_module, "load_toml", counting)
+    workspace.config()
+    workspace.config()
+    assert len(reads) <= 1
+    workspace.config_path.write_text('version = 1\n[executor]\ndefault = "docker"\n')
+    assert workspace.config().executor.default == "docker"
+    assert len(reads) <= 2 and reads[-1] == workspace.config_path

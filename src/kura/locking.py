@@ -9,6 +9,12 @@ open for writing) is read without the lock: no writer can change it through this
 Kura's writes are atomic renames (a reader never sees half a file), and any write the block
 then attempts fails as a :class:`~kura.errors.FileSystemError` naming its path. So the
 commands that only read (validate, inspect, plan where nothing changed) work there.
+
+The lock is reentrant within one thread of one process: a command holds it once for its
+whole walk (``kura run plan`` reads its snapshot, validates, compiles and writes under one
+hold) and the functions it calls may take it again without waiting on themselves. A flock
+is per open file, so without this a nested hold would wait on its own outer hold and then
+blame "another Kura process" with this process's own pid.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import fcntl
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,14 +38,34 @@ __all__ = ["hold_lock"]
 
 _POLL_SECONDS = 0.05
 
+_held: dict[str, tuple[int, int]] = {}
+"""Lock path → (pid, thread id) of the hold this process has on it now."""
+
 
 @contextmanager
 def hold_lock(lock_path: Path, *, timeout: float | None = None) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` for the duration of the block.
 
     Waits up to ``timeout`` seconds (default ``KURA_LOCK_TIMEOUT``, 30 s) and then raises
-    :class:`LockBusy` naming the holder.
+    :class:`LockBusy` naming the holder. A block nested in a hold of the same thread runs at
+    once (the outer hold covers it, and releases the lock when it ends).
     """
+    key = os.path.realpath(lock_path)
+    owner = (os.getpid(), threading.get_ident())
+    if _held.get(key) == owner:
+        yield
+        return
+    with _acquired(lock_path, timeout):
+        _held[key] = owner
+        try:
+            yield
+        finally:
+            del _held[key]
+
+
+@contextmanager
+def _acquired(lock_path: Path, timeout: float | None) -> Iterator[None]:
+    """The flock itself, taken once per outermost hold."""
     wait = lock_timeout_seconds() if timeout is None else timeout
     fd = _open_lock_file(lock_path)
     if fd is None:

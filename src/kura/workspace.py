@@ -92,6 +92,10 @@ class WorkspaceConfig(StrictModel):
     executor: ExecutorDefaults = ExecutorDefaults()
 
 
+_configs: dict[str, tuple[tuple[int, int, int, int], WorkspaceConfig]] = {}
+"""kura.toml path → (its stat when read, what it held)."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     root: Path
@@ -127,6 +131,23 @@ class Workspace:
         return self.runs_dir / check_name(run_id, "run")
 
     def config(self) -> WorkspaceConfig:
+        """kura.toml, read again only when its stat (inode, size, mtime, ctime) changed: the
+        backends ask for it at several stages of one command."""
+        path = self.config_path
+        try:
+            info = path.stat()
+            stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        except OSError:
+            stamp = None
+        cached = _configs.get(str(path))
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1].model_copy(deep=True)
+        config = self._read_config()
+        if stamp is not None:
+            _configs[str(path)] = (stamp, config.model_copy(deep=True))
+        return config
+
+    def _read_config(self) -> WorkspaceConfig:
         data = load_toml(self.config_path)
         try:
             return WorkspaceConfig.model_validate(data)

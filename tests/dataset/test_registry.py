@@ -140,3 +140,17 @@ def test_spec_naming_another_dataset_is_refused(ws: Workspace, source: Path) -> 
     path.write_text(path.read_text().replace("name: myaku", "name: other"))
     with pytest.raises(InvalidInput, match="lives in the folder"):
         load_dataset(ws, "myaku")
+
+
+def test_validate_writes_a_damaged_inspection_report_again(ws: Workspace, source: Path) -> None:
+    """inspection.json is Kura's own file: bytes that are not its report (not even UTF-8)
+    are replaced by the report of the files as they are, not an error."""
+    add_dataset(ws, "chars", source)
+    report = ws.dataset_dir("chars") / "inspection.json"
+    good = report.read_bytes()
+    report.write_bytes(b"\xff\xfe not a report")
+    assert validate_dataset(ws, "chars").ok
+    assert report.read_bytes() == good
+    before = report.stat().st_ino
+    validate_dataset(ws, "chars")  # unchanged now: not written again
+    assert report.stat().st_ino == before

@@ -156,17 +156,18 @@ def test_paired_data_is_carved_pair_by_pair_and_trials_train_on_the_training_par
         assert not pairs["missing"] and not pairs["orphans"]
 
     # what every backend's compile receives: the split's control folder, mounted as its own
+    from kura.dataset.registry import read_dataset_snapshot
     from kura.runs.compile import _dataset_input
     from kura.runs.layout import PathMap
 
     for part, key in (("train", "train"), ("val", "validation")):
         name = split[key]["edits"]
         paths = PathMap(in_container=True)
-        source = _dataset_input(ws, name, paths)
+        source = _dataset_input(ws, read_dataset_snapshot(ws, name), paths)
         assert source.control_dir == f"/kura/data/{name}.control"
         assert paths.pairs[str(controls[part])] == source.control_dir
         assert paths.pairs[str(parts[part])] == source.media_dir
-        host = _dataset_input(ws, name, PathMap(in_container=False))
+        host = _dataset_input(ws, read_dataset_snapshot(ws, name), PathMap(in_container=False))
         assert (host.media_dir, host.control_dir) == (str(parts[part]), str(controls[part]))
 
     plan_sweep(ws, sweep_id, gpu="h100-pcie")

@@ -19,13 +19,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
+from kura.fsutil import atomic_write_text
 from kura.nextsteps import NextStep, next_list
 from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
 from kura.spec.dataset import BucketFact, DatasetFacts, DatasetIntent, DatasetSpec, TriggerFact
 from kura.spec.inspection import InspectionFile
-from kura.spec.machine import machine_text, read_machine_file, write_machine_file
+from kura.spec.machine import (
+    machine_text,
+    parse_machine_text,
+    read_machine_file,
+    write_machine_file,
+)
 from kura.workspace import Workspace, check_name
-from kura.yamlio import dump_yaml, write_yaml
+from kura.yamlio import dump_yaml, parse_yaml, write_yaml
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -39,12 +45,16 @@ __all__ = [
     "DatasetList",
     "DatasetListEntry",
     "DatasetSet",
+    "DatasetSnapshot",
     "add_dataset",
+    "inspect_snapshot",
     "inspect_target",
     "list_datasets",
     "load_dataset",
+    "read_dataset_snapshot",
     "set_dataset_values",
     "validate_dataset",
+    "validate_snapshot",
 ]
 
 SPEC_NAME = "dataset.yaml"
@@ -231,6 +241,48 @@ def load_dataset(workspace: Workspace, name: str) -> tuple[DatasetSpec, Any]:
     spec, document = load_spec(DatasetSpec, path)
     _check_name(spec, name, path)
     return spec, document
+
+
+@dataclass(frozen=True)
+class DatasetSnapshot:
+    """One dataset as a command read it, once: dataset.yaml's text and spec, and the stored
+    inspection report (its text, to tell an unchanged one without reading it again)."""
+
+    text: str
+    spec: DatasetSpec
+    folder: Path
+    inspection_text: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def inspection(self) -> InspectionFile | None:
+        if self.inspection_text is None:
+            return None
+        return parse_machine_text(
+            InspectionFile,
+            self.inspection_text,
+            self.folder / INSPECTION_NAME,
+            remedy=f"run `kura dataset inspect {self.spec.name}` to write it again",
+        )
+
+
+def read_dataset_snapshot(workspace: Workspace, name: str) -> DatasetSnapshot:
+    """dataset.yaml and inspection.json of ``name``, each opened once."""
+    from kura.bounded import decode_utf8, read_limited
+    from kura.yamlio import MAX_YAML_BYTES, parse_plain_yaml
+
+    path = _existing_spec(workspace, name)
+    text = decode_utf8(read_limited(path, limit=MAX_YAML_BYTES, what="YAML file"), path)
+    spec = validate_spec(DatasetSpec, parse_plain_yaml(text, source=str(path)), source=path)
+    _check_name(spec, name, path)
+    report = workspace.dataset_dir(name) / INSPECTION_NAME
+    stored = None
+    if report.is_file():
+        # damaged bytes stay damaged text: they match no report, so inspect writes it again
+        stored = read_limited(report, what="JSON file").decode("utf-8", errors="replace")
+    return DatasetSnapshot(text=text, spec=spec, folder=report.parent, inspection_text=stored)
 
 
 def read_dataset(workspace: Workspace, name: str) -> DatasetSpec:
@@ -458,18 +510,38 @@ def inspect_registered(
 
     Facts that did not change are not written again (nor the lock taken), so validate,
     inspect and plan work on a read-only workspace when the files are as last inspected."""
-    spec = read_dataset(workspace, name)
+    snapshot = read_dataset_snapshot(workspace, name)
+    inspection, _ = inspect_snapshot(workspace, snapshot, resolution=resolution, progress=progress)
+    return inspection
+
+
+def inspect_snapshot(
+    workspace: Workspace,
+    snapshot: DatasetSnapshot,
+    *,
+    resolution: tuple[int, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Inspection, DatasetSnapshot]:
+    """Inspect the dataset ``snapshot`` read and return it with the snapshot as it stands
+    after: the same one when the facts did not change (nothing written), else the one
+    written (dataset.yaml's facts and inspection.json, under the workspace lock)."""
+    spec = snapshot.spec
     if resolution is None:
         width, height = (spec.facts.resolution * 2)[:2] if spec.facts else (1024, 1024)
         resolution = (width, height)
-    folder = workspace.dataset_dir(name)
+    folder = workspace.dataset_dir(spec.name)
     inspection = _inspect_folder(folder, spec, resolution=resolution, progress=progress)
-    if _already_stored(folder, spec, inspection.to_dict()):
-        return inspection
+    if _already_stored(snapshot, inspection.to_dict()):
+        return inspection, snapshot
     with workspace.lock():
-        _, document = load_dataset(workspace, name)
-        _store_inspection(folder, document, inspection.to_dict())
-    return inspection
+        # The file as it is under the lock (a person's edit since the snapshot is kept):
+        # read again only on this path, where something changed and is written.
+        _, document = load_dataset(workspace, spec.name)
+        text, report = _store_inspection(folder, document, inspection.to_dict())
+    updated = validate_spec(DatasetSpec, parse_yaml(text), source=folder / SPEC_NAME)
+    return inspection, DatasetSnapshot(
+        text=text, spec=updated, folder=folder, inspection_text=report
+    )
 
 
 def _inspect_folder(
@@ -493,30 +565,31 @@ def _inspect_folder(
         )
 
 
-def _already_stored(folder: Path, spec: DatasetSpec, report: dict[str, Any]) -> bool:
-    """Whether dataset.yaml's facts (all but the time they were taken) and inspection.json
-    already say what ``report`` says."""
+def _already_stored(snapshot: DatasetSnapshot, report: dict[str, Any]) -> bool:
+    """Whether dataset.yaml's facts (all but the time they were taken) and inspection.json,
+    as ``snapshot`` read them, already say what ``report`` says."""
+    spec = snapshot.spec
     if spec.facts is None:
         return False
     facts = facts_from_report(report).model_copy(update={"inspected_at": spec.facts.inspected_at})
     if facts != spec.facts:
         return False
     text = machine_text(InspectionFile.model_validate_json(json.dumps(report)))
-    try:
-        return (folder / INSPECTION_NAME).read_text(encoding="utf-8") == text
-    except (OSError, UnicodeDecodeError):
-        return False
+    return snapshot.inspection_text == text
 
 
-def _store_inspection(folder: Path, document: Any, report: dict[str, Any]) -> None:
-    """Write the facts into ``folder``'s dataset.yaml and the full report beside it."""
+def _store_inspection(folder: Path, document: Any, report: dict[str, Any]) -> tuple[str, str]:
+    """Write the facts into ``folder``'s dataset.yaml and the full report beside it; the
+    texts written (dataset.yaml's, inspection.json's)."""
     path = folder / SPEC_NAME
     document["facts"] = facts_from_report(report).model_dump(exclude_none=True)
     validate_spec(DatasetSpec, document, source=path)
-    write_yaml(path, document)
-    write_machine_file(
+    text = dump_yaml(document)
+    atomic_write_text(path, text)
+    stored = write_machine_file(
         folder / INSPECTION_NAME, InspectionFile.model_validate_json(json.dumps(report))
     )
+    return text, stored
 
 
 def load_inspection(workspace: Workspace, name: str) -> InspectionFile:
@@ -635,9 +708,23 @@ def validate_dataset(
     workspace: Workspace, name: str, *, progress: Callable[[int, int], None] | None = None
 ) -> DatasetChecked:
     """Re-inspect (cheap when unchanged) and sort problems into blocking and warnings."""
+    checked, _ = validate_snapshot(
+        workspace, read_dataset_snapshot(workspace, name), progress=progress
+    )
+    return checked
+
+
+def validate_snapshot(
+    workspace: Workspace,
+    snapshot: DatasetSnapshot,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[DatasetChecked, DatasetSnapshot]:
+    """:func:`validate_dataset` of a dataset already read, with the snapshot after it."""
     from kura.dataset.inspect import BLOCKING_CODES
 
-    inspection = inspect_registered(workspace, name, progress=progress)
+    name = snapshot.name
+    inspection, snapshot = inspect_snapshot(workspace, snapshot, progress=progress)
     report = inspection.to_dict()
     blocking = [p for p in report["problems"] if p["code"] in BLOCKING_CODES]
     warnings = [p for p in report["problems"] if p["code"] not in BLOCKING_CODES]
@@ -649,7 +736,7 @@ def validate_dataset(
         digest=report["digest"],
         counts=dict(report["counts"]),
         files=dict(inspection.files),
-    )
+    ), snapshot
 
 
 def list_datasets(workspace: Workspace) -> DatasetList:

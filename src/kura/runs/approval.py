@@ -32,8 +32,9 @@ from typing import Any
 from kura.errors import CheckFailed, InvalidInput
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
 from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
-from kura.runs.store import load_run
+from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
 from kura.spec.approval import AcceptedRisk, ApprovalRecord
+from kura.spec.dataset import DatasetSpec
 from kura.spec.lock import RunLock
 from kura.spec.plan import PlanRecord
 from kura.spec.records import canonical_json, read_record, write_record
@@ -131,8 +132,18 @@ def approve_run(
     The plan's contingency (one rung up the ladder on an out-of-memory) is approved with it;
     ``via="contingency"`` records an approval made by relaunch applying that rung, which
     consumes it.
+
+    Runs under one hold of the workspace lock, on one snapshot of run.yaml and its datasets:
+    the run.yaml approved is the one whose digest plan.json records, and the one compiled.
     """
-    spec, _ = load_run(workspace, run_id)
+    with workspace.lock():
+        return _approve(workspace, take_snapshot(workspace, run_id), via, accept_risk)
+
+
+def _approve(
+    workspace: Workspace, snapshot: RunSnapshot, via: str, accept_risk: str | None
+) -> Approval:
+    run_id, spec = snapshot.run_id, snapshot.spec
     folder = workspace.run_dir(run_id)
     if not (folder / PLAN_NAME).is_file() or not (folder / PLAN_JSON).is_file():
         raise CheckFailed(
@@ -141,15 +152,15 @@ def approve_run(
         )
     plan = read_plan(workspace, run_id)
     _check_plan_pair(workspace, run_id, plan)
-    if compile_in_workspace(workspace, run_id).changed or plan.compiled_digest != compiled_digest(
-        workspace, run_id
-    ):
+    _check_planned_run_yaml(run_id, plan, snapshot.digest, after="since its plan was made")
+    compiled = compile_in_workspace(workspace, run_id, snapshot)
+    if compiled.changed or plan.compiled_digest != compiled_digest(workspace, run_id):
         raise CheckFailed(
             f"run {run_id} changed since its plan was made (the compiled commands differ)",
             hint=f"run `kura run plan {run_id}` again, read it, then approve",
         )
     lock = read_lock(workspace, run_id)
-    _check_datasets_now(workspace, run_id, lock, plan)
+    _check_datasets_now(workspace, snapshot, lock, plan)
     risk = _accepted_risk(run_id, plan, accept_risk) if via == "plan" else None
     files = _file_digests(workspace, run_id)
     contingency = plan.contingency if via == "plan" else None
@@ -166,8 +177,7 @@ def approve_run(
         run_yaml=spec.model_dump(mode="json"),
     )
     record = record.model_copy(update={"record_digest": _record_digest(record)})
-    with workspace.lock():
-        write_record(folder / APPROVAL_NAME, record)
+    write_record(folder / APPROVAL_NAME, record)
     return Approval(
         run_id=run_id,
         digest=record.digest,
@@ -189,6 +199,22 @@ def _check_plan_pair(workspace: Workspace, run_id: str, plan: PlanRecord) -> Non
             "in plan.json; plan.md was edited, or a `run plan` was interrupted between them)",
             hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
         )
+
+
+def _check_planned_run_yaml(run_id: str, plan: PlanRecord, digest: str, *, after: str) -> None:
+    """run.yaml must be the text the plan was made from (plan.json records its digest):
+    the plan a person read and the compiled files describe that run, and no other."""
+    if plan.run_yaml_digest == digest:
+        return
+    why = (
+        "its plan.json was made by an earlier Kura and records no run.yaml digest"
+        if not plan.run_yaml_digest
+        else f"run.yaml is now {digest[:19]}…, the plan was made from {plan.run_yaml_digest[:19]}…"
+    )
+    raise CheckFailed(
+        f"run {run_id} changed {after} ({why})",
+        hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
+    )
 
 
 def _accepted_risk(run_id: str, plan: PlanRecord, reason: str | None) -> AcceptedRisk | None:
@@ -230,14 +256,18 @@ def _fit_problems(plan: PlanRecord) -> list[str]:
     return problems
 
 
-def _check_datasets_now(workspace: Workspace, run_id: str, lock: RunLock, plan: PlanRecord) -> None:
+def _check_datasets_now(
+    workspace: Workspace, snapshot: RunSnapshot, lock: RunLock, plan: PlanRecord
+) -> None:
     """Each dataset as it is now: the same content the plan checked, no blocking problem,
     and still read from the folder the lock names."""
-    from kura.dataset.registry import validate_dataset
+    from kura.dataset.registry import validate_snapshot
 
+    run_id = snapshot.run_id
     for entry in lock.datasets:
-        _check_dataset_path(workspace, run_id, entry.name, entry.media, entry.control)
-        checked = validate_dataset(workspace, entry.name)
+        dataset = snapshot.datasets[entry.name]
+        _check_dataset_path(workspace, run_id, dataset.spec, entry.media, entry.control)
+        checked, _ = validate_snapshot(workspace, dataset)
         if checked.digest != entry.digest:
             before = plan.dataset_files.get(entry.name)
             raise CheckFailed(
@@ -260,11 +290,11 @@ def _check_datasets_now(workspace: Workspace, run_id: str, lock: RunLock, plan: 
 
 
 def _check_dataset_path(
-    workspace: Workspace, run_id: str, name: str, media: str, control: str | None
+    workspace: Workspace, run_id: str, spec: DatasetSpec, media: str, control: str | None
 ) -> None:
-    from kura.dataset.registry import control_dir, load_dataset, media_dir
+    from kura.dataset.registry import control_dir, media_dir
 
-    spec, _ = load_dataset(workspace, name)
+    name = spec.name
     now = str(media_dir(workspace, spec).resolve())
     now_control = control_dir(workspace, spec)
     now_control_text = None if now_control is None else str(now_control.resolve())
@@ -299,7 +329,7 @@ def _problem_files(problems: list[dict[str, Any]]) -> str:
 def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     """The stored approval, after checking that nothing changed since; else CheckFailed naming
     what changed and the way back (plan, then approve)."""
-    spec, _ = load_run(workspace, run_id)
+    text, spec = read_run_text(workspace, run_id)
     path = approval_path(workspace, run_id)
     again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
@@ -332,14 +362,17 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
             f"run {run_id} changed after approval: {', '.join(changed) or 'the approval record'}",
             hint=f"run `kura run plan {run_id}` and approve again",
         )
-    if record.via == "plan":
-        plan = read_plan(workspace, run_id)
-        if plan.plan_id != record.plan_id or record.contingency != plan.contingency:
-            raise CheckFailed(
-                f"{path} does not match the plan it approved (plan id or contingency differ)",
-                hint=f"run {again}",
-                path=path,
-            )
+    # plan.json is the approved one (its digest is bound above): its run.yaml digest holds.
+    plan = read_plan(workspace, run_id)
+    _check_planned_run_yaml(run_id, plan, text_digest(text), after="after approval")
+    if record.via == "plan" and (
+        plan.plan_id != record.plan_id or record.contingency != plan.contingency
+    ):
+        raise CheckFailed(
+            f"{path} does not match the plan it approved (plan id or contingency differ)",
+            hint=f"run {again}",
+            path=path,
+        )
     return record
 
 
@@ -374,11 +407,12 @@ def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
 
 
 def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:
-    from kura.dataset.registry import validate_dataset
+    from kura.dataset.registry import read_dataset_snapshot, validate_snapshot
 
     for entry in lock.datasets:
-        _check_dataset_path(workspace, run_id, entry.name, entry.media, entry.control)
-        checked = validate_dataset(workspace, entry.name)
+        dataset = read_dataset_snapshot(workspace, entry.name)
+        _check_dataset_path(workspace, run_id, dataset.spec, entry.media, entry.control)
+        checked, _ = validate_snapshot(workspace, dataset)
         if not checked.ok:
             raise CheckFailed(
                 f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),

@@ -10,6 +10,7 @@ dataset digests. Compiling twice gives byte-identical files.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
-from kura.runs.store import load_run
+from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend
+    from kura.dataset.registry import DatasetSnapshot
 
 __all__ = [
     "COMPILED_DIR",
@@ -70,8 +72,18 @@ def lock_path(workspace: Workspace, run_id: str) -> Path:
     return workspace.run_dir(run_id) / COMPILED_DIR / LOCK_NAME
 
 
-def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
-    """Compile one run and write its ``compiled/`` folder (only files whose bytes change)."""
+def compile_in_workspace(
+    workspace: Workspace, run_id: str, snapshot: RunSnapshot | None = None
+) -> CompileReport:
+    """Compile one run and write its ``compiled/`` folder (only files whose bytes change).
+
+    ``snapshot`` is the run as the calling command read it (``run plan`` compiles exactly
+    the run it sized and rendered); without one, compile takes its own, under the lock."""
+    with workspace.lock():
+        return _compile(workspace, snapshot or take_snapshot(workspace, run_id))
+
+
+def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
     from kura.backends.documents import container_document, steps_file
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
@@ -79,14 +91,19 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
     from kura.spec.compiled import ContainerFile
     from kura.spec.machine import machine_text
 
-    spec, document = load_run(workspace, run_id)
+    spec, run_id, datasets = snapshot.spec, snapshot.run_id, snapshot.datasets
     backend = get_backend(spec.backend.name)
     require_serves(backend, get_bundle(spec.model.base).architecture)
-    inputs, paths, resolution = _inputs(workspace, spec, backend)
+    inputs, paths, resolution = _inputs(workspace, spec, datasets, backend)
     inputs = replace(inputs, trainer_facts=backend.prepare(spec, inputs))
     compiled = backend.compile(spec, inputs)
-    check_explicit_values(workspace, document, source=f"runs/{run_id}/run.yaml")
-    lock = _lock(workspace, spec, resolution, compiled.release)
+    check_explicit_values(
+        workspace,
+        snapshot.document(),
+        source=snapshot.source,
+        datasets={name: d.spec for name, d in datasets.items()},
+    )
+    lock = _lock(workspace, spec, resolution, compiled.release, datasets)
     lock["inputs"] = _input_files(compiled)
     container = (
         _container_with_hosts(container_document(compiled.container), paths)
@@ -122,20 +139,37 @@ def compile_in_workspace(workspace: Workspace, run_id: str) -> CompileReport:
         steps=[step.model_dump(mode="json") for step in steps.steps],
         container=container,
         lock=lock,
-        checks=_checks(workspace, spec, resolution),
+        checks=_checks(spec, resolution, datasets),
         warnings=list(compiled.warnings),
         escape_hatch=compiled.escape_hatch,
         changed=changed,
     )
 
 
-def prepared_inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> Any:
-    """The run's compile inputs with the backend's ``prepare`` facts (what plan hands on)."""
-    inputs, _, _ = _inputs(workspace, spec, backend)
+def prepared_inputs(
+    workspace: Workspace,
+    spec: RunSpec,
+    backend: Backend,
+    datasets: Mapping[str, DatasetSnapshot] | None = None,
+) -> Any:
+    """The run's compile inputs with the backend's ``prepare`` facts (what plan hands on).
+    ``datasets`` are the run's datasets as the command's snapshot read them; without them
+    (a sweep's trial spec) they are read now."""
+    from kura.dataset.registry import read_dataset_snapshot
+
+    if datasets is None:
+        names = dict.fromkeys(use.name for use in [*spec.datasets, *spec.validation])
+        datasets = {name: read_dataset_snapshot(workspace, name) for name in names}
+    inputs, _, _ = _inputs(workspace, spec, datasets, backend)
     return replace(inputs, trainer_facts=backend.prepare(spec, inputs))
 
 
-def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any, PathMap, Any]:
+def _inputs(
+    workspace: Workspace,
+    spec: RunSpec,
+    datasets: Mapping[str, DatasetSnapshot],
+    backend: Backend,
+) -> tuple[Any, PathMap, Any]:
     from kura.backends.base import CompileInputs
     from kura.models.bundles import get_bundle
     from kura.models.resolve import resolve_bundle
@@ -164,12 +198,16 @@ def _inputs(workspace: Workspace, spec: RunSpec, backend: Backend) -> tuple[Any,
         architecture=bundle.architecture,
         model_version=_model_version(bundle.trainer),
         model_paths=model_paths,
-        datasets=tuple(_dataset_input(workspace, use.name, paths) for use in spec.datasets),
+        datasets=tuple(
+            _dataset_input(workspace, datasets[use.name], paths) for use in spec.datasets
+        ),
         run_dir=paths.run_dir(workspace.run_dir(spec.id)),
         trainer_dir=trainer_dir,
         weight_dtypes=dtypes,
         container_image=_image_tag(workspace, backend) if paths.in_container else None,
-        validation=tuple(_dataset_input(workspace, use.name, paths) for use in spec.validation),
+        validation=tuple(
+            _dataset_input(workspace, datasets[use.name], paths) for use in spec.validation
+        ),
         bundle=bundle.id,
         model_root=paths.model("root", root) if root is not None else None,
         trainer_bin=trainer_bin,
@@ -190,21 +228,21 @@ def _weight_dtype(dtype: str, quantization: str) -> str:
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype.upper(), dtype.lower())
 
 
-def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
+def _dataset_input(workspace: Workspace, dataset: DatasetSnapshot, paths: PathMap) -> Any:
     from kura.backends.base import DatasetInput
-    from kura.dataset.registry import control_dir, media_dir, read_dataset
+    from kura.dataset.registry import control_dir, media_dir
 
-    spec = read_dataset(workspace, name)
+    spec, name = dataset.spec, dataset.name
     if spec.facts is None:
         raise InvalidInput(
             f"dataset {name} has never been inspected",
             hint=f"run `kura dataset inspect {name}`",
         )
-    from kura.runs.media import dataset_media, image_sizes
+    from kura.runs.media import image_sizes, media_of
 
     control = control_dir(workspace, spec)
     counts = spec.facts.counts
-    media = dataset_media(workspace, name)
+    media = media_of(dataset.inspection())
     rates = {clip.fps for clip in media.clips}
     return DatasetInput(
         name=name,
@@ -222,19 +260,25 @@ def _dataset_input(workspace: Workspace, name: str, paths: PathMap) -> Any:
     )
 
 
-def _lock(workspace: Workspace, spec: RunSpec, resolution: Any, release: str) -> dict[str, Any]:
+def _lock(
+    workspace: Workspace,
+    spec: RunSpec,
+    resolution: Any,
+    release: str,
+    datasets: Mapping[str, DatasetSnapshot],
+) -> dict[str, Any]:
     """The run lock (schema :class:`kura.spec.lock.RunLock`, written only here). Each dataset
     names the folder the trainer reads, resolved, so a ``media:`` moved to a copy is seen."""
-    from kura.dataset.registry import control_dir, media_dir, read_dataset
+    from kura.dataset.registry import control_dir, media_dir
     from kura.models.lockdoc import build_lock
     from kura.spec.lock import RunLock
 
-    datasets = []
+    entries = []
     for use in sorted([*spec.datasets, *spec.validation], key=lambda d: d.name):
-        dataset = read_dataset(workspace, use.name)
+        dataset = datasets[use.name].spec
         assert dataset.facts is not None
         control = control_dir(workspace, dataset)
-        datasets.append(
+        entries.append(
             {
                 "name": use.name,
                 "digest": dataset.facts.digest,
@@ -247,7 +291,7 @@ def _lock(workspace: Workspace, spec: RunSpec, resolution: Any, release: str) ->
             "run": spec.id,
             "trainer": {"name": spec.backend.name, "release": release},
             "models": build_lock(resolution),
-            "datasets": datasets,
+            "datasets": entries,
         }
     )
     return lock.model_dump(mode="json")
@@ -292,17 +336,17 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _checks(workspace: Workspace, spec: RunSpec, resolution: Any) -> list[dict[str, Any]]:
+def _checks(
+    spec: RunSpec, resolution: Any, datasets: Mapping[str, DatasetSnapshot]
+) -> list[dict[str, Any]]:
     """What must hold before launch, as far as compile can tell now."""
-    from kura.dataset.registry import read_dataset
-
     checks = []
     for role in resolution.roles:
         status = {"missing": "pending"}.get(role.status, "ok" if role.accepted else "failed")
         detail = "; ".join(role.problems or role.warnings) or role.status
         checks.append({"check": f"model {role.spec.slot}", "status": status, "detail": detail})
     for use in spec.datasets:
-        dataset = read_dataset(workspace, use.name)
+        dataset = datasets[use.name].spec
         blocking = dataset.facts.blocking_problems if dataset.facts else 0
         checks.append(
             {

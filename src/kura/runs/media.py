@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kura.backends.base import DatasetMedia
     from kura.spec.dataset import DatasetSpec
+    from kura.spec.inspection import InspectionFile
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
 
-__all__ = ["at_run_resolution", "dataset_media", "image_sizes"]
+__all__ = ["at_run_resolution", "dataset_media", "image_sizes", "media_of"]
 
 
 def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
@@ -25,7 +26,15 @@ def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
 
     if not (workspace.dataset_dir(name) / INSPECTION_NAME).is_file():
         return DatasetMedia()
-    report = load_inspection(workspace, name)
+    return media_of(load_inspection(workspace, name))
+
+
+def media_of(report: InspectionFile | None) -> DatasetMedia:
+    """The media a stored inspection report names; empty without one."""
+    from kura.backends.base import DatasetMedia
+
+    if report is None:
+        return DatasetMedia()
     return _media(report.videos, report.counts, report.pairs)
 
 

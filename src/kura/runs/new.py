@@ -9,9 +9,10 @@ with its evidence, never asked.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -28,6 +29,9 @@ from kura.spec.base import parse_value, plain, set_dotted, validate_spec
 from kura.spec.run import RunSpec, TrainingSection
 from kura.workspace import Workspace, new_run_id
 from kura.yamlio import dump_yaml
+
+if TYPE_CHECKING:
+    from kura.spec.dataset import DatasetSpec
 
 __all__ = ["EXPLICIT_REASON", "RunCreated", "check_explicit_values", "create_run", "recipe_keys"]
 
@@ -308,10 +312,17 @@ def _backend_reason(bundle: Any, chosen: str, asked: str | None) -> str:
     return why
 
 
-def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -> None:
+def check_explicit_values(
+    workspace: Workspace,
+    document: Any,
+    *,
+    source: str,
+    datasets: Mapping[str, DatasetSpec] | None = None,
+) -> None:
     """Refuse values the trainer would refuse (e.g. more swapped blocks than the model has),
     through the backend's ``check_settings`` (Musubi's estimator, say): SpecError naming the
-    key's message and the fix, before anything is written."""
+    key's message and the fix, before anything is written. ``datasets`` are the run's
+    datasets as the caller already read them (else they are read here)."""
     from kura.backends.base import PlanInputs
     from kura.backends.registry import get_backend
     from kura.dataset.registry import read_dataset
@@ -320,7 +331,10 @@ def check_explicit_values(workspace: Workspace, document: Any, *, source: str) -
 
     spec = validate_spec(RunSpec, document, source=source)
     backend = get_backend(spec.backend.name)
-    datasets = {use.name: read_dataset(workspace, use.name) for use in spec.datasets}
+    if datasets is None:
+        datasets = {use.name: read_dataset(workspace, use.name) for use in spec.datasets}
+    else:
+        datasets = {use.name: datasets[use.name] for use in spec.datasets}
     inputs = PlanInputs(bundle=get_bundle(spec.model.base), datasets=datasets)
     try:
         backend.check_settings(spec, inputs)

@@ -1,7 +1,13 @@
 """`kura run plan`: compile, estimate, fit, and render one review (``plan.md``).
 
+The whole command runs under one hold of the workspace lock, on one
+:class:`~kura.runs.snapshot.RunSnapshot` taken at its start: the datasets are validated, the
+run sized, the ladder applied, estimated and compiled from it, and plan.json records the
+digest of the run.yaml text they all came from.
+
 The fit ladder's choice is written into run.yaml's ``backend.config`` (only the keys the
-ladder manages, each with its reason); recipe-touching options are presented, never applied.
+ladder manages, each with its reason), and the ladder's stage hands on the snapshot of the
+text it wrote; recipe-touching options are presented, never applied.
 A plan on a GPU with headroom carries no memory aid. The plan also names its contingency
 (what to do on an OOM), the time and cost, the downloads still needed, and the regrets that
 match this run.
@@ -16,16 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
-from kura.runs.context import RunContext, load_context
+from kura.runs.context import RunContext, context_of
 from kura.runs.plan_render import lora_document, render
-from kura.runs.store import load_run, run_file
+from kura.runs.snapshot import RunSnapshot, take_snapshot
+from kura.runs.store import run_file
 from kura.spec.plan import PlanCheck, PlanRecord
 from kura.spec.records import read_record, record_text
 from kura.workspace import Workspace
-from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
     from kura.backends.base import Evaluation, PlanFit, PlanInputs
+    from kura.dataset.registry import DatasetChecked
 
 __all__ = [
     "PLAN_JSON",
@@ -64,6 +71,7 @@ class PlanReport:
     plan_id: str = ""
     kept: dict[str, Any] | None = None
     compiled_digest: str = ""
+    run_yaml_digest: str = ""
     checks: tuple[PlanCheck, ...] = ()
     dataset_files: dict[str, dict[str, str]] | None = None
     recipe: dict[str, Any] | None = None
@@ -82,6 +90,7 @@ class PlanReport:
             "kept": self.kept or {},
             "plan_md_sha256": self.plan_digest.removeprefix("sha256:"),
             "compiled_digest": self.compiled_digest,
+            "run_yaml_digest": self.run_yaml_digest,
             "checks": [c.model_dump() for c in self.checks],
             "dataset_files": self.dataset_files or {},
             "next": _next_steps(self),
@@ -159,11 +168,18 @@ def compiled_digest(workspace: Workspace, run_id: str) -> str:
 
 
 def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
+    """Plan run ``run_id``: one snapshot, under one hold of the workspace lock."""
+    with workspace.lock():
+        return _plan(workspace, take_snapshot(workspace, run_id), gpu)
+
+
+def _plan(workspace: Workspace, snapshot: RunSnapshot, gpu: str | None) -> PlanReport:
     from kura.planning.host import host_facts
     from kura.runs.gpu_choice import choose_gpu
 
-    datasets = _check_datasets(workspace, run_id)  # the files as they are now (item 1)
-    context = load_context(workspace, run_id)
+    run_id = snapshot.run_id
+    snapshot, datasets = _check_datasets(workspace, snapshot)  # the files as they are now
+    context = context_of(snapshot)
     spec = context.spec
     gpu_class, gpu_source = choose_gpu(gpu, spec.execution.gpu_class)
     inputs = plan_inputs(workspace, context)
@@ -177,17 +193,19 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     fit = context.backend.fit(
         spec, inputs, gpu_class, host_ram_gib=host.ram_total_gib if local else None
     )
-    applied, kept = (
-        _apply_ladder(workspace, context, fit) if fit.fits and not fit.ask_first else ({}, {})
+    applied, kept, snapshot = (
+        _apply_ladder(workspace, snapshot, context, fit)
+        if fit.fits and not fit.ask_first
+        else ({}, {}, snapshot)
     )
-    context = load_context(workspace, run_id)
+    context = context_of(snapshot)
     spec = context.spec
     inputs = plan_inputs(workspace, context)
     written = context.backend.estimate(spec, inputs, gpu_class)
     evidence = _evidence(workspace, context, gpu_class.id)
     contingency = context.backend.contingency(spec, inputs)
     contingency_doc = None if contingency is None else contingency.to_dict()
-    compiled = compile_in_workspace(workspace, run_id)
+    compiled = compile_in_workspace(workspace, run_id, snapshot)
     recipe = context.backend.recipe(spec, inputs, workspace.run_dir(run_id) / COMPILED_DIR)
     regrets = _last_look(workspace, context, gpu_class.id)
     downloads = _downloads(compiled)
@@ -247,6 +265,7 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
         plan_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
         plan_id=plan_id,
         compiled_digest=compiled_digest(workspace, run_id),
+        run_yaml_digest=snapshot.digest,
         checks=tuple(checks),
         dataset_files={name: dict(c.files) for name, c in datasets.items()},
         recipe=recipe.to_dict(),
@@ -254,11 +273,10 @@ def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> Pl
     record = record_text(report.record())
     if _already_written(path, record, text):
         return report  # the same plan: nothing is written (a read-only workspace plans too)
-    with workspace.lock():
-        # plan.json names plan.md's digest: a kill between these writes leaves a pair that
-        # approve refuses (the two files are from different plans).
-        atomic_write_text(path.with_name(PLAN_JSON), record)
-        atomic_write_text(path, text)
+    # plan.json names plan.md's digest: a kill between these writes leaves a pair that
+    # approve refuses (the two files are from different plans).
+    atomic_write_text(path.with_name(PLAN_JSON), record)
+    atomic_write_text(path, text)
     return report
 
 
@@ -279,12 +297,14 @@ def record_applied(
     """After relaunch applied the approved contingency: plan.json and plan.md say what the
     next attempt actually runs (the change, from → to, and why), bound to the new compiled
     files, so the plan a person reads is the run that ran."""
+    from kura.runs.snapshot import read_run_text, text_digest
+
     folder = workspace.run_dir(run_id)
-    plan = read_plan(workspace, run_id)
     entry = {"attempt": attempt, "change": change, "why": why}
     lines = ["", f"## Attempt {attempt}: what changed", ""]
     lines += [f"- {k}: {v['from']} → {v['to']} ({why})" for k, v in sorted(change.items())]
     with workspace.lock():
+        plan = read_plan(workspace, run_id)
         text = (folder / PLAN_NAME).read_text(encoding="utf-8").rstrip("\n") + "\n"
         text += "\n".join(lines) + "\n"
         updated = plan.model_copy(
@@ -293,22 +313,29 @@ def record_applied(
                 "plan_md_sha256": hashlib.sha256(text.encode()).hexdigest(),
                 "plan_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
                 "compiled_digest": compiled_digest(workspace, run_id),
+                "run_yaml_digest": text_digest(read_run_text(workspace, run_id)[0]),
             }
         )
         atomic_write_text(folder / PLAN_JSON, record_text(updated))
         atomic_write_text(folder / PLAN_NAME, text)
 
 
-def _check_datasets(workspace: Workspace, run_id: str) -> dict[str, Any]:
+def _check_datasets(
+    workspace: Workspace, snapshot: RunSnapshot
+) -> tuple[RunSnapshot, dict[str, DatasetChecked]]:
     """Re-inspect every dataset of the run (cheap: unchanged files come from the stat cache),
-    so the lock, the checks and the verdict are about the files as they are now."""
-    from kura.dataset.registry import validate_dataset
+    so the lock, the checks and the verdict are about the files as they are now; the
+    snapshot after it (with the facts stored where they changed)."""
+    from kura.dataset.registry import validate_snapshot
 
-    spec, _ = load_run(workspace, run_id)
-    return {use.name: validate_dataset(workspace, use.name) for use in spec.datasets}
+    checked = {}
+    for use in snapshot.spec.datasets:
+        checked[use.name], dataset = validate_snapshot(workspace, snapshot.datasets[use.name])
+        snapshot = snapshot.with_dataset(dataset)
+    return snapshot, checked
 
 
-def _plan_checks(compiled: CompileReport, datasets: dict[str, Any]) -> list[PlanCheck]:
+def _plan_checks(compiled: CompileReport, datasets: dict[str, DatasetChecked]) -> list[PlanCheck]:
     checks = []
     for check in compiled.checks:
         if check["check"].startswith("dataset "):
@@ -349,7 +376,8 @@ def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
     from kura.runs.compile import prepared_inputs
     from kura.runs.media import at_run_resolution
 
-    compiled = prepared_inputs(workspace, context.spec, context.backend)
+    snapshot = context.snapshot
+    compiled = prepared_inputs(workspace, snapshot.spec, context.backend, snapshot.datasets)
     datasets, media = at_run_resolution(workspace, context.spec, context.datasets, context.media)
     return replace(context.plan_inputs, compile=compiled, datasets=datasets, media=media)
 
@@ -364,39 +392,43 @@ def estimate_document(written: Evaluation) -> dict[str, Any]:
 
 
 def _apply_ladder(
-    workspace: Workspace, context: RunContext, fit: PlanFit
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    workspace: Workspace, snapshot: RunSnapshot, context: RunContext, fit: PlanFit
+) -> tuple[dict[str, Any], dict[str, Any], RunSnapshot]:
     """Write the ladder's aids into backend.config; undo aids an earlier plan set that are no
     longer needed. Values a person set (their reason is not Kura's, or their provenance is
     "your instruction") are fixed: left alone, and returned as ``kept`` with what the ladder
-    would have chosen, so the plan says so."""
+    would have chosen, so the plan says so. Returns the snapshot of the run.yaml text
+    written (the same snapshot when nothing changed), so no stage reads run.yaml again."""
     from kura.spec import RunSpec, validate_spec
+    from kura.yamlio import dump_yaml
 
-    run_id = context.spec.id
+    spec, document = snapshot.spec, snapshot.document()
     kept: dict[str, Any] = {}
-    with workspace.lock():
-        spec, document = load_run(workspace, run_id)
-        known = context.backend.config_keys(context.bundle.architecture)
-        config = document["backend"].setdefault("config", {})
-        why = document["backend"].setdefault("reasons", {})
-        changed: dict[str, Any] = {}
-        for key, value in fit.settings.items():
-            if key not in known:
-                continue
-            current = config.get(key)
-            if _person_set(spec, key):
-                if value is not None and current != value and (value or current is not None):
-                    kept[key] = {"yours": current, "ladder": value}
-                continue
-            if value is None or (not value and current is None) or current == value:
-                continue
-            config[key] = value
-            changed[key] = {"from": current, "to": value}
-            why[key] = fit.reasons.get(key, LADDER_REASON)
-        if changed:
-            validate_spec(RunSpec, document, source=run_file(workspace, run_id))
-            write_yaml(run_file(workspace, run_id), document)
-    return changed, kept
+    known = context.backend.config_keys(context.bundle.architecture)
+    config = document["backend"].setdefault("config", {})
+    why = document["backend"].setdefault("reasons", {})
+    changed: dict[str, Any] = {}
+    for key, value in fit.settings.items():
+        if key not in known:
+            continue
+        current = config.get(key)
+        if _person_set(spec, key):
+            if value is not None and current != value and (value or current is not None):
+                kept[key] = {"yours": current, "ladder": value}
+            continue
+        if value is None or (not value and current is None) or current == value:
+            continue
+        config[key] = value
+        changed[key] = {"from": current, "to": value}
+        why[key] = fit.reasons.get(key, LADDER_REASON)
+    if not changed:
+        return changed, kept, snapshot
+    path = run_file(workspace, snapshot.run_id)
+    validate_spec(RunSpec, document, source=path)
+    text = dump_yaml(document)
+    with workspace.lock():  # the command's own hold (reentrant): no writer came between
+        atomic_write_text(path, text)
+    return changed, kept, snapshot.with_run_text(text)
 
 
 def _person_set(spec: Any, key: str) -> bool:

@@ -10,7 +10,15 @@ from kura.spec.base import load_spec, read_spec
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
-__all__ = ["RUN_FILE", "list_run_ids", "load_run", "read_run", "run_file"]
+__all__ = [
+    "RUN_FILE",
+    "check_run_id",
+    "existing_run_file",
+    "list_run_ids",
+    "load_run",
+    "read_run",
+    "run_file",
+]
 
 RUN_FILE = "run.yaml"
 
@@ -28,21 +36,21 @@ def list_run_ids(workspace: Workspace) -> list[str]:
 
 def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
     """The validated run spec and its round-trip document (for a command that edits it)."""
-    path = _existing(workspace, run_id)
+    path = existing_run_file(workspace, run_id)
     spec, document = load_spec(RunSpec, path)
-    _check_id(spec, run_id, path)
+    check_run_id(spec, run_id, path)
     return spec, document
 
 
 def read_run(workspace: Workspace, run_id: str) -> RunSpec:
     """The validated run spec, for a command that only reads it (the fast YAML reader)."""
-    path = _existing(workspace, run_id)
+    path = existing_run_file(workspace, run_id)
     spec = read_spec(RunSpec, path)
-    _check_id(spec, run_id, path)
+    check_run_id(spec, run_id, path)
     return spec
 
 
-def _existing(workspace: Workspace, run_id: str) -> Path:
+def existing_run_file(workspace: Workspace, run_id: str) -> Path:
     path = run_file(workspace, run_id)
     if not path.is_file():
         known = list_run_ids(workspace)
@@ -54,7 +62,7 @@ def _existing(workspace: Workspace, run_id: str) -> Path:
     return path
 
 
-def _check_id(spec: RunSpec, run_id: str, path: Path) -> None:
+def check_run_id(spec: RunSpec, run_id: str, path: Path | str) -> None:
     if spec.id != run_id:
         from kura.errors import InvalidInput
 

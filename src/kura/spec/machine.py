@@ -15,11 +15,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kura.bounded import load_json
 from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
 
-__all__ = ["MachineFile", "read_machine_file", "write_machine_file"]
+__all__ = ["MachineFile", "parse_machine_text", "read_machine_file", "write_machine_file"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,9 +32,22 @@ class MachineFile(BaseModel):
 
 def read_machine_file(model: type[M], path: Path, *, remedy: str) -> M:
     """``path`` as ``model``; damage or a hand edit names the key and ``remedy``."""
+    return parse_machine_text(model, _read_text(path), path, remedy=remedy)
+
+
+def _read_text(path: Path) -> str:
+    from kura.bounded import MAX_CONFIG_BYTES, decode_utf8, read_limited
+
+    return decode_utf8(read_limited(path, limit=MAX_CONFIG_BYTES, what="JSON file"), path)
+
+
+def parse_machine_text(model: type[M], text: str, path: Path, *, remedy: str) -> M:
+    """``text`` (the bytes of ``path`` already read) as ``model``, refused like
+    :func:`read_machine_file` refuses the file."""
+    from kura.bounded import parse_json
     from kura.spec.base import describe_validation
 
-    data = load_json(path)
+    data = parse_json(text, path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -73,6 +73,11 @@ class PlanRecord(StrictModel):
     plan_md_sha256: str = Field(description="sha256 of plan.md's text.")
     plan_digest: str = Field(description="The same digest as `sha256:…` (kept for readers).")
     compiled_digest: str = Field(description="sha256 over compiled/ when this plan was made.")
+    run_yaml_digest: str = Field(
+        "",
+        description="`sha256:` of the run.yaml text this plan (and its compiled files) was "
+        "made from; approve and launch refuse a run.yaml that is no longer it.",
+    )
     gpu: dict[str, Any]
     fits: bool
     ask_first: bool
