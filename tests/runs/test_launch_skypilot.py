@@ -1,0 +1,149 @@
+"""A SkyPilot run from `run new` to an approved plan to the `sky jobs launch` a recording
+`sky` receives: the planned GPU class is the run's, the cloud settings come from kura.toml
+(run.yaml overrides them), and a plan that cannot launch says so before approval."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from kura.errors import CheckFailed
+from kura.models.bundles import get_bundle
+from kura.models.standins import install_bundle_in_hub_cache
+from kura.runs.approval import approve_run
+from kura.runs.launching import launch_run
+from kura.runs.new import create_run
+from kura.runs.plan import plan_run
+from kura.workspace import Workspace
+from kura.yamlio import load_yaml
+from tests.runs.fake_checkout import prepend_path
+
+BUNDLE = "flux2-klein-base-4b"
+
+FAKE_SKY = """#!{python}
+import json, sys
+with open({record!r}, "a") as handle:
+    handle.write(json.dumps(sys.argv[1:]) + "\\n")
+print("Managed job submitted (id: 7).")
+"""
+
+SKYPILOT_TOML = """
+[skypilot]
+bucket = "s3://kura-test-bucket/runs"
+cloud = "aws"
+region = "us-east-1"
+use_spot = true
+disk_size_gb = 200
+"""
+
+
+@pytest.fixture
+def sky_ws(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sky = bin_dir / "sky"
+    sky.write_text(FAKE_SKY.format(python=sys.executable, record=str(tmp_path / "sky.jsonl")))
+    sky.chmod(sky.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", prepend_path(bin_dir))
+    return ws
+
+
+def _new_run(ws: Workspace, *sets: str) -> str:
+    return create_run(
+        ws,
+        datasets=["myaku"],
+        base=BUNDLE,
+        sets=["execution.executor=skypilot", *sets],
+        now=datetime(2026, 12, 2, 1, 0),
+    ).run_id
+
+
+def _sky_calls(tmp_path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "sky.jsonl").read_text().splitlines()]
+
+
+def test_planned_gpu_and_kura_toml_settings_reach_the_sky_task(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = _new_run(sky_ws)
+    report = plan_run(sky_ws, run_id, gpu="h100-sxm")
+    assert [c.status for c in report.checks if c.check == "skypilot launch"] == ["ok"]
+    approve_run(sky_ws, run_id)
+    state = launch_run(sky_ws, run_id, detach=False).state
+    assert state.status == "succeeded", state
+    task_path = sky_ws.run_dir(run_id) / "sky-task.yaml"
+    assert _sky_calls(tmp_path) == [
+        ["jobs", "launch", "-n", f"kura-{run_id}", "-y", str(task_path)]
+    ]
+    task = load_yaml(task_path)
+    assert task["resources"] == {
+        "accelerators": "H100:1",
+        "cloud": "aws",
+        "region": "us-east-1",
+        "use_spot": True,
+        "disk_size": 200,
+        "image_id": "docker:kura/musubi-tuner:0.3.4",
+    }
+    prefix = f"s3://kura-test-bucket/runs/{run_id}"
+    written = {k: v for k, v in task["file_mounts"].items() if isinstance(v, dict)}
+    assert written == {
+        f"/kura/run/{name}": {"source": f"{prefix}/{name}", "mode": "MOUNT"}
+        for name in ("cache", "output", "logs")
+    }
+
+
+def test_run_yaml_overrides_kura_toml(sky_ws: Workspace) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = _new_run(
+        sky_ws, "execution.skypilot.use_spot=false", "execution.skypilot.bucket=gs://other/k"
+    )
+    plan_run(sky_ws, run_id, gpu="a100-80gb")
+    approve_run(sky_ws, run_id)
+    launch_run(sky_ws, run_id, detach=False)
+    task = load_yaml(sky_ws.run_dir(run_id) / "sky-task.yaml")
+    assert task["resources"]["use_spot"] is False
+    assert task["resources"]["accelerators"] == "A100-80GB:1"
+    assert task["resources"]["cloud"] == "aws"  # not overridden: kura.toml's
+    assert task["file_mounts"]["/kura/run/output"]["source"] == f"gs://other/k/{run_id}/output"
+
+
+def test_a_plan_without_a_bucket_says_so_before_approval(sky_ws: Workspace) -> None:
+    run_id = _new_run(sky_ws)
+    report = plan_run(sky_ws, run_id, gpu="h100-sxm")
+    failed = [c for c in report.checks if c.check == "skypilot launch"]
+    assert [(c.status, c.blocking) for c in failed] == [("failed", True)]
+    assert "bucket" in failed[0].detail and "[skypilot]" in failed[0].detail
+    assert report.to_dict()["next"][0]["command"] == f"kura run plan {run_id}"
+    assert "skypilot launch" in (sky_ws.run_dir(run_id) / "plan.md").read_text()
+    with pytest.raises(CheckFailed, match="bucket"):
+        approve_run(sky_ws, run_id)
+
+
+def test_a_gpu_class_skypilot_cannot_name_fails_the_plan(sky_ws: Workspace) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = _new_run(sky_ws)
+    report = plan_run(sky_ws, run_id, gpu="rtx-4090")
+    [check] = [c for c in report.checks if c.check == "skypilot launch"]
+    assert check.blocking and "no SkyPilot accelerator name" in check.detail
+    assert "h100-sxm" in check.detail  # the fix lists the classes that have one
+
+
+def test_a_bucket_that_is_not_a_url_is_refused_with_the_key(sky_ws: Workspace) -> None:
+    from kura.errors import InvalidInput
+
+    with sky_ws.config_path.open("a") as handle:
+        handle.write('\n[skypilot]\nbucket = "my-bucket"\n')
+    with pytest.raises(InvalidInput, match=r"skypilot\.bucket.*s3://NAME"):
+        sky_ws.config()
