@@ -102,6 +102,29 @@ def test_planned_gpu_and_kura_toml_settings_reach_the_sky_task(
     }
 
 
+def test_the_launched_task_is_one_skypilot_accepts(sky_ws: Workspace, tmp_path: Path) -> None:
+    """The task of a real plan (every mount the backend compiled: the run folder, the
+    dataset, each model file and shard, the three writable folders) through SkyPilot's own
+    ``sky.Task.from_yaml``."""
+    from tests.execution.skypilot_own_code import load_with_skypilot
+
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = _new_run(sky_ws)
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    launch_run(sky_ws, run_id, detach=False)
+    task_path = sky_ws.run_dir(run_id) / "sky-task.yaml"
+    [loaded] = load_with_skypilot([task_path], tmp_path / "sky-home")
+    assert "error" not in loaded, loaded
+    assert loaded["accelerators"] == {"H100": 1}
+    assert (loaded["cloud"], loaded["region"], loaded["use_spot"]) == ("AWS", "us-east-1", True)
+    assert sorted(loaded["storage_mounts"]) == [
+        f"/kura/run/{n}" for n in ("cache", "logs", "output")
+    ]
+    assert loaded["file_mounts"]["/kura/data/myaku"] == str(sky_ws.dataset_dir("myaku") / "media")
+
+
 def test_run_yaml_overrides_kura_toml(sky_ws: Workspace) -> None:
     with sky_ws.config_path.open("a") as handle:
         handle.write(SKYPILOT_TOML)
