@@ -5,65 +5,19 @@
 from __future__ import annotations
 
 import json
-import stat
-import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from kura.errors import CheckFailed
-from kura.models.bundles import get_bundle
-from kura.models.standins import install_bundle_in_hub_cache
 from kura.runs.approval import approve_run
 from kura.runs.launching import launch_run
-from kura.runs.new import create_run
 from kura.runs.plan import plan_run
 from kura.workspace import Workspace
 from kura.yamlio import load_yaml
-from tests.runs.fake_checkout import prepend_path
+from tests.runs.skypilot_run import SKYPILOT_TOML, new_sky_run, sky_ws
 
-BUNDLE = "flux2-klein-base-4b"
-
-FAKE_SKY = """#!{python}
-import json, sys
-with open({record!r}, "a") as handle:
-    handle.write(json.dumps(sys.argv[1:]) + "\\n")
-print("Managed job submitted (id: 7).")
-"""
-
-SKYPILOT_TOML = """
-[skypilot]
-bucket = "s3://kura-test-bucket/runs"
-cloud = "aws"
-region = "us-east-1"
-use_spot = true
-disk_size_gb = 200
-"""
-
-
-@pytest.fixture
-def sky_ws(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    cache = tmp_path / "hf-cache"
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    install_bundle_in_hub_cache(get_bundle(BUNDLE), cache)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    sky = bin_dir / "sky"
-    sky.write_text(FAKE_SKY.format(python=sys.executable, record=str(tmp_path / "sky.jsonl")))
-    sky.chmod(sky.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", prepend_path(bin_dir))
-    return ws
-
-
-def _new_run(ws: Workspace, *sets: str) -> str:
-    return create_run(
-        ws,
-        datasets=["myaku"],
-        base=BUNDLE,
-        sets=["execution.executor=skypilot", *sets],
-        now=datetime(2026, 12, 2, 1, 0),
-    ).run_id
+__all__ = ["sky_ws"]  # the fixture
 
 
 def _sky_calls(tmp_path: Path) -> list[list[str]]:
@@ -75,7 +29,7 @@ def test_planned_gpu_and_kura_toml_settings_reach_the_sky_task(
 ) -> None:
     with sky_ws.config_path.open("a") as handle:
         handle.write(SKYPILOT_TOML)
-    run_id = _new_run(sky_ws)
+    run_id = new_sky_run(sky_ws)
     report = plan_run(sky_ws, run_id, gpu="h100-sxm")
     assert [c.status for c in report.checks if c.check == "skypilot launch"] == ["ok"]
     approve_run(sky_ws, run_id)
@@ -110,7 +64,7 @@ def test_the_launched_task_is_one_skypilot_accepts(sky_ws: Workspace, tmp_path: 
 
     with sky_ws.config_path.open("a") as handle:
         handle.write(SKYPILOT_TOML)
-    run_id = _new_run(sky_ws)
+    run_id = new_sky_run(sky_ws)
     plan_run(sky_ws, run_id, gpu="h100-sxm")
     approve_run(sky_ws, run_id)
     launch_run(sky_ws, run_id, detach=False)
@@ -128,7 +82,7 @@ def test_the_launched_task_is_one_skypilot_accepts(sky_ws: Workspace, tmp_path: 
 def test_run_yaml_overrides_kura_toml(sky_ws: Workspace) -> None:
     with sky_ws.config_path.open("a") as handle:
         handle.write(SKYPILOT_TOML)
-    run_id = _new_run(
+    run_id = new_sky_run(
         sky_ws, "execution.skypilot.use_spot=false", "execution.skypilot.bucket=gs://other/k"
     )
     plan_run(sky_ws, run_id, gpu="a100-80gb")
@@ -142,7 +96,7 @@ def test_run_yaml_overrides_kura_toml(sky_ws: Workspace) -> None:
 
 
 def test_a_plan_without_a_bucket_says_so_before_approval(sky_ws: Workspace) -> None:
-    run_id = _new_run(sky_ws)
+    run_id = new_sky_run(sky_ws)
     report = plan_run(sky_ws, run_id, gpu="h100-sxm")
     failed = [c for c in report.checks if c.check == "skypilot launch"]
     assert [(c.status, c.blocking) for c in failed] == [("failed", True)]
@@ -156,7 +110,7 @@ def test_a_plan_without_a_bucket_says_so_before_approval(sky_ws: Workspace) -> N
 def test_a_gpu_class_skypilot_cannot_name_fails_the_plan(sky_ws: Workspace) -> None:
     with sky_ws.config_path.open("a") as handle:
         handle.write(SKYPILOT_TOML)
-    run_id = _new_run(sky_ws)
+    run_id = new_sky_run(sky_ws)
     report = plan_run(sky_ws, run_id, gpu="rtx-4090")
     [check] = [c for c in report.checks if c.check == "skypilot launch"]
     assert check.blocking and "no SkyPilot accelerator name" in check.detail

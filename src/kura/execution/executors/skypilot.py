@@ -46,6 +46,7 @@ __all__ = [
     "TASK_FILE",
     "SkyPilotExecutor",
     "bucket_folder",
+    "manifest_command",
     "sky_job_name",
     "sky_launch_argv",
     "sky_task",
@@ -127,12 +128,17 @@ def _manifest_trap(spec: LaunchSpec) -> list[str]:
     targets = [m.target for m in spec.container.mounts if not m.read_only]
     if not targets:
         return []
-    each = (
-        f"(cd {shlex.quote(t)} && find . -type f ! -name {MANIFEST} -print0 | LC_ALL=C sort -z"
-        f" | xargs -0 -r sha256sum > {MANIFEST}) || true"
-        for t in targets
-    )
+    each = (f"{manifest_command(t)} || true" for t in targets)
     return ["kura_manifest() {", *(f"  {line}" for line in each), "}", "trap kura_manifest EXIT"]
+
+
+def manifest_command(folder: str) -> str:
+    """Shell: write ``folder/.kura-sha256``, ``sha256sum`` lines (``HEX  ./name``, sorted)
+    of every other file under ``folder``."""
+    return (
+        f"(cd {shlex.quote(folder)} && find . -type f ! -name {MANIFEST} -print0"
+        f" | LC_ALL=C sort -z | xargs -0 -r sha256sum > {MANIFEST})"
+    )
 
 
 def _remote_cwd(spec: LaunchSpec, step: Step) -> str:
