@@ -124,3 +124,24 @@ def test_a_bucket_that_is_not_a_url_is_refused_with_the_key(sky_ws: Workspace) -
         handle.write('\n[skypilot]\nbucket = "my-bucket"\n')
     with pytest.raises(InvalidInput, match=r"skypilot\.bucket.*s3://NAME"):
         sky_ws.config()
+
+
+def test_eight_gpus_on_one_node_rent_eight_and_launch_eight_processes(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    """`execution.gpus: 8` rents `H100:8` and Musubi's train step runs accelerate's data
+    parallel launch over all of them (``--num_processes 8 --multi_gpu``); the plan's cost
+    is for all eight."""
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = new_sky_run(sky_ws, "execution.gpus=8", "training.effective_batch=8")
+    report = plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    launch_run(sky_ws, run_id, detach=False)
+    task = load_yaml(sky_ws.run_dir(run_id) / "sky-task.yaml")
+    assert task["resources"]["accelerators"] == "H100:8"
+    [train] = [line for line in task["run"].splitlines() if "accelerate launch" in line]
+    assert "accelerate launch --num_processes 8 --num_machines 1 " in train
+    assert "--num_processes 8" in train and "--multi_gpu" in train
+    assert "× 8" in (sky_ws.run_dir(run_id) / "plan.md").read_text()
+    assert report.gpu["usd_per_hour"] is not None
