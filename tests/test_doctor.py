@@ -171,3 +171,37 @@ def test_docker_is_optional_only_where_the_host_environment_runs_the_trainer() -
     assert docker_optional(docker, missing) == docker
     assert docker_optional(docker, broken) == docker
     assert docker_optional(docker, []) == docker
+
+
+def _fake_sky(folder: Path, body: str) -> None:
+    script = folder / "sky"
+    script.write_text(f'#!/bin/sh\n[ "$*" = "check -o json" ] || exit 9\n{body}\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        # `sky check -o json` as SkyPilot 0.14.1 prints it (sky/check.py `check`), after
+        # the API server's start-up lines on stderr.
+        (
+            "echo 'Starting a local server.' >&2\n"
+            """echo '{"default": {"AWS": ["compute", "storage"], "GCP": ["storage"]}}'""",
+            "ok",
+            "enabled: AWS (compute, storage), GCP (storage)",
+        ),
+        ("""echo '{"default": {}}'""", "warn", "installed; `sky check` enables no cloud"),
+        ("echo 'cannot reach the API server' >&2; exit 1", "warn", "cannot reach the API server"),
+    ],
+)
+def test_doctor_reports_the_clouds_sky_check_enables(
+    fake_path: Path, body: str, status: str, detail: str
+) -> None:
+    from kura.doctor import machine_findings
+
+    _fake_sky(fake_path, body)
+    [found] = [f for f in machine_findings(None) if f.check == "skypilot"]
+    assert found.status == status
+    assert detail in found.detail
+    if status != "ok":
+        assert "sky check" in found.fix

@@ -1,9 +1,9 @@
 """`kura doctor`: what this machine has for training, each finding with its fix.
 
 It only looks: GPUs and driver, Docker and its GPU runtime, host RAM, free disk, whether a
-Hugging Face token is present (never its value) and whether SkyPilot is installed. What a
-trainer needs besides (its image, its environment) is the backend's ``doctor`` verb
-(``kura doctor BACKEND``), which builds on the checks here.
+Hugging Face token is present (never its value) and whether SkyPilot is installed and which
+clouds ``sky check`` enables. What a trainer needs besides (its image, its environment) is
+the backend's ``doctor`` verb (``kura doctor BACKEND``), which builds on the checks here.
 """
 
 from __future__ import annotations
@@ -191,10 +191,52 @@ def _hf_token() -> Finding:
     )
 
 
+_SKY_CHECK_TIMEOUT = 240
+"""``sky check`` starts SkyPilot's local API server the first time (about 90 s here)."""
+
+
 def _skypilot() -> Finding:
+    """Whether SkyPilot is installed, and the clouds ``sky check -o json`` enables: its JSON
+    is ``{workspace: {cloud: [capability…]}}``, enabled clouds only (SkyPilot 0.14.1,
+    ``sky/check.py`` ``check``, printed by ``sky/client/cli/command.py`` ``check``)."""
     if shutil.which("sky") is None:
         return Finding("skypilot", "skip", "not installed", "pip install skypilot (for cloud runs)")
-    return Finding("skypilot", "ok", "installed")
+    fix = "set up a cloud's credentials (SkyPilot's installation docs), then run `sky check`"
+    try:
+        done = subprocess.run(
+            ["sky", "check", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=_SKY_CHECK_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Finding("skypilot", "warn", f"installed; `sky check` did not answer ({exc})", fix)
+    clouds = _enabled_clouds(done.stdout) if done.returncode == 0 else None
+    if clouds is None:
+        why = (done.stderr.strip().splitlines() or ["no JSON"])[-1][:200]
+        return Finding("skypilot", "warn", f"installed; `sky check` failed: {why}", fix)
+    if not clouds:
+        return Finding("skypilot", "warn", "installed; `sky check` enables no cloud", fix)
+    listed = ", ".join(f"{name} ({', '.join(caps)})" for name, caps in sorted(clouds.items()))
+    return Finding("skypilot", "ok", f"enabled: {listed}")
+
+
+def _enabled_clouds(text: str) -> dict[str, list[str]] | None:
+    """Cloud → capabilities, over every SkyPilot workspace; None when it is not that JSON."""
+    try:
+        document = json.loads(text[text.find("{") :]) if "{" in text else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    clouds: dict[str, set[str]] = {}
+    for per_workspace in document.values():
+        if not isinstance(per_workspace, dict):
+            return None
+        for cloud, caps in per_workspace.items():
+            clouds.setdefault(str(cloud), set()).update(str(c) for c in caps or [])
+    return {cloud: sorted(caps) for cloud, caps in clouds.items()}
 
 
 def machine_findings(workspace: Workspace | None) -> list[Finding]:

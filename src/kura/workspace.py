@@ -30,6 +30,7 @@ from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
 from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
 from kura.spec.base import StrictModel
+from kura.spec.cloud import SkyPilotSettings
 
 __all__ = [
     "CONFIG_NAME",
@@ -90,6 +91,7 @@ class WorkspaceConfig(StrictModel):
 
     version: int = 1
     executor: ExecutorDefaults = ExecutorDefaults()
+    skypilot: SkyPilotSettings = SkyPilotSettings()
 
 
 _configs: dict[str, tuple[tuple[int, int, int, int], WorkspaceConfig]] = {}
@@ -243,6 +245,7 @@ def create_layout(root: Path) -> tuple[Workspace, list[str]]:
 
 def _default_config_text() -> str:
     data: dict[str, Any] = WorkspaceConfig().model_dump(exclude_none=True)
+    data = {key: value for key, value in data.items() if value != {}}  # [skypilot]: all unset
     header = "# Kura workspace settings. `kura schema workspace` lists every key.\n"
     return header + tomli_w.dumps(data)
 

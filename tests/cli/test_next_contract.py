@@ -65,6 +65,9 @@ DECISIONS: dict[str, Decision] = {
     "model verify": Decision("model-verify", True),
     "run approve": Decision("run-approval", True),
     "run cancel": Decision("run-cancel", True),
+    "run collect": Decision(
+        "run-collect", True, "a SkyPilot run: test_cli_collects_from_a_mounted_folder"
+    ),
     "run compile": Decision("run-compile", True),
     "run estimate": Decision("run-estimate", True),
     "run evaluate": Decision("run-evaluation", True),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -16,6 +17,7 @@ from kura.errors import Unsupported, UsageError
 from kura.execution import SkyPilotExecutor, cancel_run, launch, read_state, step_log
 from kura.execution.executors.skypilot import run_script, sky_launch_argv, sky_task
 from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
+from kura.spec.cloud import SkyPilotSettings
 from kura.yamlio import load_yaml
 
 HOSTILE = '/data/it\'s a "test"; rm -rf ~ $(whoami) `id` &&\n x'
@@ -79,12 +81,65 @@ def test_task_content(tmp_path: Path) -> None:
     assert task["file_mounts"] == {
         "/workspace/dataset": HOSTILE_MOUNT,
         "/workspace/models": "/models",
-        "/workspace/output": {"source": "s3://bucket/kura", "mode": "MOUNT"},
+        "/workspace/output": {"source": "s3://bucket/kura/output", "mode": "MOUNT"},
     }
     assert task["envs"] == {"HF_HUB_ENABLE_HF_TRANSFER": "1"}
     assert task["secrets"] == {"HF_TOKEN": None}
     assert task["setup"] == "pip list\n"
-    assert task["run"].startswith("set -euo pipefail\n")
+    assert task["run"].startswith("set -euo pipefail\nkura_manifest() {\n")
+
+
+def test_cloud_settings_become_resources(tmp_path: Path) -> None:
+    settings = SkyPilotSettings(cloud="gcp", region="us-central1", use_spot=True, disk_size_gb=300)
+    task = sky_task(
+        _spec(tmp_path), accelerator="H100", output_bucket="gs://b/r1", settings=settings
+    )
+    assert task["resources"] == {
+        "accelerators": "H100:2",
+        "cloud": "gcp",
+        "region": "us-central1",
+        "use_spot": True,
+        "disk_size": 300,
+        "image_id": "docker:ghcr.io/example/musubi:0.3.4",
+    }
+
+
+def test_two_writable_mounts_never_share_a_bucket_folder(tmp_path: Path) -> None:
+    container = ContainerSpec(
+        image="img",
+        gpus="all",
+        mounts=(
+            Mount(source="/r/a/out", target="/a/out", read_only=False, purpose="test"),
+            Mount(source="/r/b/out", target="/b/out", read_only=False, purpose="test"),
+        ),
+        env={},
+        workdir="/app",
+    )
+    with pytest.raises(UsageError, match="share the bucket folder"):
+        sky_task(_spec(tmp_path, container=container), accelerator="A100", output_bucket="s3://b")
+
+
+def test_the_job_writes_a_manifest_of_each_writable_mount_even_when_a_step_fails(
+    tmp_path: Path,
+) -> None:
+    """Run the script with bash, the writable mount a local folder: the EXIT trap writes
+    sha256sum lines of every file, and the script still exits with the step's status."""
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    (out / "sub" / "a b.safetensors").write_bytes(b"lora")
+    container = ContainerSpec(
+        image="img",
+        gpus="all",
+        mounts=(Mount(source=str(out), target=str(out), read_only=False, purpose="test"),),
+        env={},
+        workdir=str(tmp_path),
+    )
+    step = Step("train", ["false"], {}, "/")
+    spec = _spec(tmp_path, steps=[step], container=container)
+    result = subprocess.run(["bash", "-c", run_script(spec)], capture_output=True, text=True)
+    assert result.returncode == 1
+    digest = hashlib.sha256(b"lora").hexdigest()
+    assert (out / ".kura-sha256").read_text() == f"{digest}  ./sub/a b.safetensors\n"
 
 
 def test_written_yaml_round_trips_and_holds_no_secret(

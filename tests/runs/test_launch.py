@@ -131,15 +131,6 @@ def test_past_runs_feed_the_next_plan(host_ws: Workspace) -> None:
     assert f"- run {first}: failed (cuda_oom)" in plan
 
 
-def test_skypilot_needs_a_gpu_class_it_can_name(host_ws: Workspace) -> None:
-    from kura.errors import UsageError
-    from kura.runs.launching import _sky_accelerator
-
-    assert _sky_accelerator("h100-sxm") == "H100"
-    with pytest.raises(UsageError, match="no SkyPilot accelerator name"):
-        _sky_accelerator("rtx-4090")
-
-
 def test_following_a_finished_run_prints_its_log_and_stops(host_ws: Workspace) -> None:
     from kura.runs.following import follow_logs
 

@@ -39,6 +39,7 @@ PARSED_ONLY = frozenset(
         "image build",
         "model fetch",
         "run cancel",
+        "run collect",
         "run launch",
         "run relaunch",
         "run resume",

@@ -13,6 +13,7 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.collect import CollectReport
     from kura.runs.evidence import RunEvaluation
     from kura.runs.imported import RunImport
     from kura.runs.results import CancelResult, LaunchResult, LogTail, RunList, RunStatus
@@ -345,6 +346,36 @@ def cancel_command(state: AppState, run_id: str) -> None:
     from kura.runs.following import cancel
 
     state.out.result(cancel(state.workspace(), run_id), _render_state)
+
+
+@run_group.command("collect")
+@click.argument("run_id")
+@click.option(
+    "--only", multiple=True, metavar="FOLDER", help="Only this bucket folder (output, logs, …)."
+)
+@click.option(
+    "--from-folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Read the bucket from where it is mounted here instead of the cloud's CLI.",
+)
+@click.pass_obj
+def collect_command(
+    state: AppState, run_id: str, only: tuple[str, ...], from_folder: Path | None
+) -> None:
+    """Copy a SkyPilot run's LoRA, samples, logs and metrics back from its bucket."""
+    from kura.runs.collect import FolderTransport, collect_outputs
+
+    transport = None if from_folder is None else FolderTransport(from_folder)
+    report = collect_outputs(state.workspace(), run_id, transport=transport, only=only)
+    state.out.result(report, _render_collect)
+
+
+@and_next
+def _render_collect(console: Console, report: CollectReport) -> None:
+    for folder in report.folders:
+        console.print(
+            f"{folder.url} → {folder.local}: {folder.files} file(s), {folder.bytes} bytes"
+        )
 
 
 @run_group.command("list")

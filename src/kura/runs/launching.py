@@ -136,7 +136,7 @@ def _start(
         _check_image(context, launch_spec.container.image)
     options: dict[str, object] = {}
     if spec.execution.executor == "skypilot":
-        options["accelerator"] = _sky_accelerator(spec.execution.gpu_class)
+        options = _sky_options(workspace, context)
     state = launch(
         launch_spec,
         foreground=not detach,
@@ -163,17 +163,19 @@ def _check_image(context: RunContext, image: str) -> None:
         )
 
 
-def _sky_accelerator(gpu_class: str | None) -> str:
-    from kura.planning.gpus import SKYPILOT_ACCELERATORS
+def _sky_options(workspace: Workspace, context: RunContext) -> dict[str, object]:
+    """The SkyPilot executor's options: the approved plan's GPU class (and the run's GPU
+    count) and the run's cloud settings, checked as the plan checked them."""
+    from kura.runs.cloud import sky_launch_settings
+    from kura.runs.plan import read_plan
 
-    if gpu_class is None or gpu_class not in SKYPILOT_ACCELERATORS:
-        raise UsageError(
-            f"execution.gpu_class {gpu_class!r} has no SkyPilot accelerator name",
-            hint="set execution.gpu_class to one of "
-            + ", ".join(sorted(SKYPILOT_ACCELERATORS))
-            + " (then plan and approve again)",
-        )
-    return SKYPILOT_ACCELERATORS[gpu_class]
+    gpu_id = str(read_plan(workspace, context.spec.id).gpu["id"])
+    found = sky_launch_settings(workspace, context.spec, gpu_id)
+    return {
+        "accelerator": found.accelerator,
+        "output_bucket": found.outputs_url,
+        "settings": found.settings,
+    }
 
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:

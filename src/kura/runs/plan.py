@@ -122,6 +122,8 @@ def _next_steps(report: PlanReport) -> list[dict[str, str]]:
                 "why": f"{c.check} failed: {c.detail}",
             }
             if c.check.startswith("dataset ")
+            else {"command": f"kura run plan {run_id}", "why": f"{c.check}: {c.detail}"}
+            if c.check == "skypilot launch"
             else {"command": f"kura run compile {run_id}", "why": f"{c.check}: {c.detail}"}
             for c in blocking
         ]
@@ -224,7 +226,9 @@ def _plan(workspace: Workspace, snapshot: RunSnapshot, gpu: str | None) -> PlanR
     estimate_doc["time_and_cost"] = time_and_cost(
         estimate_doc, price * spec.execution.gpus if price else None
     ).to_dict()
-    checks = _plan_checks(compiled, datasets)
+    from kura.runs.cloud import sky_plan_checks
+
+    checks = _plan_checks(compiled, datasets) + sky_plan_checks(workspace, spec, gpu_class.id)
     text = render(
         spec=spec,
         gpu=gpu_doc,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kura.spec.base import StrictModel
+from kura.spec.cloud import SkyPilotSettings
 
 __all__ = [
     "BackendSection",
@@ -147,7 +148,12 @@ class BackendSection(StrictModel):
 class ExecutionSection(StrictModel):
     executor: Literal["docker", "host", "skypilot"] = "docker"
     gpus: int = Field(1, ge=1, le=16)
-    gpu_class: str | None = None
+    gpu_class: str | None = Field(
+        None, description="The GPU class a plan is for when `kura run plan` is given no --gpu."
+    )
+    skypilot: SkyPilotSettings | None = Field(
+        None, description="This run's SkyPilot settings, over kura.toml's [skypilot]."
+    )
 
 
 class RunSpec(StrictModel):

@@ -12,8 +12,14 @@ step (``sky_job``). That command streams the job's output, so the job's log land
   launching environment.
 * Inputs (read-only mounts) are uploaded from this machine with ``file_mounts``. Outputs
   (writable mounts) must go to a bucket mounted with ``mode: MOUNT``: writes to uploaded
-  folders never come back. After the job, the LoRA files are in that bucket; copy them back
-  with the cloud's own tools (``aws s3 sync``, ``gsutil rsync``…) or mount it again.
+  folders never come back. Each writable mount is its own folder of the run's bucket prefix,
+  ``<bucket>/<run id>/<mount folder name>`` (``output``, ``logs``, ``cache``).
+* When the job's steps end (succeeded or not: a shell ``EXIT`` trap) the job writes
+  ``.kura-sha256`` into each writable mount, ``sha256sum`` lines of every file there, which
+  ``kura run collect`` checks each copied file against (:mod:`kura.runs.collect`).
+* ``resources`` carries the planned accelerator and count, and the cloud settings a person
+  gave (:class:`kura.spec.cloud.SkyPilotSettings`): ``cloud``, ``region``, ``use_spot``,
+  ``disk_size``. The task is checked by SkyPilot's own ``sky.Task.from_yaml`` in the tests.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ruamel.yaml.scalarstring import LiteralScalarString
@@ -31,12 +37,24 @@ from kura.execution.commands import StepCommand
 from kura.execution.executors.host import HostExecutor
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
+from kura.spec.cloud import SkyPilotSettings
 from kura.yamlio import write_yaml
 
-__all__ = ["SKY_STEP", "SkyPilotExecutor", "sky_job_name", "sky_launch_argv", "sky_task"]
+__all__ = [
+    "MANIFEST",
+    "SKY_STEP",
+    "TASK_FILE",
+    "SkyPilotExecutor",
+    "bucket_folder",
+    "manifest_command",
+    "sky_job_name",
+    "sky_launch_argv",
+    "sky_task",
+]
 
 SKY_STEP = "sky_job"
 TASK_FILE = "sky-task.yaml"
+MANIFEST = ".kura-sha256"
 
 
 def sky_job_name(run_id: str) -> str:
@@ -49,13 +67,12 @@ def sky_task(
     accelerator: str,
     output_bucket: str | None = None,
     setup: str | None = None,
+    settings: SkyPilotSettings | None = None,
 ) -> dict[str, Any]:
-    """The SkyPilot task for ``spec`` as a mapping (written as YAML by the executor)."""
+    """The SkyPilot task for ``spec`` as a mapping (written as YAML by the executor);
+    ``output_bucket`` is this run's prefix (``<bucket>/<run id>``)."""
     task: dict[str, Any] = {"name": sky_job_name(spec.run_id)}
-    resources: dict[str, Any] = {"accelerators": f"{accelerator}:{max(1, spec.gpus)}"}
-    if spec.container is not None:
-        resources["image_id"] = f"docker:{spec.container.image}"
-    task["resources"] = resources
+    task["resources"] = _resources(spec, accelerator, settings or SkyPilotSettings())
     mounts = _file_mounts(spec, output_bucket)
     if mounts:
         task["file_mounts"] = mounts
@@ -70,9 +87,30 @@ def sky_task(
     return task
 
 
+def _resources(spec: LaunchSpec, accelerator: str, settings: SkyPilotSettings) -> dict[str, Any]:
+    resources: dict[str, Any] = {"accelerators": f"{accelerator}:{max(1, spec.gpus)}"}
+    if settings.cloud is not None:
+        resources["cloud"] = settings.cloud
+    if settings.region is not None:
+        resources["region"] = settings.region
+    if settings.use_spot is not None:
+        resources["use_spot"] = settings.use_spot
+    if settings.disk_size_gb is not None:
+        resources["disk_size"] = settings.disk_size_gb
+    if spec.container is not None:
+        resources["image_id"] = f"docker:{spec.container.image}"
+    return resources
+
+
+def bucket_folder(target: str) -> str:
+    """The folder of the run's bucket prefix a writable mount lives in: its last name."""
+    return PurePosixPath(target).name
+
+
 def run_script(spec: LaunchSpec) -> str:
-    """``set -euo pipefail`` then, per step not skipped, ``cd DIR`` and ``env K=V… argv``."""
-    lines = ["set -euo pipefail"]
+    """``set -euo pipefail``, the manifest trap, then, per step not skipped, ``cd DIR`` and
+    ``env K=V… argv``."""
+    lines = ["set -euo pipefail", *_manifest_trap(spec)]
     for step in spec.steps:
         if step.name in spec.skip_steps:
             continue
@@ -80,6 +118,27 @@ def run_script(spec: LaunchSpec) -> str:
         lines.append(f"cd {shlex.quote(_remote_cwd(spec, step))}")
         lines.append(shlex.join(_env_prefix(step) + list(step.argv)))
     return "\n".join(lines) + "\n"
+
+
+def _manifest_trap(spec: LaunchSpec) -> list[str]:
+    """On exit, ``sha256sum`` of every file of each writable mount into its ``.kura-sha256``
+    (paths relative to the mount, sorted), without changing the script's exit status."""
+    if spec.container is None:
+        return []
+    targets = [m.target for m in spec.container.mounts if not m.read_only]
+    if not targets:
+        return []
+    each = (f"{manifest_command(t)} || true" for t in targets)
+    return ["kura_manifest() {", *(f"  {line}" for line in each), "}", "trap kura_manifest EXIT"]
+
+
+def manifest_command(folder: str) -> str:
+    """Shell: write ``folder/.kura-sha256``, ``sha256sum`` lines (``HEX  ./name``, sorted)
+    of every other file under ``folder``."""
+    return (
+        f"(cd {shlex.quote(folder)} && find . -type f ! -name {MANIFEST} -print0"
+        f" | LC_ALL=C sort -z | xargs -0 -r sha256sum > {MANIFEST})"
+    )
 
 
 def _remote_cwd(spec: LaunchSpec, step: Step) -> str:
@@ -96,6 +155,7 @@ def _file_mounts(spec: LaunchSpec, output_bucket: str | None) -> dict[str, Any]:
     mounts: dict[str, Any] = {}
     if spec.container is None:
         return mounts
+    folders: dict[str, str] = {}
     for mount in spec.container.mounts:
         for path in (mount.source or "", mount.target):
             if "$" in path:
@@ -109,10 +169,19 @@ def _file_mounts(spec: LaunchSpec, output_bucket: str | None) -> dict[str, Any]:
             raise UsageError(
                 f"run {spec.run_id} writes to {mount.target}, and a SkyPilot job's writes come "
                 "back only through a bucket",
-                hint="give the SkyPilot executor an output bucket (e.g. s3://my-bucket/kura)",
+                hint="set `bucket` under [skypilot] in kura.toml (e.g. s3://my-bucket/kura), "
+                "then plan and approve again",
             )
         else:
-            mounts[mount.target] = {"source": output_bucket, "mode": "MOUNT"}
+            folder = bucket_folder(mount.target)
+            if folder in folders:
+                raise UsageError(
+                    f"writable mounts {folders[folder]} and {mount.target} would share the "
+                    f"bucket folder {output_bucket}/{folder}",
+                    hint="give the backend's writable mounts folder names of their own",
+                )
+            folders[folder] = mount.target
+            mounts[mount.target] = {"source": f"{output_bucket}/{folder}", "mode": "MOUNT"}
     return mounts
 
 
@@ -147,10 +216,12 @@ class SkyPilotExecutor(HostExecutor):
         accelerator: str,
         output_bucket: str | None = None,
         setup: str | None = None,
+        settings: SkyPilotSettings | None = None,
     ) -> None:
         self.accelerator = accelerator
         self.output_bucket = output_bucket
         self.setup = setup
+        self.settings = settings
 
     def check_spec(self, spec: LaunchSpec) -> None:
         super().check_spec(spec)
@@ -164,7 +235,11 @@ class SkyPilotExecutor(HostExecutor):
     def write_task(self, spec: LaunchSpec) -> Path:
         path = Path(spec.run_dir) / TASK_FILE
         task = sky_task(
-            spec, accelerator=self.accelerator, output_bucket=self.output_bucket, setup=self.setup
+            spec,
+            accelerator=self.accelerator,
+            output_bucket=self.output_bucket,
+            setup=self.setup,
+            settings=self.settings,
         )
         write_yaml(path, task)
         return path
