@@ -19,13 +19,14 @@ import hashlib
 import json
 import socket
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from kura.backends.base import StepCost
 from kura.bounded import load_json
 from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import validate_spec
+from kura.spec.machine import MachineFile, machine_text, read_machine_file
 from kura.spec.run import RunSpec
 from kura.sweep.bindings import bound_inputs, check_bound_inputs
 from kura.sweep.new import SPACE_NAME
@@ -304,6 +305,19 @@ def _digests(workspace: Workspace, sweep_id: str) -> dict[str, str]:
     }
 
 
+class SweepApproval(MachineFile):
+    """``sweeps/<id>/approval.json``: what the person approved, by digest."""
+
+    kind: Literal["sweep-approval"] = "sweep-approval"
+    sweep: str
+    files: dict[str, str]
+    """Digests of the sweep's own files (:data:`_BOUND`)."""
+    inputs: dict[str, Any] | None = None
+    """What trials are made from (``kura.sweep.bindings``); None from an older Kura."""
+    approved_at: str
+    approved_by: str
+
+
 def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     sweep = load_sweep(workspace, sweep_id)
     folder = sweep_dir(workspace, sweep_id)
@@ -315,17 +329,16 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     from kura.backends.registry import get_backend
 
     checked_space(workspace, sweep, get_backend(sweep.backend))
-    record = {
-        "kind": "sweep-approval",
-        "sweep": sweep_id,
-        "files": _digests(workspace, sweep_id),
-        "inputs": bound_inputs(workspace, sweep).model_dump(mode="json"),
-        "approved_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
-        "approved_by": f"{getpass.getuser()}@{socket.gethostname()}",
-    }
+    record = SweepApproval(
+        sweep=sweep_id,
+        files=_digests(workspace, sweep_id),
+        inputs=bound_inputs(workspace, sweep).model_dump(mode="json"),
+        approved_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        approved_by=f"{getpass.getuser()}@{socket.gethostname()}",
+    )
     with workspace.lock():
-        atomic_write_text(folder / APPROVAL, json.dumps(record, indent=2) + "\n")
-    return record
+        atomic_write_text(folder / APPROVAL, machine_text(record))
+    return record.model_dump(mode="json")
 
 
 def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
@@ -338,14 +351,16 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
             hint=f"`kura sweep plan {sweep_id}`, read plan.md, then "
             f"`kura sweep approve {sweep_id}`",
         )
-    record = load_json(path)
+    record = read_machine_file(
+        SweepApproval, path, remedy=f"approve it again: `kura sweep approve {sweep_id}`"
+    )
     current = _digests(workspace, sweep_id)
-    changed = sorted(n for n in _BOUND if current.get(n) != record.get("files", {}).get(n))
+    changed = sorted(n for n in _BOUND if current.get(n) != record.files.get(n))
     if changed:
         raise CheckFailed(
             f"sweep {sweep_id} changed after approval: {', '.join(changed)}",
             hint=f"`kura sweep plan {sweep_id}` and `kura sweep approve {sweep_id}` again",
         )
-    check_bound_inputs(workspace, load_sweep(workspace, sweep_id), record.get("inputs"))
+    check_bound_inputs(workspace, load_sweep(workspace, sweep_id), record.inputs)
     plan: dict[str, Any] = load_json(folder / PLAN_JSON)
     return plan
