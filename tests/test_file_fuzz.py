@@ -1,15 +1,16 @@
 """Structure-aware fuzzing of every file Kura reads in a workspace and a run folder.
 
 Each file of a planned, approved run (run.yaml, state.json, plan.json, approval.json,
-notes.md, compiled/run.lock, compiled/steps.json, compiled/container.json, launch.json) and of
-its workspace (kura.toml,
-dataset.yaml, inspection.json) is damaged the ways a crash, an editor or a hostile hand
+notes.md, compiled/run.lock, compiled/steps.json, compiled/container.json, launch.json,
+guard.json), of its workspace (kura.toml, dataset.yaml, inspection.json) and of a trainer
+environment (kura-env.json) is damaged the ways a crash, an editor or a hostile hand
 would: a value of another type at any depth, a key removed or added, huge integers, NaN,
 deep nesting, truncation, bytes that are not UTF-8. Every reader of the file then either
 answers or raises a :class:`~kura.errors.KuraError` (a clean error naming the file),
 never another exception. The YAML parser's own text fuzzing is in tests/test_yamlio.py,
 the safetensors header's in tests/models/test_header_fuzz.py, captions and media in
-tests/dataset/test_robustness.py; this covers the files above them, bounded to seconds.
+tests/dataset/test_robustness.py, a sweep's files in tests/sweep/test_sweep_file_fuzz.py;
+this covers the files above them, bounded to seconds.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kura.backends.base import Step
+from kura.backends.trainer_env import EnvLocation, EnvRecord, read_env_record, write_env_record
 from kura.dataset.registry import list_datasets, load_inspection, read_dataset
 from kura.errors import KuraError
+from kura.execution.guard import Guard, read_guard, write_guard
 from kura.execution.launch_spec import (
     LaunchRecord,
     LaunchSpec,
@@ -75,6 +78,11 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
         run_dir = ws.run_dir(run_id)
         write_state(run_dir, new_state(run_id, run_dir, "host", ["train"], []))
         save_launch_record(_launch_record(run_id, run_dir))
+        write_guard(run_dir, Guard(argv=["python", "-c", "pass"], owner="sweep s1 trial 0"))
+        write_env_record(
+            _env(ws),
+            EnvRecord(backend="musubi-tuner", release="0.3.4", checkout="/src", packages=["x==1"]),
+        )
         (run_dir / "notes.md").write_text(
             "# Notes\n\n## 2026-12-01\n\n- rating: 4/5\n- chosen: epoch 3 (best)\n"
         )
@@ -94,6 +102,12 @@ def _launch_record(run_id: str, run_dir: Path) -> LaunchRecord:
         skip_steps=[],
     )
     return LaunchRecord(spec, backend_config={"blocks_to_swap": 0}, backend="musubi-tuner")
+
+
+def _env(workspace: Workspace) -> EnvLocation:
+    folder = workspace.root / "envs" / "musubi"
+    folder.mkdir(parents=True, exist_ok=True)
+    return EnvLocation(folder, "test")
 
 
 Reader = Callable[[Fuzzed], object]
@@ -142,6 +156,8 @@ READERS: dict[str, tuple[str, tuple[Reader, ...]]] = {
         "json",
         (lambda f: load_launch_record(f.run_dir), lambda f: run_status(f.workspace, f.run_id)),
     ),
+    "guard.json": ("json", (lambda f: read_guard(f.run_dir),)),
+    "/envs/musubi/kura-env.json": ("json", (lambda f: read_env_record(_env(f.workspace)),)),
     "/kura.toml": ("toml", (lambda f: f.workspace.config(),)),
     "/datasets/myaku/dataset.yaml": (
         "yaml",
@@ -155,7 +171,8 @@ def _snapshot(fuzzed: Fuzzed) -> dict[Path, bytes]:
     """Every file a reader may touch (approve and evaluate write): restored per example."""
     roots = [fuzzed.run_dir, fuzzed.workspace.dataset_dir("myaku")]
     files = [p for root in roots for p in root.rglob("*") if p.is_file() and "media" not in p.parts]
-    return {p: p.read_bytes() for p in [*files, fuzzed.workspace.config_path]}
+    env_record = _env(fuzzed.workspace).record_path
+    return {p: p.read_bytes() for p in [*files, fuzzed.workspace.config_path, env_record]}
 
 
 def _restore(fuzzed: Fuzzed, snapshot: dict[Path, bytes]) -> None:

@@ -114,19 +114,16 @@ def write_env_record(location: EnvLocation, record: EnvRecord) -> None:
 def read_env_record(location: EnvLocation) -> EnvRecord | None:
     """The environment's record; None when the environment has none (not installed by
     Kura, or the install did not finish). A damaged record is an InvalidInput naming it."""
+    from kura.bounded import load_json
+
     path = location.record_path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.is_file():
         return None
-    except OSError as err:
-        raise InvalidInput(f"cannot read {path}: {err.strerror}", path=path) from None
     try:
-        return EnvRecord.model_validate(json.loads(text))
-    except (ValueError, ValidationError) as err:
-        detail = describe_validation(err) if isinstance(err, ValidationError) else "not valid JSON"
+        return EnvRecord.model_validate(load_json(path))
+    except ValidationError as err:
         raise InvalidInput(
-            f"{path} is damaged: {detail}",
+            f"{path} is damaged: {describe_validation(err)}",
             hint="reinstall the trainer with `kura backend install NAME --force`",
             path=path,
         ) from None

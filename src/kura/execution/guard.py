@@ -23,7 +23,6 @@ Execution knows nothing of sweeps: the argv is the owner's (``kura.sweep.leasegu
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -73,9 +72,11 @@ def read_guard(run_dir: Path) -> Guard | None:
     path = Path(run_dir) / GUARD_FILE
     if not path.is_file():
         return None
+    from kura.bounded import load_json
+
     try:
-        return Guard.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
+        return Guard.model_validate(load_json(path))
+    except ValidationError as exc:
         raise InvalidInput(
             f"{path} is damaged: {exc}",
             hint="its owner (the sweep worker) writes it; remove it to run without a guard",
