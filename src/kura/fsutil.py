@@ -1,9 +1,9 @@
 """Atomic file writes: a unique temporary file in the same folder, fsync, then rename.
 
 A crash at any moment leaves either the old file or the new one, never half of either.
-The temporary file is named for its writer, ``.NAME.HOST.PID.XXXXXXXX.tmp``, so one left
+The temporary file is named for its writer, ``.NAME.HOST.PID.<random>.tmp``, so one left
 by a writer killed with ``kill -9`` is found: the next write of ``NAME`` removes every such
-file whose process on this host is gone (and a name of the older ``.NAME.XXXXXXXX.tmp``
+file whose process on this host is gone (and a name of the older ``.NAME.<random>.tmp``
 form once it is an hour old, since no current writer makes one).
 """
 

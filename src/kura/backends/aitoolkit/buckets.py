@@ -242,7 +242,7 @@ def run_buckets(spec: RunSpec, datasets: Sequence[DatasetInput]) -> tuple[AitkBu
     """Each run dataset's buckets as the compiled job makes them (its resolution, the run's
     micro-batch, the model class's step)."""
     from kura.backends.aitoolkit.archs import model_for
-    from kura.backends.aitoolkit.compile import _resolution
+    from kura.backends.aitoolkit.compile import bucket_resolution
     from kura.backends.aitoolkit.knobs import read_knobs
 
     model = model_for(spec.model.base)
@@ -254,7 +254,7 @@ def run_buckets(spec: RunSpec, datasets: Sequence[DatasetInput]) -> tuple[AitkBu
     micro = read_knobs(spec.backend.config).batch_size
     return tuple(
         input_buckets(
-            source, _resolution(use), arch=model.arch, batch_size=micro, repeats=use.repeats
+            source, bucket_resolution(use), arch=model.arch, batch_size=micro, repeats=use.repeats
         )
         for use, source in zip(spec.datasets, datasets, strict=True)
     )

@@ -182,7 +182,7 @@ def check_run(spec: RunSpec, bundle: str | None, architecture: str) -> AitkModel
     _check_sampling(spec, model, knobs)
     _check_model_knobs(model, knobs)
     for use in spec.datasets:
-        _resolution(use)
+        bucket_resolution(use)
         _check_clip_settings(use)
         _check_control_settings(use)
     sample_prompts(spec, model)
@@ -216,7 +216,7 @@ def job_for(spec: RunSpec, inputs: CompileInputs) -> tuple[JobFile, list[str]]:
     training = spec.training
     micro = knobs.batch_size
     accumulation = _accumulation(spec, knobs)
-    steps_per_epoch = _steps_per_epoch(spec, inputs)
+    steps_per_epoch = epoch_steps(spec, inputs)
     steps = total_steps(spec, steps_per_epoch)
     if training.max_steps is not None and training.epochs is not None:
         warnings.append(
@@ -375,24 +375,18 @@ def _network(spec: RunSpec, model: AitkModel, knobs: Knobs, warnings: list[str])
     )
 
 
-def _steps_per_epoch(spec: RunSpec, inputs: CompileInputs) -> int | None:
+def epoch_steps(spec: RunSpec, inputs: CompileInputs) -> int | None:
     """The steps one epoch makes as AI-Toolkit batches it: each bucket of each dataset cut
     into micro-batches (a short one padded), each step drawing ``gradient_accumulation``
     of them (:mod:`.buckets`)."""
-    from kura.backends.aitoolkit.buckets import batches_countable, input_buckets, steps_per_epoch
+    from kura.backends.aitoolkit.buckets import batches_countable, run_buckets, steps_per_epoch
 
     micro = read_knobs(spec.backend.config).batch_size
     if spec.training.max_steps is not None and not all(
         batches_countable(s, micro) for s in inputs.datasets
     ):
         return None  # max_steps sets the length; an epoch-based setting says it cannot
-    arch = _model(inputs.bundle, inputs.architecture).arch
-    batches = sum(
-        input_buckets(
-            source, _resolution(use), arch=arch, batch_size=micro, repeats=use.repeats
-        ).batches
-        for use, source in zip(spec.datasets, inputs.datasets, strict=True)
-    )
+    batches = sum(found.batches for found in run_buckets(spec, inputs.datasets))
     return steps_per_epoch(batches, max(1, spec.training.effective_batch // micro))
 
 
@@ -416,7 +410,7 @@ def _epochs_to_steps(epochs: int, steps_per_epoch: int | None, key: str, total: 
     return min(total, epochs * steps_per_epoch)
 
 
-def _resolution(use: DatasetUse) -> int:
+def bucket_resolution(use: DatasetUse) -> int:
     sides = use.resolution
     if len(sides) == 2 and sides[0] != sides[1]:
         raise Unsupported(
@@ -499,7 +493,7 @@ def _dataset(
     return DatasetSection(
         folder_path=_link_dir(run_dir, source.name),
         caption_ext=source.caption_ext,
-        resolution=_resolution(use),
+        resolution=bucket_resolution(use),
         num_repeats=use.repeats,
         cache_latents_to_disk=True,
         cache_text_embeddings=True if knobs.cache_text_embeddings else None,

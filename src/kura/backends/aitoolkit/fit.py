@@ -72,9 +72,9 @@ def _unsized_costs(why: str) -> tuple[StepCost, ...]:
 def _total_steps(spec: RunSpec, inputs: PlanInputs) -> tuple[int | None, int | None]:
     """Optimizer steps of the run and steps per epoch (None where the item counts are
     unknown), as the compiler counts them."""
-    from kura.backends.aitoolkit.compile import _steps_per_epoch, total_steps
+    from kura.backends.aitoolkit.compile import epoch_steps, total_steps
 
-    per_epoch = _steps_per_epoch(spec, inputs.compile) if inputs.compile else None
+    per_epoch = epoch_steps(spec, inputs.compile) if inputs.compile else None
     if spec.training.max_steps is not None:
         return spec.training.max_steps, per_epoch
     if per_epoch is None:

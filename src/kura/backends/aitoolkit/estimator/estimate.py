@@ -64,13 +64,13 @@ def _dataset_buckets(
     px in a 1024 px run, ``toolkit/buckets.py:17``); else the square of the run's side,
     the largest area AI-Toolkit gives any bucket (an upper bound)."""
     from kura.backends.aitoolkit.buckets import input_buckets, sizes_read
-    from kura.backends.aitoolkit.compile import _resolution
+    from kura.backends.aitoolkit.compile import bucket_resolution
 
     if source is None or not sizes_read(source):
         return (_bucket(spec, index),)
     use = spec.datasets[index]
     found = input_buckets(
-        source, _resolution(use), arch=model.arch, batch_size=knobs.batch_size, repeats=1
+        source, bucket_resolution(use), arch=model.arch, batch_size=knobs.batch_size, repeats=1
     )
     return tuple(Bucket(b.width, b.height, b.frames) for b in found.buckets)
 
