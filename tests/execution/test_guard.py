@@ -29,7 +29,7 @@ def test_the_guards_verdict_stops_a_running_step_and_ends_the_run_cancelled(
     _guard(spec.run_dir, "import time; time.sleep(1.0); print('the lease ran out')")
     started = time.monotonic()
     state = launch(spec, foreground=True)
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 120  # the slow step alone would train for 500 s
     assert state.status == "cancelled"
     assert state.message == "stopped by its guard: the lease ran out"
     assert state.step("train").status == "cancelled"
@@ -59,7 +59,7 @@ def test_a_step_that_ignores_sigterm_is_killed_after_the_guards_grace(tmp_path: 
     _guard(spec.run_dir, "import time; time.sleep(1.0); print('gone')", grace=1.0)
     started = time.monotonic()
     state = launch(spec, foreground=True)
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 45  # killed: the step alone would sleep for 60 s
     assert state.status == "cancelled"
     assert state.message == "stopped by its guard: gone"
 
