@@ -14,7 +14,14 @@ from kura.errors import InvalidInput
 from kura.initialize import init_workspace
 from kura.sweep.report import _rows
 from kura.sweep.space import Objective
-from kura.sweep.values import Artifact, EarlyStop, StepTimes, TrialEstimate, read_attr_list
+from kura.sweep.values import (
+    Artifact,
+    EarlyStop,
+    StepTimes,
+    TrialEstimate,
+    Winner,
+    read_attr_list,
+)
 
 ESTIMATE = {
     "gpu": "rtx-4090",
@@ -83,3 +90,37 @@ def test_artifacts_are_read_item_by_item() -> None:
 def test_step_times_are_the_median_of_one_gpu_class() -> None:
     times = StepTimes.of([2.0, 3.0, 10.0])
     assert times.to_dict() == {"trials": 3, "median_seconds_per_step": 3.0}
+
+
+def test_a_winner_file_keeps_the_score_its_mode_has() -> None:
+    weighted = Winner(
+        sweep="s1",
+        number=3,
+        params={"training.learning_rate": 1e-4},
+        objective=0.25,
+        backend="toy-trainer",
+        architecture="zimage",
+        task=None,
+    )
+    assert weighted.to_dict() == {
+        "sweep": "s1",
+        "number": 3,
+        "params": {"training.learning_rate": 1e-4},
+        "objective": 0.25,
+        "backend": "toy-trainer",
+        "architecture": "zimage",
+        "task": None,
+    }
+    pareto = weighted.model_copy(update={"objective": None, "values": (0.2, 0.8)})
+    assert "objective" not in pareto.to_dict() and pareto.to_dict()["values"] == [0.2, 0.8]
+    assert Winner.model_validate(weighted.to_dict()) == weighted
+
+
+def test_a_damaged_winner_file_is_named_not_started_from(tmp_path: Path) -> None:
+    from kura.sweep.warmstart import _read_winner
+
+    path = tmp_path / "winner.json"
+    path.write_text('{"sweep": "s1", "params": {"training.rank": 8}}')
+    with pytest.raises(InvalidInput, match=r"winner\.json is damaged") as caught:
+        _read_winner(path)
+    assert "kura sweep report" in (caught.value.hint or "")

@@ -36,6 +36,7 @@ from kura.sweep.values import (
     RecordedScore,
     StepTimes,
     TrialEstimate,
+    Winner,
     read_attr,
 )
 from kura.workspace import Workspace
@@ -465,25 +466,31 @@ def _write_best(workspace: Workspace, analysis: SweepAnalysis) -> None:
     """A weighted sweep's best trial into ``winner.json`` (a pareto sweep has none)."""
     best = analysis.best
     if best is not None:
-        _write_winner(workspace, analysis.sweep, best, {"objective": best.objective})
+        _write_winner(workspace, analysis.sweep, best, objective=best.objective)
 
 
 def _write_winner(
-    workspace: Workspace, sweep: SweepRecord, row: TrialRow, scored: dict[str, Any]
+    workspace: Workspace,
+    sweep: SweepRecord,
+    row: TrialRow,
+    *,
+    objective: float | None = None,
+    values: tuple[float, ...] | None = None,
 ) -> None:
     """``winner.json``: what later sweeps on this architecture × task start from."""
-    winner = {
-        "sweep": sweep.id,
-        "number": row.number,
-        "params": row.params,
-        **scored,
-        "backend": sweep.backend,
-        "architecture": sweep.architecture,
-        "task": sweep.task,
-    }
+    winner = Winner(
+        sweep=sweep.id,
+        number=row.number,
+        params=row.params,
+        objective=objective,
+        values=values,
+        backend=sweep.backend,
+        architecture=sweep.architecture,
+        task=sweep.task,
+    )
     atomic_write_text(
         workspace.root / "sweeps" / sweep.id / "winner.json",
-        json.dumps(winner, indent=2) + "\n",
+        json.dumps(winner.to_dict(), indent=2) + "\n",
     )
 
 
@@ -578,7 +585,7 @@ def promote_winner(
     if target not in SECTIONS:
         raise UsageError(f"--task {target!r} is not a card section", hint=", ".join(SECTIONS))
     if analysis.pareto and best.values is not None:
-        _write_winner(workspace, sweep, best, {"values": list(best.values)})
+        _write_winner(workspace, sweep, best, values=best.values)
     added = {}
     with workspace.lock():
         path = card_path(workspace, sweep.backend, sweep.architecture)

@@ -26,6 +26,7 @@ __all__ = [
     "RecordedScore",
     "StepTimes",
     "TrialEstimate",
+    "Winner",
     "read_attr",
     "read_attr_list",
 ]
@@ -96,6 +97,28 @@ class StepTimes(_Recorded):
     @classmethod
     def of(cls, seconds: Sequence[float]) -> StepTimes:
         return cls(trials=len(seconds), median_seconds_per_step=statistics.median(seconds))
+
+
+class Winner(_Recorded):
+    """``sweeps/<id>/winner.json``: the trial ``kura sweep report`` (or ``promote``) chose
+    and what it scored, the start of later sweeps on the same trainer × architecture × task
+    (:mod:`kura.sweep.warmstart`). ``backend`` is None in a file written before it was
+    recorded (the space then checks its values)."""
+
+    sweep: str
+    number: int
+    params: dict[str, ParamValue]
+    architecture: str
+    task: str | None = None
+    backend: str | None = None
+    objective: float | None = None
+    values: tuple[float, ...] | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The file's document: the score the sweep's mode has (objective or values)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"task"}) | {
+            "task": self.task
+        }
 
 
 _Model = TypeVar("_Model", bound=_Recorded)
