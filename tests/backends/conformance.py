@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+from tests.backends.trainer_required import missing
+
 from kura.backends.registry import get_backend
 from kura.models.bundle_list import bundle_list
 from kura.runs.new import create_run
@@ -33,6 +36,9 @@ DATASETS = {
 """The dataset each task is drafted from."""
 NEEDS_ENV = ("kohakumoss",)
 """Backends that plan only through their own environment (KohakuMoss's estimator)."""
+MOSS_STANDIN = ("backend.config.SAMPLE_SKIP_LAYERS=[]",)
+"""What KohakuMoss's tiny stand-in forces (with model.root): it lacks the released DiT's
+block 22 that the default skip-layer guidance names."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,23 @@ class Planned:
     differences: list[str] = field(default_factory=list)
     recipe: dict[str, object] = field(default_factory=dict)
     """The last plan's recipe (plan.json ``recipe``: what the compiled files hold)."""
+
+
+def moss_standin(weights: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
+    """KohakuMoss's environment (``KURA_KOHAKUMOSS_ENV`` set to it for the test; skipped
+    without it, failed under CI) and its tiny random model built at ``weights``: the
+    ``--set`` values a run drafted on it needs."""
+    from kura.backends.kohakumoss.env import locate_env
+    from kura.backends.kohakumoss.queries import build_tiny
+
+    env = locate_env()
+    if not env.present:
+        missing(
+            f"the kohakumoss environment is not at {env.path}: run `kura backend install "
+            "kohakumoss` or set KURA_KOHAKUMOSS_ENV"
+        )
+    monkeypatch.setenv("KURA_KOHAKUMOSS_ENV", str(env.path))
+    return (f"model.root={build_tiny(env, weights)}", *MOSS_STANDIN)
 
 
 def cells() -> list[Cell]:

@@ -26,8 +26,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.backends.behaviour import check_compiled_folder
 from tests.backends.conformance import (
     GPUS,
+    MOSS_STANDIN,
     NEEDS_ENV,
     Cell,
     Planned,
@@ -44,9 +46,6 @@ HERE = Path(__file__).parent
 ALL = cells()
 PLANNED_HERE = [c for c in ALL if c.backend not in NEEDS_ENV]
 MOSS = [c for c in ALL if c.backend == "kohakumoss"]
-MOSS_STANDIN = ("backend.config.SAMPLE_SKIP_LAYERS=[]",)
-"""What KohakuMoss's tiny stand-in forces (with model.root): it lacks the released DiT's
-block 22 that the default skip-layer guidance names."""
 
 
 def _env(variable: str, default_name: str, trainer: str) -> EnvLocation:
@@ -99,6 +98,18 @@ def test_the_default_draft_plans_and_compiles(cell: Cell, matrix: dict[Cell, Pla
     planned = matrix[cell]
     assert planned.errors == dict.fromkeys(GPUS), planned.errors
     assert planned.compiled is not None and (planned.compiled / "steps.json").is_file()
+
+
+@pytest.mark.parametrize("cell", PLANNED_HERE, ids=_ids(PLANNED_HERE))
+def test_the_default_draft_runs_argv_lists_and_writes_only_inside_its_run(
+    cell: Cell, matrix: dict[Cell, Planned]
+) -> None:
+    """What the behaviour suite (``behaviour.py``) pins of one draft per backend, over
+    every cell's compiled files: each step an argv list of strings, and a container that
+    binds nothing writable outside the run folder."""
+    compiled = matrix[cell].compiled
+    assert compiled is not None, matrix[cell].errors
+    check_compiled_folder(compiled)
 
 
 # ---------------------------------------------------------------------------------------
@@ -277,6 +288,7 @@ def test_kohakumoss_plans_and_accepts_the_default_draft(
     assert planned.errors == dict.fromkeys(GPUS), planned.errors
     assert planned.compiled is not None
     assert (planned.compiled / "kohakumoss" / "train.py").is_file()
+    check_compiled_folder(planned.compiled)
     # the plan shows what KohakuMoss's composed config runs: its own recipe, drafted from its
     # own knowledge, departing from run.yaml only where it batches by tokens
     items = {item["item"]: item for item in planned.recipe["items"]}  # type: ignore[union-attr]

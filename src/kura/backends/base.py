@@ -999,8 +999,13 @@ class Backend(Protocol):
     name: str
     """The ``backend.name`` in run.yaml (``musubi-tuner``)."""
     title: str
-    release: str
-    """The trainer release this backend compiles for."""
+
+    @property
+    def release(self) -> str:
+        """The trainer release this backend compiles for (read-only: a backend may read it
+        from its own modules when asked)."""
+        ...
+
     samples_during_training: bool
     """Whether the trainer renders ``training.sample_prompts`` while it trains (then
     ``kura run new`` drafts a few for a character LoRA, and the plan costs a sample step)."""

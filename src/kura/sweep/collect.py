@@ -19,6 +19,7 @@ from typing import Any
 
 from kura.backends.base import OutputLayout
 from kura.errors import UsageError
+from kura.sweep.values import Artifact, read_attr_list
 from kura.workspace import Workspace
 
 __all__ = ["collect_sweep", "gather_run"]
@@ -55,6 +56,8 @@ def _place(source: Path, target: Path) -> None:
 def gather_run(
     run_dir: Path, target: Path, outputs: OutputLayout, *, relative_to: Path
 ) -> list[dict[str, Any]]:
+    """Link the run's files under ``target``; each as the ``kura.artifacts`` item the worker
+    records (:class:`kura.sweep.values.Artifact`'s document)."""
     chosen: list[Path] = [run_dir / name for name in _RUN_FILES]
     chosen += sorted((run_dir / "logs").glob("*.log"))
     chosen += [*outputs.lora_files, *outputs.samples]
@@ -65,13 +68,10 @@ def gather_run(
         relative = path.relative_to(run_dir)
         dest = target / relative
         _place(path, dest)
-        listed.append(
-            {
-                "path": str(dest.relative_to(relative_to)),
-                "size": dest.stat().st_size,
-                "sha256": _sha256(dest),
-            }
+        artifact = Artifact(
+            path=str(dest.relative_to(relative_to)), size=dest.stat().st_size, sha256=_sha256(dest)
         )
+        listed.append(artifact.to_dict())
     return listed
 
 
@@ -95,19 +95,20 @@ def collect_sweep(
     study = load_study(workspace, sweep, storage_url=storage_url)
     report: dict[str, list[Any]] = {"present": [], "copied": [], "missing": [], "conflicts": []}
     for trial in study.get_trials(deepcopy=False):
-        for item in trial.user_attrs.get("kura.artifacts", []) or []:
-            relative = Path(item["path"])
+        artifacts = read_attr_list(trial.user_attrs, "kura.artifacts", Artifact, trial=trial.number)
+        for item in artifacts:
+            relative = Path(item.path)
             if relative.is_absolute() or ".." in relative.parts:
-                report["conflicts"].append({"path": item["path"], "why": "not inside the sweep"})
+                report["conflicts"].append({"path": item.path, "why": "not inside the sweep"})
                 continue
             here = folder / relative
             entry = {
                 "trial": trial.number,
-                "path": item["path"],
+                "path": item.path,
                 "host": trial.user_attrs.get("kura.host"),
             }
             if here.is_file():
-                if _sha256(here) == item["sha256"]:
+                if _sha256(here) == item.sha256:
                     report["present"].append(entry)
                 else:
                     report["conflicts"].append({**entry, "why": "a different file is here; kept"})
@@ -116,7 +117,7 @@ def collect_sweep(
                 (
                     root / relative
                     for root in roots
-                    if (root / relative).is_file() and _sha256(root / relative) == item["sha256"]
+                    if (root / relative).is_file() and _sha256(root / relative) == item.sha256
                 ),
                 None,
             )

@@ -30,6 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from kura.errors import CheckFailed, UsageError
 from kura.fsutil import atomic_write_text
+from kura.sweep.values import (
+    EarlyStop,
+    ParamValue,
+    RecordedScore,
+    StepTimes,
+    TrialEstimate,
+    Winner,
+    read_attr,
+)
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -79,18 +88,18 @@ class TrialRow:
     number: int
     state: str
     status: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     source: str
     objective: float | None
     told: float | None
     loss: float | None
-    judge_scores: list[float]
+    judge_scores: tuple[float, ...]
     gpu_class: str | None
     host: str | None
     worker: str | None
     run: str | None
-    estimate: dict[str, Any] | None
-    stopped: dict[str, Any] | None
+    estimate: TrialEstimate | None
+    stopped: EarlyStop | None
     reason: str | None
     requeued_from: int | None
     gpu_hours: float | None
@@ -117,8 +126,8 @@ class TrialRow:
             "host": self.host,
             "worker": self.worker,
             "run": self.run,
-            "estimate": self.estimate,
-            "stopped": self.stopped,
+            "estimate": None if self.estimate is None else self.estimate.to_dict(),
+            "stopped": None if self.stopped is None else self.stopped.to_dict(),
             "reason": self.reason,
             "requeued_from": self.requeued_from,
             "gpu_hours": self.gpu_hours,
@@ -138,14 +147,14 @@ def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
         attrs = trial.user_attrs
         complete = trial.state.name == "COMPLETE"
         told = None if pareto or not complete else trial.value
-        recorded = attrs.get("kura.objective") or {}
-        value = None if pareto else recorded.get("value")
+        recorded = read_attr(attrs, "kura.objective", RecordedScore, trial=trial.number)
+        value = None if pareto or recorded is None else recorded.value
         run_id = attrs.get("kura.run_id")
-        if objective.judge == "ratings" and run_id and recorded:
+        if objective.judge == "ratings" and run_id and recorded and recorded.loss is not None:
             scores = judge_scores("ratings", workspace.run_dir(run_id), ())
             if scores:
                 w = objective.judge_weight
-                value = (1 - w) * recorded["loss"] + w * (1 - scores[-1])
+                value = (1 - w) * recorded.loss + w * (1 - scores[-1])
         status = attrs.get("kura.status") or trial.state.name.lower()
         if attrs.get("kura.lost"):
             status = "lost"
@@ -158,14 +167,14 @@ def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
                 source=attrs.get("kura.source", "sampler (TPE)"),
                 objective=value,
                 told=told,
-                loss=recorded.get("loss"),
-                judge_scores=list(recorded.get("judge_scores", [])),
+                loss=None if recorded is None else recorded.loss,
+                judge_scores=() if recorded is None else recorded.judge_scores,
                 gpu_class=attrs.get("kura.gpu_class"),
                 host=attrs.get("kura.host"),
                 worker=attrs.get("kura.worker"),
                 run=run_id,
-                estimate=attrs.get("kura.estimate"),
-                stopped=attrs.get("kura.stopped"),
+                estimate=read_attr(attrs, "kura.estimate", TrialEstimate, trial=trial.number),
+                stopped=read_attr(attrs, "kura.stopped", EarlyStop, trial=trial.number),
                 reason=attrs.get("kura.reason") or attrs.get("kura.lost"),
                 requeued_from=attrs.get("kura.requeued_from"),
                 gpu_hours=attrs.get("kura.gpu_hours"),
@@ -173,7 +182,7 @@ def _rows(workspace: Workspace, study: Any, objective: Any) -> list[TrialRow]:
                 values=(float(trial.values[0]), float(trial.values[1]))
                 if pareto and complete
                 else None,
-                judge_score=recorded.get("judge_score") if pareto else None,
+                judge_score=recorded.judge_score if pareto and recorded else None,
             )
         )
     return rows
@@ -246,17 +255,14 @@ def sweep_status(
     }
 
 
-def _step_times(workspace: Workspace, sweep_id: str) -> dict[str, dict[str, Any]]:
+def _step_times(workspace: Workspace, sweep_id: str) -> dict[str, StepTimes]:
     from kura.sweep.records import load_trials
 
     by_class: dict[str, list[float]] = {}
     for record in load_trials(workspace, sweep_id):
         if record.seconds_per_step:
             by_class.setdefault(record.gpu_class, []).append(record.seconds_per_step)
-    return {
-        gpu: {"trials": len(v), "median_seconds_per_step": statistics.median(v)}
-        for gpu, v in by_class.items()
-    }
+    return {gpu: StepTimes.of(seconds) for gpu, seconds in by_class.items()}
 
 
 @dataclass(frozen=True)
@@ -284,7 +290,7 @@ class SweepAnalysis:
     best_interval: tuple[float, float] | None
     repeats: int
     importance: Importance
-    step_times_by_gpu_class: dict[str, dict[str, Any]]
+    step_times_by_gpu_class: dict[str, StepTimes]
     pareto_front: tuple[TrialRow, ...] = ()
     importance_by_objective: dict[str, Importance] | None = None
 
@@ -349,7 +355,9 @@ class SweepAnalysis:
             "importance": dict(self.importance.values),
             "importance_note": self.importance.note
             + (" (to reach the Pareto front)" if self.pareto and self.importance.computed else ""),
-            "step_times_by_gpu_class": self.step_times_by_gpu_class,
+            "step_times_by_gpu_class": {
+                gpu: times.to_dict() for gpu, times in self.step_times_by_gpu_class.items()
+            },
             "parallel_coordinates": [self._coordinates(r) for r in self.scored],
         }
         if self.pareto:
@@ -458,25 +466,31 @@ def _write_best(workspace: Workspace, analysis: SweepAnalysis) -> None:
     """A weighted sweep's best trial into ``winner.json`` (a pareto sweep has none)."""
     best = analysis.best
     if best is not None:
-        _write_winner(workspace, analysis.sweep, best, {"objective": best.objective})
+        _write_winner(workspace, analysis.sweep, best, objective=best.objective)
 
 
 def _write_winner(
-    workspace: Workspace, sweep: SweepRecord, row: TrialRow, scored: dict[str, Any]
+    workspace: Workspace,
+    sweep: SweepRecord,
+    row: TrialRow,
+    *,
+    objective: float | None = None,
+    values: tuple[float, ...] | None = None,
 ) -> None:
     """``winner.json``: what later sweeps on this architecture × task start from."""
-    winner = {
-        "sweep": sweep.id,
-        "number": row.number,
-        "params": row.params,
-        **scored,
-        "backend": sweep.backend,
-        "architecture": sweep.architecture,
-        "task": sweep.task,
-    }
+    winner = Winner(
+        sweep=sweep.id,
+        number=row.number,
+        params=row.params,
+        objective=objective,
+        values=values,
+        backend=sweep.backend,
+        architecture=sweep.architecture,
+        task=sweep.task,
+    )
     atomic_write_text(
         workspace.root / "sweeps" / sweep.id / "winner.json",
-        json.dumps(winner, indent=2) + "\n",
+        json.dumps(winner.to_dict(), indent=2) + "\n",
     )
 
 
@@ -571,7 +585,7 @@ def promote_winner(
     if target not in SECTIONS:
         raise UsageError(f"--task {target!r} is not a card section", hint=", ".join(SECTIONS))
     if analysis.pareto and best.values is not None:
-        _write_winner(workspace, sweep, best, {"values": list(best.values)})
+        _write_winner(workspace, sweep, best, values=best.values)
     added = {}
     with workspace.lock():
         path = card_path(workspace, sweep.backend, sweep.architecture)

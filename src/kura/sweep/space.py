@@ -33,7 +33,6 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,6 +44,8 @@ from kura.spec.base import StrictModel, validate_spec
 from kura.yamlio import load_yaml
 
 if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+
     from kura.backends.base import SearchKey, SearchKeys
 
 __all__ = ["Axis", "CheckedAxis", "CheckedSpace", "SpaceFile", "check_space", "load_space"]
@@ -201,7 +202,7 @@ class CheckedSpace:
     def keys(self) -> tuple[str, ...]:
         return tuple(axis.key for axis in self.axes)
 
-    def distributions(self) -> dict[str, Any]:
+    def distributions(self) -> dict[str, BaseDistribution]:
         """Optuna distributions, one per axis (Optuna is imported here only)."""
         from optuna.distributions import (
             CategoricalDistribution,
@@ -209,7 +210,7 @@ class CheckedSpace:
             IntDistribution,
         )
 
-        out: dict[str, Any] = {}
+        out: dict[str, BaseDistribution] = {}
         for axis in self.axes:
             if axis.kind == "choice":
                 out[axis.key] = CategoricalDistribution(list(axis.choices))
@@ -359,8 +360,3 @@ def _limits(declared: SearchKey) -> str:
     )
     high = "∞)" if declared.maximum is None else f"{declared.maximum}]"
     return f"{low}, {high}"
-
-
-def axis_values(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Optuna's params are the axis keys already; plain copy for JSON."""
-    return {str(k): v for k, v in params.items()}

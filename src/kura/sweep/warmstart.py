@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from kura.errors import InvalidInput
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card, read_card
 from kura.spec.run import RunSpec
 from kura.sweep.space import CheckedSpace
+from kura.sweep.values import Winner
 from kura.workspace import Workspace
 
 __all__ = ["CURATED_PREFIX", "WarmConfig", "recipe_value", "warm_start"]
@@ -30,11 +33,16 @@ CURATED_PREFIX = "sweep.curated."
 
 @dataclass(frozen=True)
 class WarmConfig:
-    name: str
-    params: dict[str, Any]
-    source: str
+    """One config to enqueue: the axes' values, named, with where they came from.
+    ``problem`` says why a candidate cannot be one (a card line that is not a mapping of
+    recipe keys) before the space is asked."""
 
-    def to_dict(self) -> dict[str, Any]:
+    name: str
+    params: dict[str, object]
+    source: str
+    problem: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "params": self.params, "source": self.source}
 
 
@@ -65,7 +73,8 @@ def warm_start(
                 continue
             name = entry.key.removeprefix(CURATED_PREFIX)
             if not isinstance(entry.value, dict):
-                candidates.append(WarmConfig(name, {"?": entry.value}, entry.source))
+                why = "its card value is not a mapping of recipe keys"
+                candidates.append(WarmConfig(name, {}, entry.source, why))
                 continue
             candidates.append(
                 WarmConfig(
@@ -81,9 +90,9 @@ def warm_start(
     notes: list[str] = []
     seen: dict[str, int] = {}
     for config in candidates:
-        problem = _problem(config, space)
-        if problem:
-            notes.append(f"{config.name} ({config.source}) left out: {problem}")
+        found = _problem(config, space)
+        if found:
+            notes.append(f"{config.name} ({config.source}) left out: {found}")
             continue
         params = {key: config.params[key] for key in space.keys}
         identity = json.dumps(params, sort_keys=True, default=str)
@@ -101,8 +110,8 @@ def warm_start(
 
 
 def _problem(config: WarmConfig, space: CheckedSpace) -> str | None:
-    if "?" in config.params:
-        return "its card value is not a mapping of recipe keys"
+    if config.problem is not None:
+        return config.problem
     extra = sorted(set(config.params) - set(space.keys))
     if extra:
         return f"it sets {', '.join(extra)}, which the space does not search"
@@ -119,9 +128,8 @@ def _past_winners(
     architecture: str,
     task: str | None,
     exclude: str | None,
-    baseline: dict[str, Any],
+    baseline: dict[str, object],
 ) -> list[WarmConfig]:
-    from kura.bounded import load_json
     from kura.sweep.records import list_sweeps, sweep_dir
 
     found = []
@@ -129,17 +137,33 @@ def _past_winners(
         path = sweep_dir(workspace, sweep_id) / "winner.json"
         if sweep_id == exclude or not path.is_file():
             continue
-        winner = load_json(path)
-        if winner.get("architecture") != architecture or winner.get("task") != task:
+        winner = _read_winner(path)
+        if winner.architecture != architecture or winner.task != task:
             continue
-        if winner.get("backend", backend) != backend:
+        if (winner.backend or backend) != backend:
             continue  # another trainer's winner (a file without the field is checked by the space)
-        params = {k: v for k, v in winner.get("params", {}).items() if k in baseline}
+        params = {k: v for k, v in winner.params.items() if k in baseline}
         found.append(
             WarmConfig(
                 f"winner of {sweep_id}",
                 {**baseline, **params},
-                f"sweep {sweep_id} (trial {winner.get('number')})",
+                f"sweep {sweep_id} (trial {winner.number})",
             )
         )
     return found
+
+
+def _read_winner(path: Path) -> Winner:
+    """``winner.json`` as its model; InvalidInput naming the file when it is not one."""
+    from pydantic import ValidationError
+
+    from kura.bounded import load_json
+
+    try:
+        return Winner.model_validate(load_json(path))
+    except ValidationError as error:
+        raise InvalidInput(
+            f"{path} is damaged or was edited by hand: {error}",
+            hint="Kura writes it at `kura sweep report`; run that again for its sweep",
+            path=path,
+        ) from None

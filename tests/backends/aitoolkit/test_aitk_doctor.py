@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from tests.backends.aitoolkit.fakes import fake_checkout, fake_env
 
-from kura.backends.aitoolkit.doctor import aitk_doctor, env_findings
+from kura.backends.aitoolkit.backend import BACKEND
+from kura.backends.aitoolkit.doctor import env_findings
 from kura.backends.base import Finding
 from kura.backends.trainer_env import EnvLocation
 
@@ -116,10 +117,10 @@ def test_docker_is_optional_where_the_host_environment_works(
     no_docker = [Finding("docker", "fail", "docker is not installed", "install Docker Engine")]
     monkeypatch.setattr(kura.doctor, "docker_findings", lambda: list(no_docker))
     monkeypatch.setattr(kura.doctor, "gpu_findings", list)
-    report = aitk_doctor(None)
+    report = BACKEND.doctor(None)
     assert _checks(list(report.findings))["docker"].status == "fail" and not report.ok
     fake_env(env_var, fake_checkout(tmp_path / "ai-toolkit", extension=EXTENSIONS))
-    report = aitk_doctor(None)
+    report = BACKEND.doctor(None)
     docker = _checks(list(report.findings))["docker"]
     assert docker.status == "warn" and "the host executor can" in docker.detail and report.ok
     assert report.details["checkout"] == str((tmp_path / "ai-toolkit").resolve())

@@ -110,6 +110,19 @@ def test_kura_toml_names_the_default_source_relative_to_the_workspace(
     assert setup.checkout == (tmp_path / "ai-toolkit").resolve() and setup.install
 
 
+def test_a_kura_toml_checkout_that_is_not_one_is_reported_not_raised(
+    tmp_path: Path, env_var: Path
+) -> None:
+    """``kura backend list`` calls setup for every backend: a wrong kura.toml checkout is
+    said in ``how`` (an explicit --source that is wrong still stops the setup)."""
+    workspace = _workspace(tmp_path, 'aitk_checkout = "../not-a-checkout"')
+    (tmp_path / "not-a-checkout").mkdir()
+    setup = BACKEND.setup(workspace)
+    assert setup.install == () and setup.needs_source
+    assert "kura.toml's executor.aitk_checkout" in setup.how
+    assert "not an AI-Toolkit checkout" in setup.how
+
+
 def test_without_a_source_nothing_is_installed_and_it_says_how(env_var: Path) -> None:
     setup = BACKEND.setup(None)
     assert setup.install == () and setup.record is None

@@ -21,6 +21,7 @@ from kura.backends.base import (
     AidChoice,
     AttemptLoss,
     AttemptRef,
+    Backend,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -29,9 +30,7 @@ from kura.backends.base import (
     DoctorReport,
     DraftedConfig,
     Evaluation,
-    FileRules,
     Finding,
-    ImageRecipe,
     KnownValue,
     LoraExport,
     LossHistory,
@@ -47,14 +46,13 @@ from kura.backends.base import (
     Step,
     StepCost,
     StepProgress,
-    TrainerFacts,
     TrainerKnowledge,
     TrainerRecipe,
     TrainerSetup,
 )
+from kura.backends.standard import StandardBackend
 from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
-from kura.models.identify import ModelReport
 from kura.planning.gpus import GpuClass
 from kura.planning.ladder import walk
 from kura.spec.run import RunSpec
@@ -160,7 +158,10 @@ def _evaluation(batch: int, shrink: bool, gpu: GpuClass | None, rank: int = 16) 
     return Evaluation(costs=(prepare, cost), step_seconds=_seconds(batch, shrink), detail=detail)
 
 
-class ToyBackend:
+class ToyBackend(StandardBackend):
+    """The tests' trainer on the standard defaults: nothing to prepare, no image, no
+    resume, no interrupt caught, no file rule (:mod:`kura.backends.standard`)."""
+
     name = "toy-trainer"
     samples_during_training = False
     title = "Toy trainer"
@@ -253,13 +254,6 @@ class ToyBackend:
             raise SpecError("the toy trainer runs on the host only", hint="executor: host")
         return str(TRAINER.parent)
 
-    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
-        """None: the step's argv names its executables as compiled."""
-        return None
-
-    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
-        return None
-
     def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
         document = json.loads((compiled_dir / "toy.json").read_text())
         return () if document["steps"] > 0 else ("toy.json: steps must be positive",)
@@ -284,9 +278,6 @@ class ToyBackend:
         return TrainerSetup(
             self.name, "a script in the tests: nothing to install", TRAINER.is_file(), TRAINER
         )
-
-    def image(self, workspace: Workspace | None) -> ImageRecipe:
-        raise Unsupported("the toy trainer has no image", hint="it runs on the host executor")
 
     def export(
         self, workspace: Workspace, run_id: str, *, epoch: int | None, fmt: str, out: Path | None
@@ -410,9 +401,6 @@ class ToyBackend:
             )
         return Diagnosis("unknown", step, "toy failed", "", {"action": "read_log"}, None, exit_code)
 
-    def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
-        raise CheckFailed("the toy trainer cannot resume", hint="relaunch instead")
-
     def progress(self, log_path: Path) -> StepProgress:
         text = log_path.read_text(errors="replace") if log_path.exists() else ""
         hits = _STEP.findall(text)
@@ -438,14 +426,8 @@ class ToyBackend:
                 found.append(AttemptLoss(attempt.number, points, sources=(log,)))
         return LossHistory("loss", "logs/train.log (the toy's step lines)", tuple(found))
 
-    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
-        return False
-
     def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
         return "musubi"
-
-    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
-        return FileRules()
 
     def outputs(self, run_dir: Path) -> OutputLayout:
         return OutputLayout(tuple(sorted((run_dir / "output").glob("*.safetensors"))), ())
@@ -456,4 +438,4 @@ class ToyBackend:
         return toy_dataset_buckets(spec, inputs)
 
 
-BACKEND = ToyBackend()
+BACKEND: Backend = ToyBackend()

@@ -6,23 +6,23 @@ follower into the protocol's verbs; every AI-Toolkit name lives in this package.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.aitoolkit.archs import AITK_COMMIT
 from kura.backends.base import (
     AttemptRef,
+    Backend,
     CompiledRun,
     CompileInputs,
     Contingency,
     DatasetBuckets,
     Diagnosis,
-    DoctorReport,
     DraftedConfig,
     Evaluation,
-    FileRules,
+    Finding,
     ImageRecipe,
     ImportedRun,
     LoraExport,
@@ -33,17 +33,15 @@ from kura.backends.base import (
     PlanInputs,
     SearchKeys,
     StepProgress,
-    TrainerFacts,
     TrainerKnowledge,
     TrainerRecipe,
-    TrainerSetup,
 )
+from kura.backends.standard import CheckoutBackend, CheckoutInstall
 from kura.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from kura.backends.trainer_env import EnvLocation
+    from kura.backends.trainer_env import EnvLocation, EnvRecord
     from kura.models.bundles import Bundle
-    from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -51,10 +49,31 @@ if TYPE_CHECKING:
 __all__ = ["BACKEND", "AitkBackend"]
 
 
-class AitkBackend:
+class AitkBackend(CheckoutBackend):
+    """AI-Toolkit's own verbs; the defaults it keeps (:mod:`kura.backends.standard`): the
+    prompt as written (compile sizes the samples at the training resolution), nothing to
+    prepare (AI-Toolkit is not installed here: compile needs only Kura's data), no
+    validator (the job file is checked by its pydantic schema at compile, and by
+    AI-Toolkit's own config classes in the conformance matrix), no file rule by precision
+    (it loads the weights and quantises them itself: ``model.quantize``/``qtype``), and the
+    image-or-checkout ``doctor`` and ``setup``."""
+
     name = "ai-toolkit"
-    samples_during_training = True
     title = "AI-Toolkit (ostris)"
+
+    @property
+    def install(self) -> CheckoutInstall:
+        from kura.backends.aitoolkit.env import CHECKOUT_MARKER, INSTALL_SIZE
+
+        return CheckoutInstall(
+            command="ai-toolkit",
+            toml_key="aitk_checkout",
+            marker=CHECKOUT_MARKER,
+            trainer="an AI-Toolkit",
+            pinned=f"commit {AITK_COMMIT[:7]}",
+            image_title="AI-Toolkit",
+            size=INSTALL_SIZE,
+        )
 
     @property
     def release(self) -> str:
@@ -66,10 +85,6 @@ class AitkBackend:
         from kura.backends.aitoolkit.archs import KURA_ARCHITECTURES
 
         return architecture in KURA_ARCHITECTURES
-
-    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
-        """The prompt as written: compile sizes the samples at the training resolution."""
-        return text
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         """No memory aid; text embeddings cached (captions kept, the encoder freed)."""
@@ -175,15 +190,6 @@ class AitkBackend:
 
         return search_keys(architecture)
 
-    def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
-        """AI-Toolkit is not installed here: everything compile needs is Kura's own data."""
-        return None
-
-    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
-        """AI-Toolkit ships no validator; the job file is checked by its pydantic schema
-        at compile (and by AI-Toolkit's own config classes in the opt-in test)."""
-        return ()
-
     def compile(self, spec: RunSpec, inputs: CompileInputs) -> CompiledRun:
         from kura.backends.aitoolkit.compile import compile_run
 
@@ -258,56 +264,50 @@ class AitkBackend:
 
         return tail_progress(log_path)
 
-    def doctor(self, workspace: Workspace | None) -> DoctorReport:
-        """GPUs, Docker and its GPU runtime, the AI-Toolkit image's release; the host
-        executor's environment as a job uses it (torch and every extension import); the
-        checkout kura.toml names, when it names one."""
-        from kura.backends.aitoolkit.doctor import aitk_doctor
+    def environment(self, workspace: Workspace | None) -> EnvLocation:
+        from kura.backends.aitoolkit.env import workspace_env
 
-        return aitk_doctor(workspace)
+        return workspace_env(workspace)
 
-    def setup(
-        self,
-        workspace: Workspace | None,
-        *,
-        python: str | None = None,
-        source: Path | None = None,
-    ) -> TrainerSetup:
-        """A virtual environment of its own, made from an AI-Toolkit checkout (``source``,
-        else kura.toml's ``aitk_checkout``) with the pins of :mod:`.env`; without a checkout
-        Kura cannot install it and says how it comes instead. Only looks (and checks the
-        checkout it was given)."""
-        from kura.backends.aitoolkit.env import (
-            INSTALL_SIZE,
-            env_record,
-            install_commands,
-            validate_source,
-            workspace_env,
-        )
+    def environment_findings(
+        self, workspace: Workspace | None
+    ) -> tuple[list[Finding], dict[str, str]]:
+        """The environment as a job uses it: its record's checkout, torch and every
+        extension imported through AI-Toolkit's own ``get_all_extensions`` (:mod:`.doctor`)."""
+        from kura.backends.aitoolkit.doctor import env_findings
 
-        location = workspace_env(workspace)
-        base = TrainerSetup(
-            backend=self.name,
-            how="a virtual environment of its own, made from an AI-Toolkit checkout at commit "
-            f"{AITK_COMMIT[:7]}: `kura backend install ai-toolkit --source DIR` (or set "
-            "kura.toml executor.aitk_checkout), for the host executor; or a Docker image: "
-            "`kura image build ai-toolkit --run`",
-            present=_installed(location),
-            path=location.path,
-            source=location.source,
-            python=str(location.python),
-            size=INSTALL_SIZE,
-        )
-        checkout = source if source is not None else _toml_checkout(workspace)
-        if checkout is None:
-            return replace(base, needs_source=True)
-        folder = validate_source(checkout)
-        return replace(
-            base,
-            install=install_commands(location, python, remove_triton=not _has_gpu()),
-            checkout=folder,
-            record=env_record(folder),
-        )
+        return env_findings(self.environment(workspace), runner=subprocess.run)
+
+    def installed(self, location: EnvLocation) -> bool:
+        """The environment's Python is there and its record says Kura installed AI-Toolkit
+        (a damaged record is not an install)."""
+        from kura.backends.trainer_env import read_env_record
+
+        if not location.present:
+            return False
+        try:
+            record = read_env_record(location)
+        except InvalidInput:
+            return False
+        return record is not None and record.backend == self.name and bool(record.checkout)
+
+    def check_source(self, folder: Path) -> Path:
+        from kura.backends.aitoolkit.env import validate_source
+
+        return validate_source(folder)
+
+    def install_commands(
+        self, location: EnvLocation, checkout: Path, python: str | None
+    ) -> tuple[tuple[str, ...], ...]:
+        """The pins of :mod:`.env`; triton removed on a machine without a GPU."""
+        from kura.backends.aitoolkit.env import install_commands
+
+        return install_commands(location, python, remove_triton=not _has_gpu())
+
+    def env_record(self, checkout: Path) -> EnvRecord:
+        from kura.backends.aitoolkit.env import env_record
+
+        return env_record(checkout)
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, at the pinned commit."""
@@ -340,11 +340,6 @@ class AitkBackend:
                 return export_sdxl(workspace, spec, epoch=epoch, out=out)
         return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
 
-    def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
-        """AI-Toolkit documents no rule refusing a base-model file by its precision: it
-        loads the weights and quantises them itself (``model.quantize``/``qtype``)."""
-        return FileRules()
-
     def outputs(self, run_dir: Path) -> OutputLayout:
         from kura.backends.aitoolkit.follow import outputs
 
@@ -356,32 +351,10 @@ class AitkBackend:
         return aitk_dataset_buckets(spec, inputs)
 
 
-def _installed(location: EnvLocation) -> bool:
-    """The environment's Python is there and its record says Kura installed AI-Toolkit."""
-    from kura.backends.trainer_env import read_env_record
-
-    if not location.present:
-        return False
-    try:
-        record = read_env_record(location)
-    except InvalidInput:
-        return False
-    return record is not None and record.backend == "ai-toolkit" and bool(record.checkout)
-
-
-def _toml_checkout(workspace: Workspace | None) -> Path | None:
-    """kura.toml's ``aitk_checkout`` (relative to the workspace), the default --source."""
-    raw = workspace.config().executor.aitk_checkout if workspace is not None else None
-    if not raw:
-        return None
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() or workspace is None else workspace.root / path
-
-
 def _has_gpu() -> bool:
     from kura.planning.detect import detect_gpus
 
     return bool(detect_gpus())
 
 
-BACKEND = AitkBackend()
+BACKEND: Backend = AitkBackend()

@@ -10,11 +10,11 @@ passed through by name for gated repositories, never written.
 
 from __future__ import annotations
 
-import posixpath
 from pathlib import Path
 
 from kura.backends.aitoolkit.archs import AITK_RELEASE
-from kura.backends.base import CompileInputs, ContainerSpec, ImageRecipe, Mount
+from kura.backends.base import CompileInputs, ContainerSpec, ImageRecipe
+from kura.backends.container_mounts import run_mounts, unique_mounts
 from kura.spec.run import RunSpec
 
 __all__ = [
@@ -49,26 +49,14 @@ def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
     from kura.backends.aitoolkit.archs import model_for
     from kura.backends.aitoolkit.samples import sample_prompts
 
-    mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (job file)")]
-    for sub in ("output", "data", "logs"):
-        mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
-    for source in inputs.datasets:
-        mounts.append(Mount(source.media_dir, True, f"dataset {source.name}"))
-        if source.control_dir is not None:
-            mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
-    for role, path in sorted(inputs.model_paths.items()):
-        mounts.append(Mount(path, True, f"model {role}"))
+    mounts = run_mounts(inputs, writable=("output", "data", "logs"), holds="job file")
     model = model_for(inputs.bundle or "")
     if model is not None:
         mounts += sample_prompts(spec, model).mounts
-    unique: list[Mount] = []
-    for mount in mounts:
-        if all(mount.target != kept.target for kept in unique):
-            unique.append(mount)
     return ContainerSpec(
         image=DEFAULT_IMAGE,
         gpus=spec.execution.gpus,
         workdir=IMAGE_AITK_DIR,
-        mounts=tuple(unique),
+        mounts=unique_mounts(mounts),
         env={"HF_HOME": IMAGE_HF_HOME, "PYTHONUNBUFFERED": "1"},
     )

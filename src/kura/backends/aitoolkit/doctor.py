@@ -1,14 +1,11 @@
-"""``kura doctor ai-toolkit``: what AI-Toolkit's executors need on this machine.
+"""``kura doctor ai-toolkit``'s host findings (the GPUs, Docker, the image and kura.toml's
+checkout are :class:`kura.backends.standard.CheckoutBackend`'s).
 
-- Docker executor: the GPUs, the Docker engine and its NVIDIA runtime, and the AI-Toolkit
-  image at the release Kura compiles for (its release label, written by
-  ``kura image build ai-toolkit``).
 - Host executor: the environment ``kura backend install ai-toolkit`` made
   (:mod:`.env`), checked the way a job uses it: its record names a checkout at the pinned
   release, and :mod:`.envprobe`, run with the environment's Python from that checkout,
   imports torch and every extension through AI-Toolkit's own ``get_all_extensions`` (one
   extension that fails to import stops every job type).
-- The checkout kura.toml's ``aitk_checkout`` names (the default ``--source``), when set.
 
 The doctor fails when neither executor can run AI-Toolkit here: where the host environment
 passes every check, a missing Docker engine or image is a warning.
@@ -22,26 +19,19 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kura.backends.aitoolkit.archs import AITK_COMMIT
-from kura.backends.aitoolkit.container import image_recipe
 from kura.backends.aitoolkit.env import (
     CHECKOUT_MARKER,
     INSTALL_SIZE,
     PINS,
     installed_checkout,
-    workspace_env,
 )
 from kura.backends.aitoolkit.envprobe import MARKER
-from kura.backends.base import DoctorReport, Finding
+from kura.backends.base import Finding
 from kura.backends.trainer_env import EnvLocation
 from kura.errors import KuraError
 
-if TYPE_CHECKING:
-    from kura.workspace import Workspace
-
-__all__ = ["CHECKOUT_MARKER", "PROBE", "aitk_doctor", "env_findings", "probe_env"]
+__all__ = ["CHECKOUT_MARKER", "PROBE", "env_findings", "probe_env"]
 
 PROBE = Path(__file__).with_name("envprobe.py")
 PROBE_TIMEOUT = 600.0
@@ -50,42 +40,6 @@ _INSTALL = "kura backend install ai-toolkit --source DIR"
 _TORCH_PIN = next(p.requirement.split("==")[1] for p in PINS if p.requirement.startswith("torch=="))
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
-
-
-def aitk_doctor(workspace: Workspace | None, *, runner: Runner = subprocess.run) -> DoctorReport:
-    from kura.doctor import (
-        checkout_finding,
-        docker_findings,
-        docker_optional,
-        gpu_findings,
-        image_findings,
-    )
-
-    recipe = image_recipe()
-    docker = docker_findings()
-    if not any(f.check == "docker" and f.status == "fail" for f in docker):
-        docker += image_findings(
-            recipe,
-            check="ai-toolkit image",
-            title="AI-Toolkit",
-            command="kura image build ai-toolkit --run",
-        )
-    location = workspace_env(workspace)
-    env, details = env_findings(location, runner=runner)
-    findings = [*gpu_findings(), *docker_optional(docker, env), *env]
-    checkout = workspace.config().executor.aitk_checkout if workspace else None
-    if checkout:
-        findings.append(
-            checkout_finding(
-                checkout,
-                check="ai-toolkit checkout",
-                marker=CHECKOUT_MARKER,
-                trainer="an AI-Toolkit",
-                pinned=f"commit {AITK_COMMIT[:7]}",
-                toml_key="aitk_checkout",
-            )
-        )
-    return DoctorReport("ai-toolkit", tuple(findings), {"image": recipe.tag, **details})
 
 
 @dataclass(frozen=True)

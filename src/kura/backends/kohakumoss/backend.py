@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from kura.backends.base import (
     AidChoice,
     AttemptRef,
+    Backend,
     CompiledRun,
     CompileInputs,
     Contingency,
@@ -44,7 +45,6 @@ from kura.backends.base import (
     DraftedConfig,
     Evaluation,
     FileRules,
-    ImageRecipe,
     LoraExport,
     LossHistory,
     LossLabels,
@@ -62,6 +62,7 @@ from kura.backends.base import (
     TrainerRecipe,
     TrainerSetup,
 )
+from kura.backends.standard import StandardBackend
 from kura.errors import CheckFailed, SpecError, Unsupported, UsageError
 
 if TYPE_CHECKING:
@@ -162,9 +163,16 @@ def _layer_choice(config: Mapping[str, Any]) -> Any:
     )
 
 
-class KohakuMossBackend:
+class KohakuMossBackend(StandardBackend):
+    """KohakuMoss's own verbs; the defaults it keeps (:mod:`kura.backends.standard`): the
+    prompt as written (its prompts carry no size: its ``SAMPLE_SIZE`` knob does), nothing
+    checked before compile (compile type-checks the knobs against the installed script's
+    defaults, then runs its ``config_problems``), no ``trainer_bin`` (the steps name the
+    environment's ``kogine`` by full path), no interrupt exited 0 on (SIGTERM becomes exit
+    143, its ``training/shutdown.py``), no image (it runs on the host), and no conversion of
+    its LoRA files by Kura (its :meth:`export` copies its own)."""
+
     name = "kohakumoss"
-    samples_during_training = True
     title = "KohakuMoss"
 
     @property
@@ -175,11 +183,6 @@ class KohakuMossBackend:
 
     def serves(self, architecture: str) -> bool:
         return architecture == ARCHITECTURE
-
-    def sample_prompt(self, text: str, *, width: int, height: int) -> str:
-        """The prompt as written: KohakuMoss's prompts carry no size (its ``SAMPLE_SIZE``
-        knob does, from the preset or ``backend.config``)."""
-        return text
 
     def draft_config(self, bundle: Bundle, explicit: Mapping[str, object]) -> DraftedConfig:
         config: dict[str, object] = {}
@@ -231,11 +234,6 @@ class KohakuMossBackend:
 
         return search_keys(architecture)
 
-    def check_settings(self, spec: RunSpec, inputs: PlanInputs) -> None:
-        """KohakuMoss checks its knobs at compile (Kura's type check against the installed
-        script's defaults, then its own ``config_problems``); nothing to check before."""
-        return None
-
     def trainer_dir(self, workspace: Workspace, *, in_container: bool) -> str:
         from kura.backends.kohakumoss.env import locate_env, require_env
 
@@ -249,11 +247,6 @@ class KohakuMossBackend:
         return str(require_env(env).path)
 
     # -- compile ---------------------------------------------------------------------------
-
-    def trainer_bin(self, workspace: Workspace, *, in_container: bool) -> str | None:
-        """None: the compiled steps name the environment's ``kogine`` by its full path
-        (:meth:`trainer_dir` is the environment itself)."""
-        return None
 
     def prepare(self, spec: RunSpec, inputs: CompileInputs) -> TrainerFacts | None:
         from kura.backends.kohakumoss.queries import compile_facts
@@ -652,19 +645,6 @@ class KohakuMossBackend:
 
         return loss_history(run_dir, attempts)
 
-    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
-        """KohakuMoss never exits 0 on a signal: SIGTERM becomes exit 143 (its
-        ``training/shutdown.py``), so an exit 0 is always a finished step."""
-        return False
-
-    def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
-        """KohakuMoss's files are exported by its own verb (:meth:`export`), never read
-        back by Kura's Musubi converter."""
-        raise Unsupported(
-            "KohakuMoss LoRA files are not converted by Kura",
-            hint="use `kura export RUN --format comfyui|lycoris` (KohakuMoss's own files)",
-        )
-
     def file_rules(self, report: ModelReport, architecture: str | None) -> FileRules:
         """A MOSS DiT KohakuMoss could not build and load from its header (a block or a
         block's tensor missing, a head size that does not divide the width: ``ditcheck``)
@@ -736,16 +716,6 @@ class KohakuMossBackend:
             install=install_commands(env, python),
             size=INSTALL_SIZE,
             record=EnvRecord(backend=self.name, release=self.release, packages=list(PINS)),
-        )
-
-    def image(self, workspace: Workspace | None) -> ImageRecipe:
-        """None: KohakuMoss runs on the host, from a virtual environment Kura installs."""
-        from kura.errors import Unsupported
-
-        raise Unsupported(
-            "KohakuMoss has no Docker image: it runs on the host executor, from a virtual "
-            "environment of this machine",
-            hint="kura backend install kohakumoss (then `kura doctor kohakumoss`)",
         )
 
     def export(
@@ -1189,4 +1159,4 @@ def _data_section(answer: PlanAnswer) -> dict[str, object]:
     return {"title": "KohakuMoss data plan (inspect_data)", "lines": lines}
 
 
-BACKEND = KohakuMossBackend()
+BACKEND: Backend = KohakuMossBackend()

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from kura.backends.base import (
     AttemptRef,
+    Backend,
     CompiledRun,
     CompileInputs,
     Contingency,
     DatasetBuckets,
     Diagnosis,
-    DoctorReport,
     DraftedConfig,
     Evaluation,
     FileRules,
+    Finding,
     ImageRecipe,
-    LoraExport,
     LossHistory,
     LossLabels,
     OutputLayout,
@@ -34,12 +34,13 @@ from kura.backends.base import (
     TrainerFacts,
     TrainerKnowledge,
     TrainerRecipe,
-    TrainerSetup,
 )
+from kura.backends.standard import CheckoutBackend, CheckoutInstall
 from kura.errors import CheckFailed
 
 if TYPE_CHECKING:
     from kura.backends.musubi.adapter_model import Adapter
+    from kura.backends.trainer_env import EnvLocation, EnvRecord
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
@@ -66,10 +67,29 @@ _AID_OF_KEY = {
 """Which ladder aid sets each backend.config key (for the key's reason)."""
 
 
-class MusubiBackend:
+class MusubiBackend(CheckoutBackend):
+    """Musubi's own verbs; the defaults it keeps (:mod:`kura.backends.standard`): no check
+    of the compiled files here (its parser conformance is pinned by the tests, its own
+    checks run at launch), no interrupt caught (a stopped step never exits 0), Kura's
+    converter for ``export``, and the image-or-checkout ``doctor`` and ``setup``."""
+
     name = "musubi-tuner"
-    samples_during_training = True
     title = "Musubi Tuner"
+
+    @property
+    def install(self) -> CheckoutInstall:
+        from kura.backends.musubi.adapters import MUSUBI_RELEASE
+        from kura.backends.musubi.env import CHECKOUT_MARKER, INSTALL_SIZE
+
+        return CheckoutInstall(
+            command="musubi",
+            toml_key="musubi_checkout",
+            marker=CHECKOUT_MARKER,
+            trainer="a Musubi Tuner",
+            pinned=f"Musubi {MUSUBI_RELEASE}",
+            image_title="Musubi",
+            size=INSTALL_SIZE,
+        )
 
     @property
     def release(self) -> str:
@@ -192,11 +212,6 @@ class MusubiBackend:
 
         return compile_run(spec, inputs)
 
-    def check_compiled(self, spec: RunSpec, compiled_dir: Path) -> tuple[str, ...]:
-        """Musubi's own checks run inside its image at launch (its parser conformance is
-        pinned by the tests); nothing to run here."""
-        return ()
-
     def fit(
         self, spec: RunSpec, inputs: PlanInputs, gpu: GpuClass, *, host_ram_gib: float | None
     ) -> PlanFit:
@@ -317,10 +332,6 @@ class MusubiBackend:
 
         return loss_history(run_dir, attempts)
 
-    def stopped(self, log_text: str, *, step: str, exit_code: int | None) -> bool:
-        """Musubi does not catch interrupts: a stopped step never exits 0."""
-        return False
-
     def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:
         """Musubi writes its own layout (``lora_unet_…``), the one export starts from."""
         return "musubi"
@@ -341,26 +352,55 @@ class MusubiBackend:
 
         return musubi_dataset_buckets(spec, inputs)
 
-    def doctor(self, workspace: Workspace | None) -> DoctorReport:
-        """GPUs, Docker and its GPU runtime, the Musubi image's release (and the host
-        checkout when kura.toml names one)."""
-        from kura.backends.musubi.doctor import musubi_doctor
+    def environment(self, workspace: Workspace | None) -> EnvLocation:
+        from kura.backends.musubi.env import musubi_env
 
-        return musubi_doctor(workspace)
+        return musubi_env(workspace)
 
-    def setup(
-        self,
-        workspace: Workspace | None,
-        *,
-        python: str | None = None,
-        source: Path | None = None,
-    ) -> TrainerSetup:
-        """Musubi's own virtual environment, which Kura installs from a checkout at the
-        pinned release (``source``, else kura.toml's ``musubi_checkout``) for the host
-        executor; the docker executor's image is built by ``kura image build``."""
-        from kura.backends.musubi.setup import musubi_setup
+    def environment_findings(
+        self, workspace: Workspace | None
+    ) -> tuple[list[Finding], dict[str, str]]:
+        """The environment, the checkout it names, the pinned packages and every entry
+        script Kura's adapters run, imported from the checkout (:mod:`.doctor`)."""
+        from kura.backends.musubi.doctor import environment_findings
 
-        return musubi_setup(workspace, python=python, source=source)
+        location = self.environment(workspace)
+        details = {"environment": str(location.path), "source": location.source}
+        return environment_findings(workspace), details
+
+    def installed(self, location: EnvLocation) -> bool:
+        """The environment is there and its install finished (its record is Musubi's at
+        the pinned release); a damaged record raises InvalidInput naming the file."""
+        from kura.backends.musubi.adapters import MUSUBI_RELEASE
+        from kura.backends.trainer_env import read_env_record
+
+        if not location.present:
+            return False
+        record = read_env_record(location)
+        return (
+            record is not None
+            and record.backend == self.name
+            and record.release == (MUSUBI_RELEASE)
+        )
+
+    def check_source(self, folder: Path) -> Path:
+        from kura.backends.musubi.env import check_source
+
+        return check_source(folder)
+
+    def install_commands(
+        self, location: EnvLocation, checkout: Path, python: str | None
+    ) -> tuple[tuple[str, ...], ...]:
+        """torch on its own, then Musubi from the checkout (non-editable) with its pins,
+        then triton removed (:func:`.env.install_commands`)."""
+        from kura.backends.musubi.env import install_commands
+
+        return install_commands(location, checkout, python)
+
+    def env_record(self, checkout: Path) -> EnvRecord:
+        from kura.backends.musubi.env import env_record
+
+        return env_record(checkout)
 
     def image(self, workspace: Workspace | None) -> ImageRecipe:
         """``docker/Dockerfile`` of this package, tagged as kura.toml's ``musubi_image``."""
@@ -368,25 +408,11 @@ class MusubiBackend:
 
         return image_recipe(workspace)
 
-    def export(
-        self,
-        workspace: Workspace,
-        run_id: str,
-        *,
-        epoch: int | None,
-        fmt: str,
-        out: Path | None,
-    ) -> LoraExport:
-        """Kura's converter: Musubi's keys to the ComfyUI / diffusers / Musubi layout."""
-        from kura.export.exporting import export_run
-
-        return export_run(workspace, run_id, epoch=epoch, fmt=fmt, out=out)
-
 
 _PART = "part of the configuration the ladder chose"
 
 
-BACKEND = MusubiBackend()
+BACKEND: Backend = MusubiBackend()
 
 
 def _split_effective_batch(

@@ -9,11 +9,11 @@ Mounts name the container side only; the executor supplies the host side.
 
 from __future__ import annotations
 
-import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.backends.base import ImageRecipe
+from kura.backends.container_mounts import run_mounts, unique_mounts
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.contract import CompileInputs, ContainerSpec, Mount
 from kura.backends.musubi.sample_inputs import sample_inputs
@@ -60,33 +60,13 @@ def image_recipe(workspace: Workspace | None) -> ImageRecipe:
 def container_spec(spec: RunSpec, inputs: CompileInputs) -> ContainerSpec:
     """Image, GPU count, mounts (data, models and the sample prompts' files read-only) and
     environment."""
-    mounts: list[Mount] = [Mount(inputs.run_dir, True, "run folder (dataset.toml, prompts)")]
-    for sub in ("cache", "output", "logs"):
-        mounts.append(Mount(posixpath.join(inputs.run_dir, sub), False, f"run {sub}"))
-    for source in inputs.datasets:
-        mounts.append(Mount(source.media_dir, True, f"dataset {source.name}"))
-        if source.control_dir is not None:
-            mounts.append(Mount(source.control_dir, True, f"controls of dataset {source.name}"))
-    for role, path in sorted(inputs.model_paths.items()):
-        mounts.append(Mount(path, True, f"model {role}"))
+    mounts = run_mounts(inputs, writable=("cache", "output", "logs"), holds="dataset.toml, prompts")
     mounts += sample_inputs(spec).mounts
     mounts.append(Mount(IMAGE_HF_HOME, True, "Hugging Face tokenizer cache", baked=True))
     return ContainerSpec(
         image=inputs.container_image or DEFAULT_IMAGE,
         gpus=spec.execution.gpus,
         workdir=inputs.trainer_dir,
-        mounts=tuple(_unique(mounts)),
+        mounts=unique_mounts(mounts),
         env={**RUN_ENV, "HF_HOME": IMAGE_HF_HOME},
     )
-
-
-def _unique(mounts: list[Mount]) -> list[Mount]:
-    """Drop repeated targets, keeping the first (and so the most restrictive order)."""
-    seen: set[str] = set()
-    out: list[Mount] = []
-    for mount in mounts:
-        if mount.target in seen:
-            continue
-        seen.add(mount.target)
-        out.append(mount)
-    return out

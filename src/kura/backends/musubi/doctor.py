@@ -1,23 +1,19 @@
-"""``kura doctor musubi``: what each of Musubi's executors needs on this machine.
+"""``kura doctor musubi``'s host findings: what Musubi's host executor needs on this machine
+(the GPUs, Docker and the image are :class:`kura.backends.standard.CheckoutBackend`'s).
 
-The docker executor: the GPUs, the Docker engine and its NVIDIA runtime, and the Musubi image
-at the release Kura compiles for (its release label, written by ``kura image build musubi``).
 The host executor: Musubi's own environment (``kura backend install musubi``), checked the
 way a run uses it: its ``kura-env.json``, the checkout it names, the packages at their pins,
 ``musubi-tuner`` installed from that checkout, and every entry script Kura's adapters run,
 imported by path from the checkout with the environment's Python (an architecture whose
-scripts cannot import here — Wan on a machine without a GPU — is named). kura.toml's
-``musubi_checkout``, the source ``kura backend install`` takes by default, must be a Musubi
-checkout when set.
+scripts cannot import here — Wan on a machine without a GPU — is named).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kura.backends.base import DoctorReport, Finding
+from kura.backends.base import Finding
 from kura.backends.musubi.adapters import ADAPTERS, MUSUBI_RELEASE
-from kura.backends.musubi.container import image_recipe
 from kura.backends.musubi.env import (
     CHECKOUT_MARKER,
     INSTALL_SIZE,
@@ -32,45 +28,10 @@ if TYPE_CHECKING:
     from kura.backends.musubi.env import HostTrainer
     from kura.workspace import Workspace
 
-__all__ = ["CHECKOUT_MARKER", "environment_findings", "musubi_doctor"]
+__all__ = ["CHECKOUT_MARKER", "environment_findings"]
 
 _PROBE_SECONDS = 600
 _INSTALL = "kura backend install musubi --source DIR"
-
-
-def musubi_doctor(workspace: Workspace | None) -> DoctorReport:
-    from kura.doctor import (
-        checkout_finding,
-        docker_findings,
-        docker_optional,
-        gpu_findings,
-        image_findings,
-    )
-
-    recipe = image_recipe(workspace)
-    docker = docker_findings()
-    if not any(f.check == "docker" and f.status == "fail" for f in docker):
-        docker += image_findings(
-            recipe, check="musubi image", title="Musubi", command="kura image build musubi --run"
-        )
-    host = environment_findings(workspace)
-    findings = [*gpu_findings(), *docker_optional(docker, host)]
-    checkout = workspace.config().executor.musubi_checkout if workspace else None
-    if checkout:
-        findings.append(
-            checkout_finding(
-                checkout,
-                check="musubi checkout",
-                marker=CHECKOUT_MARKER,
-                trainer="a Musubi Tuner",
-                pinned=f"Musubi {MUSUBI_RELEASE}",
-                toml_key="musubi_checkout",
-            )
-        )
-    location = musubi_env(workspace)
-    findings += host
-    details = {"image": recipe.tag, "environment": str(location.path), "source": location.source}
-    return DoctorReport("musubi-tuner", tuple(findings), details)
 
 
 def environment_findings(workspace: Workspace | None) -> list[Finding]:

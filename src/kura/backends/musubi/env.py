@@ -39,7 +39,6 @@ __all__ = [
     "HostTrainer",
     "Pin",
     "check_source",
-    "default_source",
     "env_record",
     "host_trainer",
     "install_commands",
@@ -154,17 +153,6 @@ def _pyproject_version(path: Path) -> str:
             path=path,
         )
     return version
-
-
-def default_source(workspace: Workspace | None) -> Path | None:
-    """kura.toml's ``executor.musubi_checkout`` (relative to the workspace), if set."""
-    if workspace is None:
-        return None
-    checkout = workspace.config().executor.musubi_checkout
-    if not checkout:
-        return None
-    path = Path(checkout).expanduser()
-    return path if path.is_absolute() else workspace.root / path
 
 
 def install_commands(
