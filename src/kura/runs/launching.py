@@ -164,13 +164,11 @@ def _check_image(context: RunContext, image: str) -> None:
 
 
 def _sky_options(workspace: Workspace, context: RunContext) -> dict[str, object]:
-    """The SkyPilot executor's options: the approved plan's GPU class (and the run's GPU
-    count) and the run's cloud settings, checked as the plan checked them."""
-    from kura.runs.cloud import sky_launch_settings
-    from kura.runs.plan import read_plan
+    """The SkyPilot executor's options: the approved launch settings (the gate checked they
+    are still what kura.toml and run.yaml resolve to)."""
+    from kura.runs.cloud import approved_launch
 
-    gpu_id = str(read_plan(workspace, context.spec.id).gpu["id"])
-    found = sky_launch_settings(workspace, context.spec, gpu_id)
+    found = approved_launch(workspace, context.spec)
     return {
         "accelerator": found.accelerator,
         "output_bucket": found.outputs_url,

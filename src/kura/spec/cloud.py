@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kura.spec.base import StrictModel
 
-__all__ = ["BUCKET_SCHEMES", "SkyPilotSettings"]
+__all__ = ["BUCKET_SCHEMES", "SkyPilotLaunch", "SkyPilotSettings"]
 
 BUCKET_SCHEMES = ("s3", "gs", "r2", "cos", "oci")
 """Bucket URL schemes SkyPilot's ``Storage`` mounts by ``source`` (``sky/data/storage.py``,
@@ -62,3 +62,15 @@ class SkyPilotSettings(StrictModel):
         merged = defaults.model_dump()
         merged.update(self.model_dump(exclude_none=True))
         return SkyPilotSettings.model_validate(merged)
+
+
+class SkyPilotLaunch(StrictModel):
+    """A SkyPilot run's resolved launch settings as the plan made them: plan.json carries
+    them (bound by its digest in approval.json, which copies them), and launch runs these
+    and refuses when the settings resolved now differ (:mod:`kura.runs.cloud`)."""
+
+    accelerator: str = Field(description="SkyPilot's name of the planned GPU class (H100, …).")
+    count: int = Field(ge=1, description="GPUs on the one node (run.yaml execution.gpus).")
+    settings: SkyPilotSettings = Field(
+        description="kura.toml [skypilot] under run.yaml execution.skypilot, resolved."
+    )
