@@ -28,6 +28,7 @@ from kura.workspace import Workspace
 from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
+    from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
     from kura.spec.state import RunState
 
@@ -173,7 +174,19 @@ def _sky_options(workspace: Workspace, context: RunContext) -> dict[str, object]
         "accelerator": found.accelerator,
         "output_bucket": found.outputs_url,
         "settings": found.settings,
+        "resume": _sky_resume(context),
     }
+
+
+def _sky_resume(context: RunContext) -> ResumeRule | None:
+    """The trainer's resume rule for a recovered job (None: it cannot resume, so a
+    recovered job starts over, as the plan's trainer says)."""
+    from kura.errors import Unsupported
+
+    try:
+        return context.backend.resume_rule(context.spec.id).under(CONTAINER_RUN_DIR)
+    except Unsupported:
+        return None
 
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:

@@ -42,6 +42,7 @@ from kura.backends.base import (
     PlanFit,
     PlanInputs,
     RecipeItem,
+    ResumeRule,
     SearchKey,
     SearchKeys,
     Step,
@@ -412,6 +413,9 @@ class ToyBackend:
 
     def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
         raise CheckFailed("the toy trainer cannot resume", hint="relaunch instead")
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        raise Unsupported("the toy trainer cannot resume", hint="relaunch instead")
 
     def progress(self, log_path: Path) -> StepProgress:
         text = log_path.read_text(errors="replace") if log_path.exists() else ""
