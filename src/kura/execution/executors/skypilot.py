@@ -35,14 +35,16 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from kura.backends.base import ResumeRule
-from kura.errors import Unsupported, UsageError
+from kura.errors import CheckFailed, Unsupported, UsageError
 from kura.execution.attempts import JOB_ATTEMPTS
+from kura.execution.cloudjob import CloudJob, read_queue
 from kura.execution.commands import StepCommand
 from kura.execution.executors.host import HostExecutor
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
@@ -296,6 +298,33 @@ class SkyPilotExecutor(HostExecutor):
         if not state.sky_job:
             return None
         return ["sky", "jobs", "cancel", "--yes", "--name", state.sky_job]
+
+    @staticmethod
+    def cloud_job(state: RunState) -> CloudJob | None:
+        """The run's managed job as SkyPilot reports it (``sky jobs queue --all --verbose
+        -o json``: the verbose fields hold ``failure_reason``); None when SkyPilot knows no
+        job of the run's name."""
+        if not state.sky_job:
+            return None
+        argv = ["sky", "jobs", "queue", "--all", "--verbose", "-o", "json"]
+        if shutil.which(argv[0]) is None:
+            raise Unsupported(
+                "SkyPilot's `sky` command is not on PATH: the job's state cannot be read",
+                hint="install it with `pip install skypilot` in the environment Kura runs in",
+            )
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        except subprocess.TimeoutExpired:
+            raise CheckFailed(
+                "`sky jobs queue` did not answer within 120 s",
+                hint="check SkyPilot's API server (`sky api status`), then ask again",
+            ) from None
+        if done.returncode != 0:
+            raise CheckFailed(
+                f"`sky jobs queue` failed ({done.returncode}): {done.stderr.strip()[-400:]}",
+                hint="run `sky jobs queue` by hand to see why",
+            )
+        return read_queue(done.stdout, state.sky_job)
 
     def __init__(
         self,
