@@ -18,7 +18,7 @@ from kura.runs.following import run_status
 from kura.workspace import Workspace
 from tests.conftest import CliResult
 from tests.execution.tfevents_writer import EventWriter
-from tests.runs.skypilot_run import FAKE_AWS, job_writes, launched_sky_run, sky_ws
+from tests.runs.skypilot_run import FAKE_AWS, LORA, job_writes, launched_sky_run, sky_ws
 from tests.web.helpers import client
 
 __all__ = ["sky_ws"]  # the fixture
@@ -86,6 +86,63 @@ def test_status_shows_the_running_job_and_its_recoveries(sky_ws: Workspace, tmp_
     run_status(sky_ws, run_id)
     assert _queue_calls(tmp_path) == 1  # a fresh answer is not asked for again at once
     assert not (tmp_path / "aws.jsonl").exists()  # still running: nothing collected
+
+
+def test_status_collects_once_when_the_job_ended(sky_ws: Workspace, tmp_path: Path) -> None:
+    run_id = launched_sky_run(sky_ws)
+    bucket = tmp_path / "bucket"
+    _job_ran(bucket, run_id)
+    aws = _recording_aws(tmp_path, bucket)
+    _skypilot_reports(tmp_path, run_id, "SUCCEEDED", recoveries=1)
+    status = run_status(sky_ws, run_id)
+    run_dir = sky_ws.run_dir(run_id)
+    assert status.cloud is not None and status.cloud.collected_at is not None
+    assert status.cloud.collect_error is None
+    assert (run_dir / "output" / "lora.safetensors").read_bytes() == LORA
+    assert [call[:3] for call in _calls(aws)] == [
+        ["s3", "sync", f"s3://kura-test-bucket/runs/{run_id}/{name}"]
+        for name in ("cache", "logs", "output")
+    ]
+    assert status.scalars is not None and status.scalars["loss/current"] == (3, 0.5)
+    assert [(a.number, a.resumed_from) for a in status.cloud.attempts] == [
+        (1, None),
+        (2, f"/kura/run/output/{run_id}-000001-state"),
+    ]
+    again = run_status(sky_ws, run_id)
+    assert len(_calls(aws)) == 3  # once
+    assert _queue_calls(tmp_path) == 1  # an ended job's state is final
+    assert again.cloud is not None and again.cloud.collected_at == status.cloud.collected_at
+
+
+def test_a_failed_job_is_collected_too_and_says_why(sky_ws: Workspace, tmp_path: Path) -> None:
+    run_id = launched_sky_run(sky_ws)
+    bucket = tmp_path / "bucket"
+    _job_ran(bucket, run_id)
+    _recording_aws(tmp_path, bucket)
+    _skypilot_reports(tmp_path, run_id, "FAILED", reason="user code exited with 1")
+    status = run_status(sky_ws, run_id)
+    assert status.cloud is not None and status.cloud.job is not None
+    assert status.cloud.job.failure_reason == "user code exited with 1"
+    assert status.cloud.collected_at is not None  # the logs say why
+
+
+def test_a_collect_that_fails_its_digest_check_is_shown_and_retried(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    run_id = launched_sky_run(sky_ws)
+    bucket = tmp_path / "bucket"
+    prefix = _job_ran(bucket, run_id)
+    (prefix / "output" / "lora.safetensors").write_bytes(LORA[:-1] + b"\x02")
+    _recording_aws(tmp_path, bucket)
+    _skypilot_reports(tmp_path, run_id, "SUCCEEDED")
+    status = run_status(sky_ws, run_id)
+    assert status.cloud is not None and status.cloud.collected_at is None
+    assert "does not match its manifest" in str(status.cloud.collect_error)
+    assert status.next[0].command == f"kura run collect {run_id}"
+    assert not (sky_ws.run_dir(run_id) / "output" / "lora.safetensors").exists()
+    (prefix / "output" / "lora.safetensors").write_bytes(LORA)
+    status = run_status(sky_ws, run_id)
+    assert status.cloud is not None and status.cloud.collected_at is not None
 
 
 def test_status_and_the_run_page_show_the_cloud_job(

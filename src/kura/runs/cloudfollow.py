@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kura.errors import KuraError
@@ -83,6 +84,9 @@ def follow_cloud_job(workspace: Workspace, run_id: str, state: RunState) -> Clou
         if job is not None:
             record = _recorded(job, record)
             _write_record(run_dir, record)
+    if record is not None and record.status in ENDED and record.collected_at is None:
+        record = _collect(workspace, run_id, record)
+        _write_record(run_dir, record)
     return CloudStatus(
         job=None if record is None else _job_of(record),
         attempts=job_attempts(run_dir),
@@ -96,6 +100,17 @@ def _stale(record: CloudJobFile) -> bool:
     if record.status in ENDED:
         return False  # an ended job's state is final
     return time.time() - record.checked_at >= RECHECK_SECONDS
+
+
+def _collect(workspace: Workspace, run_id: str, record: CloudJobFile) -> CloudJobFile:
+    from kura.runs.collect import collect_outputs
+
+    try:
+        collect_outputs(workspace, run_id)
+    except KuraError as failure:
+        return record.model_copy(update={"collect_error": f"{failure.message} ({failure.hint})"})
+    stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
+    return record.model_copy(update={"collected_at": stamp, "collect_error": None})
 
 
 def _recorded(job: CloudJob, before: CloudJobFile | None) -> CloudJobFile:
