@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kura.errors import CheckFailed
+from kura.errors import CheckFailed, UsageError
 from kura.spec.cloud import SkyPilotLaunch, SkyPilotSettings
 from kura.spec.plan import PlanCheck
 from kura.spec.run import RunSpec
@@ -24,6 +24,7 @@ __all__ = [
     "approved_launch",
     "check_cloud_binding",
     "run_settings",
+    "sky_accelerator",
     "sky_plan_checks",
     "sky_planned_launch",
 ]
@@ -65,6 +66,14 @@ def _accelerator(gpu_id: str) -> str | _Problem:
         "plan for one that has: `kura run plan RUN --gpu G` with G one of "
         + ", ".join(sorted(SKYPILOT_ACCELERATORS)),
     )
+
+
+def sky_accelerator(gpu_id: str) -> str:
+    """SkyPilot's accelerator name of a GPU class; UsageError naming the ones that have one."""
+    found = _accelerator(gpu_id)
+    if isinstance(found, _Problem):
+        raise UsageError(found.what, hint=found.fix)
+    return found
 
 
 def _problems(

@@ -63,6 +63,8 @@ __all__ = [
     "sky_job_name",
     "sky_launch_argv",
     "sky_task",
+    "sky_worker_launch_argv",
+    "sweep_worker_task",
 ]
 
 SKY_STEP = "sky_job"
@@ -107,7 +109,14 @@ def sky_task(
 
 
 def _resources(spec: LaunchSpec, accelerator: str, settings: SkyPilotSettings) -> dict[str, Any]:
-    resources: dict[str, Any] = {"accelerators": f"{accelerator}:{max(1, spec.gpus)}"}
+    resources = _resources_of(accelerator, max(1, spec.gpus), settings)
+    if spec.container is not None:
+        resources["image_id"] = f"docker:{spec.container.image}"
+    return resources
+
+
+def _resources_of(accelerator: str, count: int, settings: SkyPilotSettings) -> dict[str, Any]:
+    resources: dict[str, Any] = {"accelerators": f"{accelerator}:{count}"}
     if settings.cloud is not None:
         resources["cloud"] = settings.cloud
     if settings.region is not None:
@@ -116,8 +125,6 @@ def _resources(spec: LaunchSpec, accelerator: str, settings: SkyPilotSettings) -
         resources["use_spot"] = settings.use_spot
     if settings.disk_size_gb is not None:
         resources["disk_size"] = settings.disk_size_gb
-    if spec.container is not None:
-        resources["image_id"] = f"docker:{spec.container.image}"
     return resources
 
 
@@ -272,6 +279,47 @@ def _file_mounts(spec: LaunchSpec, output_bucket: str | None) -> dict[str, Any]:
             folders[folder] = mount.target
             mounts[mount.target] = {"source": f"{output_bucket}/{folder}", "mode": "MOUNT"}
     return mounts
+
+
+def sweep_worker_task(
+    *,
+    name: str,
+    accelerator: str,
+    settings: SkyPilotSettings,
+    uploads: list[str],
+    setup: str,
+    worker_argv: list[str],
+    cwd: str,
+    secrets: list[str],
+) -> dict[str, Any]:
+    """A managed job that runs one ``kura sweep worker``: each path of ``uploads`` (the
+    workspace, the model files the sweep's approval binds) uploaded to the same path, so
+    the approval's bound paths hold there; ``secrets`` declared with no value (their values
+    are given at launch by ``--secret NAME``) and read by the worker's argv from the job's
+    environment (an argv item ``$NAME`` is expanded by the job's shell, never written)."""
+    task: dict[str, Any] = {"name": name}
+    task["resources"] = _resources_of(accelerator, 1, settings)
+    task["file_mounts"] = {path: path for path in uploads}
+    task["secrets"] = dict.fromkeys(secrets)
+    task["setup"] = LiteralScalarString(setup.rstrip("\n") + "\n")
+    words = [
+        f'"${{{word[1:]}}}"' if word[:1] == "$" and word[1:] in secrets else shlex.quote(word)
+        for word in worker_argv
+    ]
+    task["run"] = LiteralScalarString(
+        f"set -euo pipefail\ncd {shlex.quote(cwd)}\n{' '.join(words)}\n"
+    )
+    return task
+
+
+def sky_worker_launch_argv(name: str, secrets: list[str], task_path: Path) -> list[str]:
+    """``sky jobs launch -n NAME -y -d [--secret NAME]… <task.yaml>``: detached (``-d``),
+    so starting N workers does not wait for the first to finish."""
+    argv = ["sky", "jobs", "launch", "-n", name, "-y", "-d"]
+    for secret in secrets:
+        argv += ["--secret", secret]
+    argv.append(str(task_path))
+    return argv
 
 
 def sky_launch_argv(spec: LaunchSpec, task_path: Path) -> list[str]:
