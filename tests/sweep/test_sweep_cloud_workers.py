@@ -85,6 +85,11 @@ def test_each_worker_is_a_managed_job_handed_the_storage_as_a_secret(
         for n, task in zip((1, 2, 3), tasks, strict=True)
     ]  # fmt: skip
     assert [c["storage"] for c in calls] == [secret_url] * 3
+    document = launched.to_dict()
+    assert document["kind"] == "sweep-launch"
+    assert document["next"] == [
+        {"command": f"kura sweep status {sweep_id}", "why": "trials as the workers report them"}
+    ]
     assert len({job.seed for job in launched.workers}) == 3
 
     digest = approval_digest(ws, sweep_id)
