@@ -194,3 +194,20 @@ def test_kura_toml_cloud_settings_changed_after_approval_refuse_the_launch(
     task = load_yaml(sky_ws.run_dir(run_id) / "sky-task.yaml")
     assert task["file_mounts"]["/kura/run/output"]["source"] == f"s3://other-bucket/{run_id}/output"
     assert "use_spot" not in task["resources"]
+
+
+def test_run_yaml_cloud_settings_changed_after_approval_refuse_the_launch(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = new_sky_run(sky_ws, "execution.skypilot.use_spot=false")
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    path = sky_ws.run_dir(run_id) / "run.yaml"
+    path.write_text(path.read_text().replace("use_spot: false", "use_spot: true"))
+    with pytest.raises(CheckFailed) as caught:
+        launch_run(sky_ws, run_id, detach=False)
+    assert "execution.skypilot.use_spot False → True" in caught.value.message
+    assert f"kura run plan {run_id}" in caught.value.hint
+    assert not (tmp_path / "sky.jsonl").exists()
