@@ -97,7 +97,9 @@ def test_status_is_typed_and_the_cli_writes_its_document(ran) -> None:  # type: 
     ]
     document = _cli(ws, "run", "status", run_id)
     assert document == _same_json(status)
-    assert list(document) == ["kind", "run", "state", "progress", "scalars", "labels", "next"]
+    assert list(document) == [
+        "kind", "run", "state", "progress", "scalars", "labels", "cloud", "next"
+    ]  # fmt: skip
     assert document["labels"] == {
         "loss": "Last loss (toy step line)",
         "raw": "toy step lines",
@@ -143,6 +145,7 @@ def test_a_status_before_launch_has_no_state(toy_ws: Workspace) -> None:  # noqa
             "raw": "toy step lines",
             "learning_rate": "none (the toy logs none)",
         },
+        "cloud": None,
         "next": [
             {
                 "command": f"kura run launch {run_id}",

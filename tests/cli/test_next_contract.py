@@ -90,6 +90,7 @@ DECISIONS: dict[str, Decision] = {
     "skills show": Decision("skill", False, NO_FOLLOW_UP),
     "sweep approve": Decision("sweep-approval", True, "tests/sweep/test_cli.py"),
     "sweep collect": Decision("sweep-collect", True, "test_sweep_documents_next"),
+    "sweep launch": Decision("sweep-launch", True, "tests/sweep/test_sweep_cloud_workers.py"),
     "sweep new": Decision("sweep", True, "tests/sweep/test_cli.py"),
     "sweep plan": Decision("sweep-plan", True, "tests/sweep/test_cli.py"),
     "sweep promote": Decision("sweep-promote", True, "test_sweep_documents_next"),

@@ -52,3 +52,26 @@ def load_with_skypilot(paths: list[Path], home: Path) -> list[dict[str, Any]]:
     versions = {line.get("sky_version") for line in lines if "error" not in line}
     assert versions <= {SKYPILOT_VERSION}, f"KURA_SKYPILOT_ENV holds skypilot {versions}"
     return lines
+
+
+def parse_with_skypilot(
+    argv: list[str], home: Path, environment: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The parameters SkyPilot's own ``sky jobs …`` command reads from ``argv`` (``sky``,
+    ``jobs``, then the command and its arguments) in ``environment`` (where ``--secret
+    NAME`` reads NAME's value), or its ``error``."""
+    assert argv[:2] == ["sky", "jobs"], argv
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SKYPILOT_DISABLE_USAGE_COLLECTION": "1"}
+    env.update(environment or {})
+    result = subprocess.run(
+        [str(skypilot_python()), str(Path(__file__).with_name("sky_cli_parse.py")), *argv[2:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    found: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
+    return found

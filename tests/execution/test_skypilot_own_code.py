@@ -90,3 +90,47 @@ def test_a_key_skypilot_rejects_fails_the_check(
     write_yaml(task_path, task)
     [loaded] = load_with_skypilot([task_path], tmp_path / "home")
     assert "error" in loaded and refusal in loaded["error"], loaded
+
+
+def test_the_job_queue_kura_reads_is_skypilots_own(tmp_path: Path) -> None:
+    """The argv of :meth:`SkyPilotExecutor.cloud_job` parses with SkyPilot's own ``sky jobs
+    queue`` (all jobs, verbose fields, JSON), and :func:`read_queue` reads SkyPilot's own
+    ``ManagedJobRecord`` dumps: the newest record of the job's name."""
+    import json
+    import subprocess
+
+    from tests.execution.skypilot_own_code import skypilot_python
+
+    from kura.execution.cloudjob import read_queue
+    from kura.execution.executors.skypilot import SkyPilotExecutor
+    from kura.spec.state import RunState
+
+    recorded: list[list[str]] = []
+
+    def record(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        recorded.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "[]", "")
+
+    state = RunState("r1", "skypilot", "host", "t", "t", sky_job="kura-r1")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("kura.execution.executors.skypilot.subprocess.run", record)
+        patch.setattr("kura.execution.executors.skypilot.shutil.which", lambda _: "/bin/sky")
+        assert SkyPilotExecutor.cloud_job(state) is None
+    [argv] = recorded
+    assert argv[:3] == ["sky", "jobs", "queue"]
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [str(skypilot_python()), str(Path(__file__).with_name("sky_queue_check.py")),
+         "kura-r1", *argv[3:]],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "SKYPILOT_DISABLE_USAGE_COLLECTION": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["params"]["all"] is True
+    assert found["params"]["verbose"] is True
+    assert found["params"]["output_format"] == "json"
+    job = read_queue(found["queue"], "kura-r1")
+    assert job is not None
+    assert (job.job_id, job.status, job.recovery_count, job.ended) == (7, "RECOVERING", 2, False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,63 +17,27 @@ from pathlib import Path
 import pytest
 
 from kura.errors import CheckFailed, Unsupported, UsageError
-from kura.execution.executors.skypilot import manifest_command
-from kura.runs.approval import approve_run
 from kura.runs.collect import CloudCliTransport, FolderTransport, collect_outputs
-from kura.runs.launching import launch_run
-from kura.runs.plan import plan_run
 from kura.workspace import Workspace
 from tests.conftest import CliResult
-from tests.runs.skypilot_run import SKYPILOT_TOML, new_sky_run, sky_ws
+from tests.runs.skypilot_run import (
+    FAKE_AWS,
+    LORA,
+    job_writes,
+    launched_sky_run,
+    new_sky_run,
+    sky_ws,
+)
 
 __all__ = ["sky_ws"]  # the fixture
-
-LORA = b"\x08\x00\x00\x00\x00\x00\x00\x00{}      " + b"\x01" * 64
-
-FAKE_AWS = """#!{python}
-import json, shutil, sys
-with open({record!r}, "a") as handle:
-    handle.write(json.dumps(sys.argv[1:]) + "\\n")
-_, _, url, dest = sys.argv[1:5]
-path = url.partition("://")[2].partition("/")[2]
-shutil.copytree({root!r} + "/" + path, dest, dirs_exist_ok=True)
-"""
-
-
-def _launched(ws: Workspace) -> str:
-    with ws.config_path.open("a") as handle:
-        handle.write(SKYPILOT_TOML)  # bucket s3://kura-test-bucket/runs
-    run_id = new_sky_run(ws)
-    plan_run(ws, run_id, gpu="h100-sxm")
-    approve_run(ws, run_id)
-    launch_run(ws, run_id, detach=False)
-    return run_id
-
-
-def _job_writes(bucket: Path, run_id: str) -> Path:
-    """What the job leaves in the bucket: its files, then the manifest of each folder."""
-    prefix = bucket / "runs" / run_id
-    files = {
-        "output/lora.safetensors": LORA,
-        "output/sample/step000004_00.png": b"\x89PNG fake",
-        "logs/train/events.out.tfevents.1.host": b"tfevents",
-        "logs/trainer.log": b"epoch 2/2\n",
-        "cache/latent_0000.safetensors": b"latent",
-    }
-    for name, data in files.items():
-        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
-        (prefix / name).write_bytes(data)
-    for folder in ("output", "logs", "cache"):
-        subprocess.run(["bash", "-c", manifest_command(str(prefix / folder))], check=True)
-    return prefix
 
 
 def test_collect_brings_back_lora_samples_logs_and_metrics(
     sky_ws: Workspace, tmp_path: Path
 ) -> None:
-    run_id = _launched(sky_ws)
+    run_id = launched_sky_run(sky_ws)
     bucket = tmp_path / "bucket"
-    _job_writes(bucket, run_id)
+    job_writes(bucket, run_id)
     report = collect_outputs(sky_ws, run_id, transport=FolderTransport(bucket))
     run_dir = sky_ws.run_dir(run_id)
     assert (run_dir / "output" / "lora.safetensors").read_bytes() == LORA
@@ -92,8 +55,8 @@ def test_collect_brings_back_lora_samples_logs_and_metrics(
 def test_a_file_that_differs_from_the_manifest_is_refused_and_nothing_moves(
     sky_ws: Workspace, tmp_path: Path
 ) -> None:
-    run_id = _launched(sky_ws)
-    prefix = _job_writes(tmp_path / "bucket", run_id)
+    run_id = launched_sky_run(sky_ws)
+    prefix = job_writes(tmp_path / "bucket", run_id)
     (prefix / "output" / "lora.safetensors").write_bytes(LORA[:-1] + b"\x02")
     with pytest.raises(CheckFailed, match=r"changed: lora\.safetensors"):
         collect_outputs(
@@ -103,8 +66,8 @@ def test_a_file_that_differs_from_the_manifest_is_refused_and_nothing_moves(
 
 
 def test_a_file_written_after_the_manifest_is_refused(sky_ws: Workspace, tmp_path: Path) -> None:
-    run_id = _launched(sky_ws)
-    prefix = _job_writes(tmp_path / "bucket", run_id)
+    run_id = launched_sky_run(sky_ws)
+    prefix = job_writes(tmp_path / "bucket", run_id)
     (prefix / "output" / "late.safetensors").write_bytes(b"late")
     with pytest.raises(CheckFailed, match=r"not in the manifest: late\.safetensors"):
         collect_outputs(sky_ws, run_id, transport=FolderTransport(tmp_path / "bucket"))
@@ -113,8 +76,8 @@ def test_a_file_written_after_the_manifest_is_refused(sky_ws: Workspace, tmp_pat
 def test_a_job_that_wrote_no_manifest_yet_is_not_collected(
     sky_ws: Workspace, tmp_path: Path
 ) -> None:
-    run_id = _launched(sky_ws)
-    prefix = _job_writes(tmp_path / "bucket", run_id)
+    run_id = launched_sky_run(sky_ws)
+    prefix = job_writes(tmp_path / "bucket", run_id)
     (prefix / "logs" / ".kura-sha256").unlink()
     with pytest.raises(CheckFailed, match=r"has no \.kura-sha256") as caught:
         collect_outputs(
@@ -124,7 +87,7 @@ def test_a_job_that_wrote_no_manifest_yet_is_not_collected(
 
 
 def test_only_names_a_bucket_folder(sky_ws: Workspace, tmp_path: Path) -> None:
-    run_id = _launched(sky_ws)
+    run_id = launched_sky_run(sky_ws)
     with pytest.raises(UsageError, match="no bucket folder samples"):
         collect_outputs(sky_ws, run_id, transport=FolderTransport(tmp_path), only=("samples",))
 
@@ -132,9 +95,9 @@ def test_only_names_a_bucket_folder(sky_ws: Workspace, tmp_path: Path) -> None:
 def test_the_cloud_cli_transport_syncs_each_folder_with_aws(
     sky_ws: Workspace, tmp_path: Path
 ) -> None:
-    run_id = _launched(sky_ws)
+    run_id = launched_sky_run(sky_ws)
     bucket = tmp_path / "bucket"
-    _job_writes(bucket, run_id)
+    job_writes(bucket, run_id)
     record = tmp_path / "aws.jsonl"
     aws = tmp_path / "bin" / "aws"  # the fixture's bin folder, on PATH
     aws.write_text(FAKE_AWS.format(python=sys.executable, record=str(record), root=str(bucket)))
@@ -159,8 +122,8 @@ def test_gs_and_unsupported_schemes(tmp_path: Path) -> None:
 def test_cli_collects_from_a_mounted_folder(
     sky_ws: Workspace, tmp_path: Path, kura: Callable[..., CliResult]
 ) -> None:
-    run_id = _launched(sky_ws)
-    _job_writes(tmp_path / "bucket", run_id)
+    run_id = launched_sky_run(sky_ws)
+    job_writes(tmp_path / "bucket", run_id)
     result = kura(
         "--json", "-w", sky_ws.root, "run", "collect", run_id, "--only", "output",
         "--from-folder", tmp_path / "bucket",

@@ -145,3 +145,69 @@ def test_eight_gpus_on_one_node_rent_eight_and_launch_eight_processes(
     assert "--num_processes 8" in train and "--multi_gpu" in train
     assert "× 8" in (sky_ws.run_dir(run_id) / "plan.md").read_text()
     assert report.gpu["usd_per_hour"] is not None
+
+
+def test_the_approval_binds_the_resolved_cloud_settings(sky_ws: Workspace) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = new_sky_run(sky_ws)
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    folder = sky_ws.run_dir(run_id)
+    planned = json.loads((folder / "plan.json").read_text())["cloud"]
+    approved = json.loads((folder / "approval.json").read_text())["cloud"]
+    assert planned == approved
+    assert (approved["accelerator"], approved["count"]) == ("H100", 1)
+    assert approved["settings"] == {
+        "bucket": "s3://kura-test-bucket/runs",
+        "cloud": "aws",
+        "region": "us-east-1",
+        "use_spot": True,
+        "disk_size_gb": 200,
+    }
+
+
+def test_kura_toml_cloud_settings_changed_after_approval_refuse_the_launch(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    """kura.toml is in no digest: the gate resolves the settings again and names each change."""
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = new_sky_run(sky_ws)
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    text = sky_ws.config_path.read_text()
+    sky_ws.config_path.write_text(
+        text.replace("kura-test-bucket/runs", "other-bucket").replace("use_spot = true", "")
+    )
+    with pytest.raises(CheckFailed) as caught:
+        launch_run(sky_ws, run_id, detach=False)
+    message = str(caught.value.message)
+    assert "cloud settings changed since approval" in message
+    assert "settings.bucket 's3://kura-test-bucket/runs' → 's3://other-bucket'" in message
+    assert "settings.use_spot True → None" in message
+    assert f"kura run plan {run_id}" in str(caught.value.hint)
+    assert not (tmp_path / "sky.jsonl").exists()  # nothing reached `sky`
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    launch_run(sky_ws, run_id, detach=False)
+    task = load_yaml(sky_ws.run_dir(run_id) / "sky-task.yaml")
+    assert task["file_mounts"]["/kura/run/output"]["source"] == f"s3://other-bucket/{run_id}/output"
+    assert "use_spot" not in task["resources"]
+
+
+def test_run_yaml_cloud_settings_changed_after_approval_refuse_the_launch(
+    sky_ws: Workspace, tmp_path: Path
+) -> None:
+    with sky_ws.config_path.open("a") as handle:
+        handle.write(SKYPILOT_TOML)
+    run_id = new_sky_run(sky_ws, "execution.skypilot.use_spot=false")
+    plan_run(sky_ws, run_id, gpu="h100-sxm")
+    approve_run(sky_ws, run_id)
+    path = sky_ws.run_dir(run_id) / "run.yaml"
+    path.write_text(path.read_text().replace("use_spot: false", "use_spot: true"))
+    with pytest.raises(CheckFailed) as caught:
+        launch_run(sky_ws, run_id, detach=False)
+    assert "execution.skypilot.use_spot False → True" in caught.value.message
+    assert f"kura run plan {run_id}" in caught.value.hint
+    assert not (tmp_path / "sky.jsonl").exists()

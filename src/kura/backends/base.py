@@ -68,6 +68,7 @@ __all__ = [
     "PlanInputs",
     "RecipeItem",
     "Remedy",
+    "ResumeRule",
     "SearchKey",
     "SearchKeys",
     "Step",
@@ -735,6 +736,29 @@ class OutputLayout:
 
 
 @dataclass(frozen=True)
+class ResumeRule:
+    """How the trainer continues from its newest saved state, as data a job's shell script
+    applies where Kura does not run (a SkyPilot job SkyPilot recovered on a new machine).
+
+    The saved states are what ``pattern`` matches under the run folder as the step sees
+    it (a glob of plain path characters and ``*``); the newest is the first by ``newest``
+    (``mtime``: modification time, ``name``: the greatest name). When one exists, the train
+    step gets ``argv`` appended with ``{state}`` replaced by that match's path; when none
+    does, it starts over. An ``argv`` without ``{state}`` turns the trainer's own search for
+    its state on (empty: the trainer resumes by itself). The same rule as
+    :meth:`Backend.resume_arguments`, which applies it to a run folder on this machine.
+    """
+
+    pattern: str
+    argv: tuple[str, ...]
+    newest: Literal["mtime", "name"] = "mtime"
+
+    def under(self, folder: str) -> ResumeRule:
+        """The rule with ``pattern`` under ``folder`` (the run folder as the step sees it)."""
+        return ResumeRule(f"{folder.rstrip('/')}/{self.pattern}", self.argv, self.newest)
+
+
+@dataclass(frozen=True)
 class AttemptRef:
     """One attempt of a run, as a backend credits the trainer's loss files to it.
 
@@ -1110,6 +1134,11 @@ class Backend(Protocol):
     def resume_arguments(self, run_dir: Path, *, trainer_run_dir: str) -> tuple[str, ...]:
         """Extra train arguments that continue from the newest saved state (CheckFailed
         when there is none). ``trainer_run_dir`` is the run folder as the step sees it."""
+        ...
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        """:meth:`resume_arguments` as data, for a job that resumes without Kura
+        (Unsupported when the trainer cannot resume)."""
         ...
 
     def diagnose(

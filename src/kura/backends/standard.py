@@ -32,6 +32,7 @@ from kura.backends.base import (
     ImageRecipe,
     LoraExport,
     PlanInputs,
+    ResumeRule,
     TrainerFacts,
     TrainerSetup,
 )
@@ -100,6 +101,13 @@ class StandardBackend:
         raise Unsupported(
             f"{self.title} cannot resume run {run_dir.name}: it saves no state to continue from",
             hint=f"start the attempt over: `kura run relaunch {run_dir.name}`",
+        )
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        """Unsupported: with no saved state, a recovered cloud job cannot continue."""
+        raise Unsupported(
+            f"{self.title} cannot resume run {run_id}: it saves no state to continue from",
+            hint=f"start the attempt over: `kura run relaunch {run_id}`",
         )
 
     def lora_layout(self, keys: tuple[str, ...], architecture: str) -> str:

@@ -13,6 +13,7 @@ from kura.cli.state import AppState
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from kura.runs.cloudfollow import CloudStatus
     from kura.runs.collect import CollectReport
     from kura.runs.evidence import RunEvaluation
     from kura.runs.imported import RunImport
@@ -240,6 +241,28 @@ def render_status(console: Console, status: RunStatus) -> None:
     if diagnosis is not None:
         console.print(f"[red]{diagnosis.code}[/]: {diagnosis.message}")
         console.print(f"next: {dict(diagnosis.next)}")
+    if status.cloud is not None:
+        _render_cloud(console, status.cloud)
+
+
+def _render_cloud(console: Console, cloud: CloudStatus) -> None:
+    """A cloud run's job: SkyPilot's state, recoveries, resumes, whether it is collected."""
+    from rich.markup import escape
+
+    job = cloud.job
+    if job is not None:
+        reason = f" ({job.failure_reason})" if job.failure_reason else ""
+        console.print(escape(f"cloud job {job.name} #{job.job_id}: {job.status}{reason}"))
+    if cloud.recoveries:
+        console.print(f"recovered by SkyPilot {cloud.recoveries} time(s)")
+    for attempt in cloud.attempts:
+        where = f"resumed from {attempt.resumed_from}" if attempt.resumed_from else "from the start"
+        console.print(escape(f"  job attempt {attempt.number} at {attempt.started_at}: {where}"))
+    if cloud.collected_at:
+        console.print(f"outputs collected from the bucket at {cloud.collected_at}")
+    for problem in (cloud.error, cloud.collect_error):
+        if problem:
+            console.print(f"[yellow]{escape(problem)}[/]")
 
 
 @run_group.command("watch")

@@ -161,6 +161,11 @@ def approve_command(state: AppState, sweep_id: str) -> None:
 @click.option("--seed", type=int, default=None, help="Sampler seed (default: distinct per worker).")
 @click.option("--max-trials", type=int, default=None, help="Stop after this many trials.")
 @click.option("--lease-seconds", type=float, default=None, help="Lease on a running trial.")
+@click.option(
+    "--approval",
+    default=None,
+    help="Run only under the sweep approval of this sha256 (set by `kura sweep launch`).",
+)
 @click.pass_obj
 def worker_command(
     state: AppState,
@@ -170,6 +175,7 @@ def worker_command(
     seed: int | None,
     max_trials: int | None,
     lease_seconds: float | None,
+    approval: str | None,
 ) -> None:
     """Ask for a trial, plan it on this GPU, run it, report; repeat until done."""
     from kura.sweep.worker import run_worker
@@ -182,8 +188,61 @@ def worker_command(
         seed=seed,
         max_trials=max_trials,
         lease_seconds=lease_seconds,
+        approval=approval,
     )
     state.out.result(with_next(doc, after_sweep_worker(doc)), and_next(_render_worker))
+
+
+@sweep_group.command("launch")
+@click.argument("sweep_id")
+@click.option("--workers", type=click.IntRange(1, 64), required=True, help="Managed jobs to start.")
+@click.option("--gpu", "gpu_id", required=True, help="The GPU class each worker rents.")
+@click.option(
+    "--executor",
+    type=click.Choice(["skypilot"]),
+    default="skypilot",
+    show_default=True,
+    help="Where the workers run.",
+)
+@click.option(
+    "--setup-script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Shell script that installs Kura and the trainer on each worker's machine.",
+)
+@click.option(
+    "--storage",
+    default=None,
+    help="The study's postgresql:// URL with its password (default: $KURA_SWEEP_STORAGE); "
+    "handed to SkyPilot as a secret, never written to a file.",
+)
+@click.pass_obj
+def launch_command(
+    state: AppState,
+    sweep_id: str,
+    workers: int,
+    gpu_id: str,
+    executor: str,
+    setup_script: Path,
+    storage: str | None,
+) -> None:
+    """Start N `kura sweep worker` managed jobs against the sweep's PostgreSQL study."""
+    from kura.sweep.cloud import launch_sweep_workers
+
+    doc = launch_sweep_workers(
+        state.workspace(),
+        sweep_id,
+        workers=workers,
+        gpu=gpu_id,
+        setup_script=setup_script,
+        storage_url=storage,
+    ).to_dict()
+    state.out.result(doc, and_next(_render_launch))
+
+
+def _render_launch(console: Console, doc: dict[str, Any]) -> None:
+    for job in doc["workers"]:
+        console.print(f"worker {job['name']} (seed {job['seed']}): {job['task']}")
 
 
 def _render_worker(console: Console, doc: dict[str, Any]) -> None:

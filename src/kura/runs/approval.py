@@ -175,6 +175,7 @@ def _approve(
         contingency=contingency,
         accepted_risk=risk,
         run_yaml=spec.model_dump(mode="json"),
+        cloud=plan.cloud,
     )
     record = record.model_copy(update={"record_digest": _record_digest(record)})
     write_record(folder / APPROVAL_NAME, record)
@@ -382,11 +383,25 @@ def check_gate(workspace: Workspace, run_id: str) -> ApprovalRecord:
     from kura.models.lockcheck import verify_locked_models
 
     record = check_approval(workspace, run_id)
+    _check_cloud_at_launch(workspace, run_id, record)
     lock = read_lock(workspace, run_id)
     verify_locked_models(lock.models, run_id=run_id)
     _check_datasets_at_launch(workspace, run_id, lock)
     _check_inputs_at_launch(run_id, lock)
     return record
+
+
+def _check_cloud_at_launch(workspace: Workspace, run_id: str, record: ApprovalRecord) -> None:
+    """A SkyPilot run's cloud settings are still the approved ones (kura.toml's
+    ``[skypilot]`` is not in any digest: it is compared resolved)."""
+    from kura.runs.cloud import check_cloud_binding
+    from kura.runs.store import load_run
+
+    spec, _ = load_run(workspace, run_id)
+    if spec.execution.executor != "skypilot":
+        return
+    gpu_id = str(read_plan(workspace, run_id).gpu["id"])
+    check_cloud_binding(workspace, spec, gpu_id, record.cloud)
 
 
 def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:

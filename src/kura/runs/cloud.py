@@ -2,22 +2,32 @@
 (kura.toml's ``[skypilot]`` under run.yaml's ``execution.skypilot``).
 
 ``kura run plan`` checks them (:func:`sky_plan_checks`) so a plan that cannot launch carries
-a blocking problem with its fix before anyone approves it; ``kura run launch`` resolves the
-same settings from the approved plan (:func:`sky_launch_settings`) and refuses with the same
-words if they changed since.
+a blocking problem with its fix before anyone approves it, and records them resolved
+(:func:`sky_planned_launch`, plan.json's ``cloud``, copied into approval.json). The launch
+gate resolves them again and refuses when they differ from the approved ones, naming each
+change (:func:`check_cloud_binding`); launch then runs the approved ones (:func:`approved_launch`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kura.errors import UsageError
-from kura.spec.cloud import SkyPilotSettings
+from kura.errors import CheckFailed, UsageError
+from kura.spec.cloud import SkyPilotLaunch, SkyPilotSettings
 from kura.spec.plan import PlanCheck
 from kura.spec.run import RunSpec
 from kura.workspace import Workspace
 
-__all__ = ["SKY_CHECK", "SkyLaunch", "run_settings", "sky_launch_settings", "sky_plan_checks"]
+__all__ = [
+    "SKY_CHECK",
+    "SkyLaunch",
+    "approved_launch",
+    "check_cloud_binding",
+    "run_settings",
+    "sky_accelerator",
+    "sky_plan_checks",
+    "sky_planned_launch",
+]
 
 SKY_CHECK = "skypilot launch"
 
@@ -58,6 +68,14 @@ def _accelerator(gpu_id: str) -> str | _Problem:
     )
 
 
+def sky_accelerator(gpu_id: str) -> str:
+    """SkyPilot's accelerator name of a GPU class; UsageError naming the ones that have one."""
+    found = _accelerator(gpu_id)
+    if isinstance(found, _Problem):
+        raise UsageError(found.what, hint=found.fix)
+    return found
+
+
 def _problems(
     workspace: Workspace, spec: RunSpec, gpu_id: str
 ) -> tuple[str | None, SkyPilotSettings, list[_Problem]]:
@@ -95,10 +113,59 @@ def sky_plan_checks(workspace: Workspace, spec: RunSpec, gpu_id: str) -> list[Pl
     return [PlanCheck(check=SKY_CHECK, status="ok", detail=detail)]
 
 
-def sky_launch_settings(workspace: Workspace, spec: RunSpec, gpu_id: str) -> SkyLaunch:
-    """The settings a launch uses; the plan's problems, if they came back since, refuse it."""
+def sky_planned_launch(workspace: Workspace, spec: RunSpec, gpu_id: str) -> SkyPilotLaunch | None:
+    """What plan.json records of a SkyPilot run (none for other executors, or while the
+    plan's own SkyPilot check fails: such a plan cannot be approved)."""
+    if spec.execution.executor != "skypilot":
+        return None
     accelerator, settings, problems = _problems(workspace, spec, gpu_id)
     if problems or accelerator is None:
-        raise UsageError("; ".join(p.what for p in problems), hint=problems[0].fix)
-    outputs = None if settings.bucket is None else f"{settings.bucket}/{spec.id}"
-    return SkyLaunch(accelerator, spec.execution.gpus, settings, outputs)
+        return None
+    return SkyPilotLaunch(accelerator=accelerator, count=spec.execution.gpus, settings=settings)
+
+
+def check_cloud_binding(
+    workspace: Workspace, spec: RunSpec, gpu_id: str, approved: SkyPilotLaunch | None
+) -> SkyPilotLaunch:
+    """The approved launch settings, after checking they are still what the run's settings
+    resolve to: a kura.toml ``[skypilot]`` (or run.yaml ``execution.skypilot``) edited since
+    approval refuses, naming each change."""
+    from kura.runs.approval import diff_values
+
+    again = f"run `kura run plan {spec.id}`, read plan.md, then `kura run approve {spec.id}`"
+    accelerator, settings, problems = _problems(workspace, spec, gpu_id)
+    if problems or accelerator is None:
+        raise CheckFailed(
+            "the SkyPilot settings no longer launch: " + "; ".join(p.what for p in problems),
+            hint=f"{problems[0].fix}; then approve again",
+        )
+    if approved is None:
+        raise CheckFailed(
+            f"run {spec.id}'s approved plan records no SkyPilot launch settings (it was made "
+            "by an earlier Kura, or for another executor)",
+            hint=again,
+        )
+    now = SkyPilotLaunch(accelerator=accelerator, count=spec.execution.gpus, settings=settings)
+    changes = diff_values(approved.model_dump(mode="json"), now.model_dump(mode="json"))
+    if changes:
+        raise CheckFailed(
+            "the cloud settings changed since approval (kura.toml [skypilot] or run.yaml "
+            "execution.skypilot): " + "; ".join(changes),
+            hint=f"put the approved settings back, or {again}",
+        )
+    return approved
+
+
+def approved_launch(workspace: Workspace, spec: RunSpec) -> SkyLaunch:
+    """The executor's settings for the approved launch of ``spec`` (after the gate)."""
+    from kura.runs.approval import approval_path
+    from kura.spec.approval import ApprovalRecord
+    from kura.spec.records import read_record
+
+    fix = f"run `kura run plan {spec.id}` and `kura run approve {spec.id}`"
+    record = read_record(ApprovalRecord, approval_path(workspace, spec.id), fix=fix)
+    if record.cloud is None:
+        raise CheckFailed(f"run {spec.id}'s approval records no SkyPilot settings", hint=fix)
+    bucket = record.cloud.settings.bucket
+    outputs = None if bucket is None else f"{bucket}/{spec.id}"
+    return SkyLaunch(record.cloud.accelerator, record.cloud.count, record.cloud.settings, outputs)

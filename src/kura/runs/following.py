@@ -22,6 +22,7 @@ from kura.runs.store import list_run_ids, load_run
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
+    from kura.runs.cloudfollow import CloudStatus
     from kura.spec.state import RunState
 
 __all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
@@ -43,19 +44,34 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
         return RunStatus(
             run_id, state=None, progress=None, scalars=None, next=(never,), labels=labels
         )
+    cloud = _cloud_job(workspace, run_id)  # before the summary: it reads collected logs
     summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
     return RunStatus(
         run_id,
         state=summary.state,
         progress=summary.progress,
         scalars=summary.scalars,
-        next=_after_status(run_id, summary.state),
+        next=_after_status(run_id, summary.state, cloud),
         labels=labels,
+        cloud=cloud,
     )
 
 
-def _after_status(run_id: str, state: RunState) -> tuple[NextStep, ...]:
-    """What follows a run's state: watch it, read why it failed, evaluate and export it."""
+def _cloud_job(workspace: Workspace, run_id: str) -> CloudStatus | None:
+    """A cloud run's job (collected once it ended); None for a local run."""
+    from kura.execution.runs import refresh_state
+    from kura.runs.cloudfollow import follow_cloud_job
+
+    return follow_cloud_job(workspace, run_id, refresh_state(workspace.run_dir(run_id)))
+
+
+def _after_status(
+    run_id: str, state: RunState, cloud: CloudStatus | None = None
+) -> tuple[NextStep, ...]:
+    """What follows a run's state: watch it, read why it failed, evaluate and export it
+    (a cloud job that ended but whose outputs are not here yet: collect them)."""
+    if cloud is not None and cloud.collect_error is not None:
+        return (NextStep(f"kura run collect {run_id}", cloud.collect_error),)
     if state.status in ("queued", "caching", "training"):
         return (NextStep(f"kura run watch {run_id}", "follow it until it ends"),)
     if state.status == "succeeded":

@@ -28,6 +28,7 @@ from kura.workspace import Workspace
 from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
+    from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
     from kura.spec.state import RunState
 
@@ -164,18 +165,28 @@ def _check_image(context: RunContext, image: str) -> None:
 
 
 def _sky_options(workspace: Workspace, context: RunContext) -> dict[str, object]:
-    """The SkyPilot executor's options: the approved plan's GPU class (and the run's GPU
-    count) and the run's cloud settings, checked as the plan checked them."""
-    from kura.runs.cloud import sky_launch_settings
-    from kura.runs.plan import read_plan
+    """The SkyPilot executor's options: the approved launch settings (the gate checked they
+    are still what kura.toml and run.yaml resolve to)."""
+    from kura.runs.cloud import approved_launch
 
-    gpu_id = str(read_plan(workspace, context.spec.id).gpu["id"])
-    found = sky_launch_settings(workspace, context.spec, gpu_id)
+    found = approved_launch(workspace, context.spec)
     return {
         "accelerator": found.accelerator,
         "output_bucket": found.outputs_url,
         "settings": found.settings,
+        "resume": _sky_resume(context),
     }
+
+
+def _sky_resume(context: RunContext) -> ResumeRule | None:
+    """The trainer's resume rule for a recovered job (None: it cannot resume, so a
+    recovered job starts over, as the plan's trainer says)."""
+    from kura.errors import Unsupported
+
+    try:
+        return context.backend.resume_rule(context.spec.id).under(CONTAINER_RUN_DIR)
+    except Unsupported:
+        return None
 
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:

@@ -26,6 +26,7 @@ from kura.runs.context import RunContext, context_of
 from kura.runs.plan_render import lora_document, render
 from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.runs.store import run_file
+from kura.spec.cloud import SkyPilotLaunch
 from kura.spec.plan import PlanCheck, PlanRecord
 from kura.spec.records import read_record, record_text
 from kura.workspace import Workspace
@@ -75,6 +76,7 @@ class PlanReport:
     checks: tuple[PlanCheck, ...] = ()
     dataset_files: dict[str, dict[str, str]] | None = None
     recipe: dict[str, Any] | None = None
+    cloud: SkyPilotLaunch | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.record().model_dump(mode="json", exclude={"dataset_files"})
@@ -92,6 +94,7 @@ class PlanReport:
             "compiled_digest": self.compiled_digest,
             "run_yaml_digest": self.run_yaml_digest,
             "checks": [c.model_dump() for c in self.checks],
+            "cloud": None if self.cloud is None else self.cloud.model_dump(),
             "dataset_files": self.dataset_files or {},
             "next": _next_steps(self),
             "gpu": self.gpu,
@@ -226,7 +229,7 @@ def _plan(workspace: Workspace, snapshot: RunSnapshot, gpu: str | None) -> PlanR
     estimate_doc["time_and_cost"] = time_and_cost(
         estimate_doc, price * spec.execution.gpus if price else None
     ).to_dict()
-    from kura.runs.cloud import sky_plan_checks
+    from kura.runs.cloud import sky_plan_checks, sky_planned_launch
 
     checks = _plan_checks(compiled, datasets) + sky_plan_checks(workspace, spec, gpu_class.id)
     text = render(
@@ -273,6 +276,7 @@ def _plan(workspace: Workspace, snapshot: RunSnapshot, gpu: str | None) -> PlanR
         checks=tuple(checks),
         dataset_files={name: dict(c.files) for name, c in datasets.items()},
         recipe=recipe.to_dict(),
+        cloud=sky_planned_launch(workspace, spec, gpu_class.id),
     )
     record = record_text(report.record())
     if _already_written(path, record, text):

@@ -20,6 +20,7 @@ from kura.nextsteps import NextStep, next_list
 
 if TYPE_CHECKING:
     from kura.backends.base import Diagnosis, LossLabels, StepProgress
+    from kura.runs.cloudfollow import CloudStatus
     from kura.spec.state import RunState
 
 __all__ = [
@@ -110,6 +111,8 @@ class RunStatus:
     scalars: Mapping[str, tuple[int, float]] | None
     next: tuple[NextStep, ...] = ()
     labels: LossLabels | None = None
+    cloud: CloudStatus | None = None
+    """A cloud run's job: SkyPilot's state, recoveries, when its outputs were collected."""
 
     kind: ClassVar[str] = "run-status"
 
@@ -125,6 +128,7 @@ class RunStatus:
             "progress": None if self.progress is None else self.progress.to_dict(),
             "scalars": None if self.scalars is None else dict(self.scalars),
             "labels": None if self.labels is None else self.labels.to_dict(),
+            "cloud": None if self.cloud is None else self.cloud.to_dict(),
             "next": next_list(*self.next),
         }
 

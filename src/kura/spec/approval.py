@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from kura.spec.base import StrictModel
+from kura.spec.cloud import SkyPilotLaunch
 from kura.spec.plan import ContingencyRecord
 
 __all__ = ["APPROVAL_VERSION", "AcceptedRisk", "ApprovalRecord", "ContingencyRecord"]
@@ -44,4 +45,7 @@ class ApprovalRecord(StrictModel):
     contingency: ContingencyRecord | None
     accepted_risk: AcceptedRisk | None = None
     run_yaml: dict[str, Any] = Field(description="run.yaml as approved, as data.")
+    cloud: SkyPilotLaunch | None = Field(
+        None, description="A SkyPilot run's launch settings as approved (plan.json's `cloud`)."
+    )
     record_digest: str = Field("", description="sha256 of this record without this field.")

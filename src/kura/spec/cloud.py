@@ -12,8 +12,9 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from kura.spec.base import StrictModel
+from kura.spec.machine import MachineFile
 
-__all__ = ["BUCKET_SCHEMES", "SkyPilotSettings"]
+__all__ = ["BUCKET_SCHEMES", "CloudJobFile", "SkyPilotLaunch", "SkyPilotSettings"]
 
 BUCKET_SCHEMES = ("s3", "gs", "r2", "cos", "oci")
 """Bucket URL schemes SkyPilot's ``Storage`` mounts by ``source`` (``sky/data/storage.py``,
@@ -62,3 +63,31 @@ class SkyPilotSettings(StrictModel):
         merged = defaults.model_dump()
         merged.update(self.model_dump(exclude_none=True))
         return SkyPilotSettings.model_validate(merged)
+
+
+class SkyPilotLaunch(StrictModel):
+    """A SkyPilot run's resolved launch settings as the plan made them: plan.json carries
+    them (bound by its digest in approval.json, which copies them), and launch runs these
+    and refuses when the settings resolved now differ (:mod:`kura.runs.cloud`)."""
+
+    accelerator: str = Field(description="SkyPilot's name of the planned GPU class (H100, …).")
+    count: int = Field(ge=1, description="GPUs on the one node (run.yaml execution.gpus).")
+    settings: SkyPilotSettings = Field(
+        description="kura.toml [skypilot] under run.yaml execution.skypilot, resolved."
+    )
+
+
+class CloudJobFile(MachineFile):
+    """``runs/<id>/cloud-job.json``: the managed job as SkyPilot last reported it, when
+    that was, and when the outputs were collected after it ended (once; a failed collect
+    is retried at the next refresh). Written by ``kura run status|watch`` and the web page
+    (:mod:`kura.runs.cloudfollow`)."""
+
+    job_name: str
+    job_id: int | None
+    status: str
+    recovery_count: int
+    failure_reason: str | None
+    checked_at: float
+    collected_at: str | None = None
+    collect_error: str | None = None

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from kura.spec.base import StrictModel
+from kura.spec.cloud import SkyPilotLaunch
 
 __all__ = [
     "PLAN_VERSION",
@@ -94,6 +95,11 @@ class PlanRecord(StrictModel):
     downloads: dict[str, Any]
     compile: dict[str, Any]
     checks: list[PlanCheck] = []
+    cloud: SkyPilotLaunch | None = Field(
+        None,
+        description="A SkyPilot run's resolved launch settings (accelerator × count, bucket, "
+        "cloud, region, spot, disk); launch refuses when they resolve differently now.",
+    )
     dataset_files: dict[str, dict[str, str]] = Field(
         {}, description="dataset → file → sha256 as the plan checked them (names what changed)."
     )

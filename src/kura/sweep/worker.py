@@ -90,6 +90,7 @@ class _Worker:
         seed: int | None,
         lease_seconds: float,
         poll: float,
+        approval: str | None = None,
     ) -> None:
         import optuna
 
@@ -103,7 +104,9 @@ class _Worker:
         self.folder = sweep_dir(workspace, sweep.id)
         self.backend = get_backend(sweep.backend)
         self.space = checked_space(workspace, sweep, self.backend)
+        self.approval = approval
         self.plan = check_sweep_approval(workspace, sweep.id)
+        self._check_launched_approval()
         self.gpu_class, self.gpu_source = choose_gpu(gpu, None)
         self.host = socket.gethostname()
         self.worker = f"{self.host}:{os.getpid()}"
@@ -237,6 +240,14 @@ class _Worker:
                     ),
                 )
 
+    def _check_launched_approval(self) -> None:
+        """A worker launched for one approval (``--approval``, :mod:`kura.sweep.cloud`) runs
+        trials only under that one."""
+        from kura.sweep.cloud import check_approval_digest
+
+        if self.approval is not None:
+            check_approval_digest(self.workspace, self.sweep.id, self.approval)
+
     def run(self, max_trials: int | None) -> dict[str, Any]:
         from kura.sweep.envelope import check_sweep_approval
 
@@ -246,6 +257,7 @@ class _Worker:
         first = True
         while stop is None:
             self.plan = check_sweep_approval(self.workspace, self.sweep.id)
+            self._check_launched_approval()
             self.base_doc = self._base_document()
             self.reaped += self.reap()
             stop = self.limits(first)
@@ -613,6 +625,7 @@ def run_worker(
     max_trials: int | None = None,
     lease_seconds: float | None = None,
     poll: float = 0.2,
+    approval: str | None = None,
 ) -> dict[str, Any]:
     from kura.sweep.lease import DEFAULT_LEASE_SECONDS
 
@@ -625,5 +638,6 @@ def run_worker(
         seed=seed,
         lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS,
         poll=poll,
+        approval=approval,
     )
     return worker.run(max_trials)

@@ -31,6 +31,7 @@ from kura.backends.base import (
     OutputLayout,
     PlanFit,
     PlanInputs,
+    ResumeRule,
     SearchKeys,
     StepProgress,
     TrainerKnowledge,
@@ -230,6 +231,12 @@ class AitkBackend(CheckoutBackend):
 
         resume_save(run_dir / "output", run_dir.name)
         return ()
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        """No argument: AI-Toolkit resumes by itself from the newest ``<name>*.safetensors``
+        of its ``save_root`` (``get_latest_save_path``,
+        jobs/process/BaseSDTrainProcess.py:823-838), the run's ``output/`` named for the run."""
+        return ResumeRule(f"output/{run_id}*.safetensors", ())
 
     def diagnose(
         self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]

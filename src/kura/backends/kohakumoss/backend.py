@@ -52,6 +52,7 @@ from kura.backends.base import (
     OutputLayout,
     PlanFit,
     PlanInputs,
+    ResumeRule,
     SearchKeys,
     Step,
     StepCost,
@@ -576,6 +577,14 @@ class KohakuMossBackend(StandardBackend):
                 hint="checkpoints are written every SAVE_EVERY steps; relaunch to start over",
             )
         return ("--set", "RESUME=latest")
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        """``--set RESUME=latest`` once a ``checkpoints/step_NNNNNNNN`` folder holds its
+        ``state.json`` (:func:`.follow.last_checkpoint`, which :meth:`resume_arguments`
+        checks); KohakuMoss finds the latest itself."""
+        return ResumeRule(
+            f"output/{run_id}/checkpoints/step_*/state.json", ("--set", "RESUME=latest"), "name"
+        )
 
     def diagnose(
         self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]

@@ -29,6 +29,7 @@ from kura.backends.base import (
     OutputLayout,
     PlanFit,
     PlanInputs,
+    ResumeRule,
     SearchKeys,
     StepProgress,
     TrainerFacts,
@@ -313,6 +314,13 @@ class MusubiBackend(CheckoutBackend):
                 hint="states are saved with each checkpoint; relaunch to start over",
             )
         return ("--resume", f"{trainer_run_dir}/output/{states[-1].name}")
+
+    def resume_rule(self, run_id: str) -> ResumeRule:
+        """``--resume`` with the newest ``*-state`` folder of ``output/`` by modification
+        time: Musubi names states by epoch (``{}-{:06d}-state``), by step
+        (``{}-step{:08d}-state``) and last (``{}-state``), so no name order holds
+        (musubi_tuner/utils/train_utils.py:18-22)."""
+        return ResumeRule("output/*-state", ("--resume", "{state}"), newest="mtime")
 
     def diagnose(
         self, log_text: str, *, step: str, exit_code: int | None, config: Mapping[str, object]

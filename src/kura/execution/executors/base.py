@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
@@ -48,4 +49,9 @@ class Executor(Protocol):
     @staticmethod
     def remote_stop(state: RunState, grace: float) -> list[str] | None:
         """The argv that stops what outlives a killed client (a container, a cloud job)."""
+        ...
+
+    @staticmethod
+    def cloud_job(state: RunState) -> CloudJob | None:
+        """The run's job as its cloud engine reports it (None where there is none)."""
         ...

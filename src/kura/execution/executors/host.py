@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import LockBusy, UsageError
+from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
@@ -54,6 +55,11 @@ class HostExecutor:
     @staticmethod
     def remote_stop(state: RunState, grace: float) -> list[str] | None:
         """The argv that stops what outlives the local process (nothing, on the host)."""
+        return None
+
+    @staticmethod
+    def cloud_job(state: RunState) -> CloudJob | None:
+        """The run's job on a cloud engine, as the engine reports it (none on the host)."""
         return None
 
     def submit(
