@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvRecord
+    from kura.gpu_class import GpuClass
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
-    from kura.planning.gpus import GpuClass
-    from kura.planning.ladder import Rung
     from kura.spec.dataset import DatasetSpec
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -68,6 +67,7 @@ __all__ = [
     "PlanInputs",
     "RecipeItem",
     "Remedy",
+    "Rung",
     "SearchKey",
     "SearchKeys",
     "Step",
@@ -516,6 +516,30 @@ class PlanInputs:
     media: Mapping[str, DatasetMedia] = field(default_factory=dict)
     """Per dataset, the videos and images inspection read (empty when not loaded)."""
     compile: CompileInputs | None = None
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One memory aid the fit ladder applied (``kura.planning.ladder`` makes them)."""
+
+    aid: str
+    change: Mapping[str, object]
+    reason: str
+    slowdown: float
+    ask_first: bool
+    peak_gib: float
+    upper_gib: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "aid": self.aid,
+            "change": dict(self.change),
+            "reason": self.reason,
+            "slowdown": round(self.slowdown, 2),
+            "ask_first": self.ask_first,
+            "peak_gib": round(self.peak_gib, 2),
+            "upper_gib": round(self.upper_gib, 2),
+        }
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
 from kura.runs.context import RunContext, context_of
+from kura.runs.inputs import plan_inputs
 from kura.runs.plan_render import lora_document, render
 from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.runs.store import run_file
@@ -31,7 +32,7 @@ from kura.spec.records import read_record, record_text
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.backends.base import Evaluation, PlanFit, PlanInputs
+    from kura.backends.base import Evaluation, PlanFit
     from kura.dataset.registry import DatasetChecked
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "PLAN_NAME",
     "PlanReport",
     "compiled_digest",
-    "plan_inputs",
     "plan_run",
     "read_plan",
     "record_applied",
@@ -370,20 +370,6 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, DatasetChecked]) -
             )
         )
     return checks
-
-
-def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
-    """The context's plan inputs with the run's prepared compile inputs, each dataset's
-    facts and media as inspection sees them at the run's resolution (its buckets)."""
-    from dataclasses import replace
-
-    from kura.runs.compile import prepared_inputs
-    from kura.runs.media import at_run_resolution
-
-    snapshot = context.snapshot
-    compiled = prepared_inputs(workspace, snapshot.spec, context.backend, snapshot.datasets)
-    datasets, media = at_run_resolution(workspace, context.spec, context.datasets, context.media)
-    return replace(context.plan_inputs, compile=compiled, datasets=datasets, media=media)
 
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:

@@ -219,7 +219,7 @@ class _Worker:
 
     def _reaped_here(self, trial: Any, reason: str) -> None:
         """A lost trial of this machine: stop its orphaned run, mark its record lost."""
-        from kura.execution.runs import cancel_run
+        from kura.execution.executors import cancel_run
         from kura.sweep.records import load_trials, write_trial
 
         if trial.user_attrs.get("kura.host") != self.host:

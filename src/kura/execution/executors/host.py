@@ -23,7 +23,7 @@ from kura.errors import LockBusy, UsageError
 from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
-from kura.execution.runs import DEFAULT_GRACE_SECONDS, cancel_run, refresh_state
+from kura.execution.runs import DEFAULT_GRACE_SECONDS, refresh_state, stop_run
 from kura.execution.state import (
     RunState,
     archive_state,
@@ -108,7 +108,7 @@ class HostExecutor:
         return Path(state.steps[0].log)
 
     def cancel(self, handle: Handle, *, grace: float = DEFAULT_GRACE_SECONDS) -> RunState:
-        return cancel_run(handle.run_dir, grace=grace)
+        return stop_run(handle.run_dir, grace=grace, remote_stop=self.remote_stop)
 
 
 def start_supervisor(record: LaunchRecord) -> subprocess.Popen[bytes]:
