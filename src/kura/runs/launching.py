@@ -39,10 +39,11 @@ CONTAINER_RUN_DIR = "/kura/run"
 def _launch_spec(
     workspace: Workspace, context: RunContext, *, skip: list[str], extra_train: tuple[str, ...]
 ) -> LaunchSpec:
-    from kura.backends.base import ContainerSpec, Mount, Step
+    from dataclasses import replace
+
     from kura.execution import LaunchSpec
     from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
-    from kura.spec.compiled import ContainerFile, StepsFile
+    from kura.spec.compiled import ContainerSpec, StepsFile
     from kura.spec.machine import read_machine_file
 
     spec = context.spec
@@ -51,30 +52,14 @@ def _launch_spec(
     remedy = f"run `kura run plan {run_id}` and approve again"
     steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
     steps = [
-        Step(
-            name=step.name,
-            argv=tuple(step.argv) + (extra_train if step.kind == "train" else ()),
-            env=dict(step.env),
-            cwd=step.cwd,
-            kind=step.kind,
-            generated=step.generated,
-        )
+        replace(step, argv=step.argv + extra_train) if step.kind == "train" else step
         for step in steps_doc.steps
     ]
     container = None
     if (folder / CONTAINER_NAME).is_file():
-        found = read_machine_file(ContainerFile, folder / CONTAINER_NAME, remedy=remedy)
-        container = ContainerSpec(
-            image=found.image,
-            gpus=found.gpus,
-            mounts=tuple(
-                Mount(m.target, m.read_only, m.purpose, source=m.source)
-                for m in found.mounts
-                if not m.baked and m.source
-            ),
-            env=dict(found.env),
-            workdir=found.workdir,
-        )
+        found = read_machine_file(ContainerSpec, folder / CONTAINER_NAME, remedy=remedy)
+        bound = tuple(m for m in found.mounts if not m.baked and m.source)
+        container = replace(found, mounts=bound)
     run_dir = workspace.run_dir(run_id)
     for sub in ("cache", "output", "logs"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
