@@ -175,11 +175,12 @@ def _inputs(
     backend: Backend,
 ) -> tuple[Any, PathMap, Any]:
     from kura.backends.base import CompileInputs
+    from kura.execution.executors import executor_class
     from kura.models.bundles import get_bundle
     from kura.models.resolve import resolve_bundle
 
     bundle = get_bundle(spec.model.base)
-    paths = PathMap(in_container=spec.execution.executor != "host")
+    paths = PathMap(in_container=executor_class(spec.execution.executor).in_container)
     root = Path(spec.model.root).expanduser() if spec.model.root else None
     resolution = resolve_bundle(
         bundle,

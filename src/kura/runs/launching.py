@@ -112,15 +112,17 @@ def _start(
 ) -> LaunchResult:
     """Hand the approved steps to the executor (after :func:`check_gate`)."""
     from kura.execution import launch
+    from kura.execution.executors import executor_class
 
     _archive_attempt(workspace.run_dir(run_id), keep_outputs=keep_outputs)
     context = load_context(workspace, run_id)
     spec = context.spec
     launch_spec = _launch_spec(workspace, context, skip=skip or [], extra_train=extra_train)
-    if spec.execution.executor == "docker" and launch_spec.container is not None:
+    executor = executor_class(spec.execution.executor)
+    if executor.local_image and launch_spec.container is not None:
         _check_image(context, launch_spec.container.image)
     options: dict[str, object] = {}
-    if spec.execution.executor == "skypilot":
+    if executor.remote:
         options = _sky_options(workspace, context)
     state = launch(
         launch_spec,
@@ -203,6 +205,12 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
     return _start(workspace, run_id, detach=detach, skip=_cached_steps(run_dir))
 
 
+def _in_container(executor: str) -> bool:
+    from kura.execution.executors import executor_class
+
+    return executor_class(executor).in_container
+
+
 def _describe(suggestion: Mapping[str, object]) -> str:
     if not suggestion:
         return "read `kura run logs`"
@@ -220,7 +228,7 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> Lau
         raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
     context = load_context(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
+    seen = CONTAINER_RUN_DIR if _in_container(context.spec.execution.executor) else str(run_dir)
     extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
     return _start(
         workspace,

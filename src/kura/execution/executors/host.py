@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import LockBusy, UsageError
 from kura.execution.commands import StepCommand
@@ -43,6 +43,14 @@ LOCK_NAME = ".launch.lock"
 
 class HostExecutor:
     name = "host"
+    in_container: ClassVar[bool] = False
+    """Whether a step sees the run folder at the image's path (``/kura/run``), not the host's."""
+    local_image: ClassVar[bool] = False
+    """Whether a step runs in the backend's image on this machine (launch checks the image's
+    trainer release; a new run takes the host instead when the trainer has no image)."""
+    remote: ClassVar[bool] = False
+    """Whether the run executes on another machine (the plan checks its cloud settings and
+    the launch passes them)."""
 
     @staticmethod
     def command(record: LaunchRecord, step: Step) -> StepCommand:
