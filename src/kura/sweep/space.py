@@ -33,7 +33,6 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -347,8 +346,3 @@ def _limits(declared: SearchKey) -> str:
     )
     high = "∞)" if declared.maximum is None else f"{declared.maximum}]"
     return f"{low}, {high}"
-
-
-def axis_values(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Optuna's params are the axis keys already; plain copy for JSON."""
-    return {str(k): v for k, v in params.items()}

@@ -24,7 +24,6 @@ __all__ = [
     "DatasetItems",
     "control_area_factor",
     "dataset_items",
-    "diagnosis_config",
     "epoch_buckets",
     "estimate_config",
     "estimator_model",
@@ -437,17 +436,6 @@ def control_area_factor(use: Any, variant: Any) -> int:
         return 1
     c_width, c_height = (int(v) for v in (list(control) * 2)[:2])
     return max(1, math.ceil(c_width * c_height / (int(width) * int(height))))
-
-
-def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
-    """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
-    from kura.models.bundles import get_bundle
-
-    bundle = get_bundle(spec.model.base)
-    config = dict(spec.backend.config)
-    if bundle.estimator_model:
-        config["max_blocks_to_swap"] = swap_limit(bundle.estimator_model, config)
-    return config
 
 
 def swap_limit(model: str, config: Mapping[str, Any]) -> int:
