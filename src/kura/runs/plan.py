@@ -296,11 +296,18 @@ def _already_written(path: Path, record: str, text: str) -> bool:
 
 
 def record_applied(
-    workspace: Workspace, run_id: str, *, attempt: int, change: dict[str, Any], why: str
+    workspace: Workspace,
+    run_id: str,
+    *,
+    attempt: int,
+    change: dict[str, Any],
+    why: str,
+    run_yaml_digest: str | None = None,
 ) -> None:
     """After relaunch applied the approved contingency: plan.json and plan.md say what the
     next attempt actually runs (the change, from → to, and why), bound to the new compiled
-    files, so the plan a person reads is the run that ran."""
+    files, so the plan a person reads is the run that ran. ``run_yaml_digest`` is the digest
+    of the run.yaml relaunch wrote (None: read run.yaml for it)."""
     from kura.runs.snapshot import read_run_text, text_digest
 
     folder = workspace.run_dir(run_id)
@@ -317,7 +324,8 @@ def record_applied(
                 "plan_md_sha256": hashlib.sha256(text.encode()).hexdigest(),
                 "plan_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
                 "compiled_digest": compiled_digest(workspace, run_id),
-                "run_yaml_digest": text_digest(read_run_text(workspace, run_id)[0]),
+                "run_yaml_digest": run_yaml_digest
+                or text_digest(read_run_text(workspace, run_id)[0]),
             }
         )
         atomic_write_text(folder / PLAN_JSON, record_text(updated))
