@@ -47,7 +47,7 @@ from kura.runs.following import list_runs, run_status
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run, read_plan
 from kura.runs.store import load_run
-from kura.spec.compiled import ContainerFile, StepsFile
+from kura.spec.compiled import ContainerSpec, StepsFile
 from kura.spec.machine import read_machine_file
 from kura.sweep.objective import ratings
 from kura.web.views import run_file_html
@@ -148,7 +148,7 @@ READERS: dict[str, tuple[str, tuple[Reader, ...]]] = {
         "json",
         (
             lambda f: read_machine_file(
-                ContainerFile, f.run_dir / "compiled/container.json", remedy="plan"
+                ContainerSpec, f.run_dir / "compiled/container.json", remedy="plan"
             ),
         ),
     ),

@@ -1,5 +1,9 @@
 """The package layers, pinned by reading every module's imports (no import is executed).
 
+The import graph counts every import: module level, under ``if TYPE_CHECKING:`` and inside
+functions (see :func:`_every_import` for why); it has no cycle, and the seam reaches only
+the value modules below it.
+
 Above the seam nothing imports a trainer package; below it nothing imports the layers that
 use it. ``kura doctor``, ``kura image build``, ``kura estimate`` and ``kura backend
 list|install`` dispatch through the registry (the backends' ``doctor``, ``image``,
@@ -108,20 +112,36 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_no_import_cycle_at_import_time() -> None:
-    """Module-level imports form no cycle (imports inside functions are lazy and allowed;
-    ``if TYPE_CHECKING`` blocks are not run)."""
-    names = {_module_name(p): p for p in SRC.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        deps: set[str] = set()
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Import):
-                deps |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                deps.add(node.module)
-                deps |= {f"{node.module}.{alias.name}" for alias in node.names}
-        graph[name] = {d for d in deps if d in names and d != name}
+MODULES = {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _every_import(path: Path) -> set[str]:
+    """The modules ``path`` imports anywhere: at module level, under ``if TYPE_CHECKING:``,
+    and inside functions.
+
+    All three count. A lazy or type-only import hides a cycle from the interpreter, not from
+    the design: the two modules still need each other (to type-check, to be read, to be moved),
+    and the lazy import is usually the patch that made the cycle run. ``from a import b``
+    counts ``a.b`` too (``b`` may be a module)."""
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            deps |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            deps.add(node.module)
+            deps |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return deps
+
+
+def _kura_imports(name: str, path: Path) -> set[str]:
+    return {d for d in _every_import(path) if d in MODULES and d != name}
+
+
+IMPORT_GRAPH = {name: _kura_imports(name, path) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per back edge of a depth-first walk (empty: the graph is acyclic)."""
     cycles: list[list[str]] = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -140,4 +160,71 @@ def test_no_import_cycle_at_import_time() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
-    assert cycles == []
+    return cycles
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, directly or through others, counting every import
+    (:func:`_every_import`: type-only and function-level ones too)."""
+    assert _cycles(IMPORT_GRAPH) == []
+
+
+def test_the_cycle_check_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
+    """A cycle closed only by a TYPE_CHECKING import one way and a function-level import the
+    other is found (the test above cannot pass by not looking)."""
+    lower = tmp_path / "lower.py"
+    lower.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from up import Up\n")
+    upper = tmp_path / "up.py"
+    upper.write_text("def f() -> None:\n    from lower import Down\n")
+    graph = {
+        "lower": _every_import(lower) & {"up"},
+        "up": _every_import(upper) & {"lower"},
+    }
+    assert _cycles(graph) == [["lower", "up", "lower"]]
+
+
+SEAM = "kura.backends.base"
+SEAM_MAY_REACH = (
+    "kura.errors",
+    # Leaf value modules: what the Backend protocol's signatures take and return.
+    "kura.gpu_class",
+    "kura.architectures",
+    "kura.workspace",
+    "kura.locking",
+    "kura.fsutil",
+    "kura.bounded",
+    "kura.constants",
+    "kura.yamlio",
+    "kura.spec",
+    "kura.models",
+    "kura.backends.names",
+    "kura.backends.trainer_env",
+)
+"""Everything the seam may reach, transitively, counting every import: stdlib, kura.errors
+and the value modules its types name (run and dataset specs, the workspace, a model report,
+a GPU class). Not the planner, the registry, a trainer package or a layer above."""
+
+
+def _reach(module: str) -> set[str]:
+    """Every Kura module importing ``module`` loads: its imports, theirs, and the packages
+    they sit in (Python runs a package's ``__init__`` first)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        parents = [".".join(current.split(".")[:n]) for n in range(2, current.count(".") + 1)]
+        for dep in [*IMPORT_GRAPH[current], *(p for p in parents if p in MODULES)]:
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen - {"kura"}
+
+
+def test_the_seam_depends_on_nothing_above_it() -> None:
+    """``backends/base.py`` reaches only :data:`SEAM_MAY_REACH` (never ``planning/``: the
+    GPU class and the ladder's rungs it names live in ``kura.gpu_class`` and the seam)."""
+    beyond = sorted(
+        m for m in _reach(SEAM) if not m.startswith(SEAM_MAY_REACH) and m != "kura.backends"
+    )
+    assert beyond == []
+    assert SEAM not in _reach(SEAM)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kura.execution.runs import cancel_run
+from kura.execution.executors import cancel_run
 from kura.execution.state import read_state
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kura.execution.runs import cancel_run
+from kura.execution.executors import cancel_run
 from kura.execution.state import read_state
 from kura.sweep.envelope import approve_sweep, plan_sweep
 from kura.sweep.new import new_sweep

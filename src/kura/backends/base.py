@@ -9,9 +9,11 @@ test seam (a fake trainer of the tests' own invention) and a backend living in i
 package need no common base class and no import of each other; mypy still checks every
 registered backend against the protocol where the registry hands it out.
 
-The values that cross the seam are frozen dataclasses. Steps are argv lists, never shell
-strings (DESIGN invariant 6); env values never hold secrets (invariant 7): a step names the
-variables it needs passed through, and the executor reads them at start.
+The values that cross the seam are frozen dataclasses. The step, mount and container are
+the compiled files' own types (:mod:`kura.spec.compiled`, pydantic dataclasses), so the
+files Kura writes and reads hold exactly what a backend returned. Steps are argv lists,
+never shell strings (DESIGN invariant 6); env values never hold secrets (invariant 7): a
+step names the variables it needs passed through, and the executor reads them at start.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
+from kura.spec.compiled import ContainerSpec, Mount, Step, StepKind
+
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvRecord
+    from kura.gpu_class import GpuClass
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
-    from kura.planning.gpus import GpuClass
-    from kura.planning.ladder import Rung
     from kura.spec.dataset import DatasetSpec
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
@@ -69,6 +72,7 @@ __all__ = [
     "RecipeItem",
     "Remedy",
     "ResumeRule",
+    "Rung",
     "SearchKey",
     "SearchKeys",
     "Step",
@@ -82,11 +86,6 @@ __all__ = [
     "TrainerSetup",
     "attempt_at",
 ]
-
-StepKind = Literal["prepare", "cache", "train", "sample"]
-"""What a step is for, as the planner sizes it: data preparation, a caching pass, training
-(which may sample along the way), or a sampling-only pass."""
-
 
 # ---------------------------------------------------------------------------------------
 # Compile: run spec + resolved inputs → files and steps
@@ -183,43 +182,6 @@ class CompileInputs:
     trainer_bin: str | None = None
     """The trainer environment's executables folder (``Backend.trainer_bin``); None: the
     step's own PATH (an image)."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One process of a run: an argv list, its env and working folder."""
-
-    name: str
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str
-    kind: StepKind = "train"
-    generated: bool = True
-    """False when a person's argv replaced the generated one (an escape hatch)."""
-
-
-@dataclass(frozen=True)
-class Mount:
-    """A path a container needs. ``source`` is the host side (None until the caller maps
-    it); ``baked`` paths live inside the image and are never bound."""
-
-    target: str
-    read_only: bool
-    purpose: str
-    source: str | None = None
-    baked: bool = False
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    """The image, GPU request, mounts and environment a container executor needs."""
-
-    image: str
-    gpus: int | str
-    """A GPU count, ``all``, or device ids (``0,1``), as docker's ``--gpus`` takes them."""
-    workdir: str
-    mounts: tuple[Mount, ...]
-    env: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -517,6 +479,30 @@ class PlanInputs:
     media: Mapping[str, DatasetMedia] = field(default_factory=dict)
     """Per dataset, the videos and images inspection read (empty when not loaded)."""
     compile: CompileInputs | None = None
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One memory aid the fit ladder applied (``kura.planning.ladder`` makes them)."""
+
+    aid: str
+    change: Mapping[str, object]
+    reason: str
+    slowdown: float
+    ask_first: bool
+    peak_gib: float
+    upper_gib: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "aid": self.aid,
+            "change": dict(self.change),
+            "reason": self.reason,
+            "slowdown": round(self.slowdown, 2),
+            "ask_first": self.ask_first,
+            "peak_gib": round(self.peak_gib, 2),
+            "upper_gib": round(self.upper_gib, 2),
+        }
 
 
 @dataclass(frozen=True)

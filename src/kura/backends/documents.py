@@ -1,74 +1,35 @@
-"""The JSON form of the seam's compiled values (``compiled/steps.json``, ``container.json``).
+"""A compiled run as one JSON document (the golden files of the backend tests).
 
-One writer per document; the readers are in ``kura.execution.launch_spec`` (launch.json) and
-``kura.runs.launching`` (the compiled files). Keys sort, so compiling twice gives the same
-bytes.
+The step, mount and container are the compiled files' own types (:mod:`kura.spec.compiled`):
+``kura run compile`` writes them as they are, so this is the only other form, and it is the
+same JSON. Env keys sort, so compiling twice gives the same document.
 """
 
 from __future__ import annotations
 
-from kura.backends.base import CompiledRun, ContainerSpec, Mount, Step
-from kura.spec.compiled import StepsFile
+from pydantic_core import to_jsonable_python
 
-__all__ = [
-    "compiled_document",
-    "container_document",
-    "mount_document",
-    "step_document",
-    "steps_file",
-]
+from kura.backends.base import CompiledRun
 
-
-def step_document(step: Step) -> dict[str, object]:
-    return {
-        "name": step.name,
-        "kind": step.kind,
-        "argv": list(step.argv),
-        "env": dict(sorted(step.env.items())),
-        "cwd": step.cwd,
-        "generated": step.generated,
-    }
-
-
-def mount_document(mount: Mount) -> dict[str, object]:
-    return {
-        "target": mount.target,
-        "read_only": mount.read_only,
-        "purpose": mount.purpose,
-        "baked": mount.baked,
-        "source": mount.source,
-    }
-
-
-def container_document(container: ContainerSpec) -> dict[str, object]:
-    return {
-        "image": container.image,
-        "gpus": container.gpus,
-        "workdir": container.workdir,
-        "mounts": [mount_document(m) for m in container.mounts],
-        "env": dict(sorted(container.env.items())),
-    }
+__all__ = ["compiled_document"]
 
 
 def compiled_document(run: CompiledRun) -> dict[str, object]:
-    """A compiled run as one document (the golden files of the backend tests)."""
+    """A compiled run as one document, every value as JSON has it."""
     return {
         "backend": run.backend,
         "release": run.release,
         "files": dict(sorted(run.files.items())),
-        "steps": [step_document(s) for s in run.steps],
-        "container": None if run.container is None else container_document(run.container),
+        "steps": [_sorted_env(to_jsonable_python(s)) for s in run.steps],
+        "container": None
+        if run.container is None
+        else _sorted_env(to_jsonable_python(run.container)),
         "warnings": list(run.warnings),
         "escape_hatch": run.escape_hatch,
     }
 
 
-def steps_file(run: CompiledRun) -> StepsFile:
-    """``compiled/steps.json`` of a compiled run."""
-    return StepsFile.model_validate(
-        {
-            "backend": run.backend,
-            "release": run.release,
-            "steps": [step_document(s) for s in run.steps],
-        }
-    )
+def _sorted_env(document: dict[str, object]) -> dict[str, object]:
+    env = document["env"]
+    assert isinstance(env, dict)
+    return {**document, "env": dict(sorted(env.items()))}

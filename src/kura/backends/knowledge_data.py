@@ -25,7 +25,7 @@ from kura.spec.base import plain
 from kura.spec.run import DatasetUse, TrainingSection
 from kura.yamlio import parse_yaml
 
-__all__ = ["SECTIONS", "knowledge_architectures", "recipe_keys", "trainer_knowledge"]
+__all__ = ["SECTIONS", "recipe_keys", "trainer_knowledge"]
 
 SECTIONS = ("all", *TASKS)
 """A card's sections: ``all`` applies to every task; a task's section outranks it."""
@@ -140,11 +140,6 @@ def _table(backend: str) -> _Table:
     path = resources.files("kura").joinpath(name)
     text = path.read_text(encoding="utf-8")
     return _Table(backend, plain(parse_yaml(text, source=f"kura/{name}")), f"kura/{name}")
-
-
-def knowledge_architectures(backend: str) -> tuple[str, ...]:
-    """The architectures ``backend``'s file names a card for."""
-    return tuple(_table(backend).architectures)
 
 
 def trainer_knowledge(backend: str, architecture: str) -> TrainerKnowledge:

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from kura.backends.names import (
+    BUILTIN_MODULES,
+    backend_names,
+    builtin_names,
+    plugin_modules,
+    runtime_names,
+)
 from kura.errors import SpecError
 
 if TYPE_CHECKING:
@@ -32,48 +38,20 @@ __all__ = [
     "require_serves",
 ]
 
-_MODULES: dict[str, str] = {
-    "musubi-tuner": "kura.backends.musubi.backend",
-    "ai-toolkit": "kura.backends.aitoolkit.backend",
-    "kohakumoss": "kura.backends.kohakumoss.backend",
-}
-"""backend.name → the module whose ``BACKEND`` is that backend."""
-
 ALIASES: dict[str, str] = {"musubi": "musubi-tuner"}
 """Shorter spellings commands accept for a backend (``kura doctor musubi``, ``kura image build
 musubi``); run.yaml's ``backend.name`` takes the registered name only."""
 
 _EXTRA: dict[str, Backend] = {}
-"""Backends registered at run time (the tests' fake trainer)."""
-
-PLUGIN_VARIABLE = "KURA_BACKEND_MODULES"
-"""``name=module,name=module``: backends outside Kura, importable by every Kura process (a
-detached supervisor too, which inherits the variable)."""
-
-
-def _plugins() -> dict[str, str]:
-    plugins: dict[str, str] = {}
-    for entry in os.environ.get(PLUGIN_VARIABLE, "").split(","):
-        name, sep, module = entry.strip().partition("=")
-        if sep and name and module:
-            plugins[name.strip()] = module.strip()
-    return plugins
-
-
-def backend_names() -> tuple[str, ...]:
-    return tuple(sorted({*_MODULES, *_plugins(), *_EXTRA}))
-
-
-def builtin_names() -> tuple[str, ...]:
-    """The backends Kura ships (no plug-in, no test backend), in registry order."""
-    return tuple(sorted(_MODULES))
+"""Backends registered at run time (the tests' fake trainer); their names are in
+:data:`kura.backends.names.runtime_names`."""
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; an unknown name lists the registered ones."""
     if name in _EXTRA:
         return _EXTRA[name]
-    module = _MODULES.get(name) or _plugins().get(name)
+    module = BUILTIN_MODULES.get(name) or plugin_modules().get(name)
     if module is None:
         raise SpecError(
             f"unknown backend {name!r}",
@@ -139,7 +117,9 @@ def require_accepts(backend: Backend, bundle: Bundle) -> None:
 def registered_backend(backend: Backend) -> Iterator[Backend]:
     """Register ``backend`` for the duration of a ``with`` block (the tests' seam)."""
     _EXTRA[backend.name] = backend
+    runtime_names.add(backend.name)
     try:
         yield backend
     finally:
         _EXTRA.pop(backend.name, None)
+        runtime_names.discard(backend.name)

@@ -22,11 +22,12 @@ if TYPE_CHECKING:
         Handle,
         HostExecutor,
         SkyPilotExecutor,
+        cancel_run,
         executor_for,
     )
     from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
     from kura.execution.logs import collapse_redraws, read_log_since, read_log_tail
-    from kura.execution.runs import cancel_run, refresh_state, wait_for_run
+    from kura.execution.runs import refresh_state, wait_for_run
     from kura.execution.state import ACTIVE, TERMINAL, RunState, StepState, read_state
     from kura.execution.summary import ema, run_summary
 
@@ -47,7 +48,7 @@ _LAZY = {
     "read_log_since": "logs",
     "read_log_tail": "logs",
     "ema": "summary",
-    "cancel_run": "runs",
+    "cancel_run": "executors",
     "refresh_state": "runs",
     "wait_for_run": "runs",
     "ACTIVE": "state",

@@ -1,6 +1,7 @@
 """Turn a step into the process to start: argv, working folder, environment, container name.
 
-Each executor says how (its ``command``): host steps run as compiled, docker steps through
+Each executor says how (its ``command``; :func:`kura.execution.executors.step_command` picks
+the run's): host steps run as compiled, docker steps through
 ``docker run`` (:mod:`kura.execution.executors.docker`), a SkyPilot run as one local step,
 ``sky jobs launch``, whose argv the SkyPilot executor prepared.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from kura.execution.launch_spec import LaunchRecord, Step
 from kura.execution.procutil import step_environment
 
-__all__ = ["StepCommand", "host_command", "step_command"]
+__all__ = ["StepCommand", "host_command"]
 
 
 @dataclass(frozen=True)
@@ -21,13 +22,6 @@ class StepCommand:
     cwd: str
     env: dict[str, str]
     container: str | None = None
-
-
-def step_command(record: LaunchRecord, step: Step) -> StepCommand:
-    """The process for ``step``, as the run's executor starts it."""
-    from kura.execution.executors import executor_class
-
-    return executor_class(record.spec.executor).command(record, step)
 
 
 def host_command(record: LaunchRecord, step: Step) -> StepCommand:

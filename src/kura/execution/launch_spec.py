@@ -8,8 +8,7 @@ supervisor (and a later relaunch) can read it back.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,18 +56,28 @@ class LaunchRecord:
 
 def save_launch_record(record: LaunchRecord) -> Path:
     """Write ``runs/<id>/launch.json`` atomically and return its path."""
-    spec = record.spec
-    data = {
-        "spec": {**asdict(spec), "run_dir": str(spec.run_dir)},
-        "backend_config": record.backend_config,
-        "backend": record.backend,
-        "options": record.options,
-    }
-    from kura.spec.launch import LaunchFile
+    from kura.spec.launch import LaunchFile, LaunchSpecEntry
     from kura.spec.machine import write_machine_file
 
+    spec = record.spec
+    entry = LaunchSpecEntry(
+        run_id=spec.run_id,
+        run_dir=str(spec.run_dir),
+        steps=list(spec.steps),
+        executor=spec.executor,
+        container=spec.container,
+        gpus=spec.gpus,
+        pass_env=list(spec.pass_env),
+        skip_steps=list(spec.skip_steps),
+    )
+    document = LaunchFile(
+        spec=entry,
+        backend=record.backend,
+        backend_config=record.backend_config,
+        options=record.options,
+    )
     path = Path(spec.run_dir) / LAUNCH_RECORD
-    write_machine_file(path, LaunchFile.model_validate_json(json.dumps(data)))
+    write_machine_file(path, document)
     return path
 
 
@@ -88,34 +97,12 @@ def load_launch_record(run_dir: Path) -> LaunchRecord:
         LaunchFile, path, remedy="relaunch the run with `kura run relaunch`, which writes it"
     )
     raw = found.spec
-    container = raw.container
     spec = LaunchSpec(
         run_id=raw.run_id,
         run_dir=Path(raw.run_dir),
-        steps=[
-            Step(
-                name=s.name,
-                argv=tuple(s.argv),
-                env=dict(s.env),
-                cwd=s.cwd,
-                kind=s.kind,
-                generated=s.generated,
-            )
-            for s in raw.steps
-        ],
+        steps=list(raw.steps),
         executor=raw.executor,
-        container=None
-        if container is None
-        else ContainerSpec(
-            image=container.image,
-            gpus=container.gpus,
-            mounts=tuple(
-                Mount(m.target, m.read_only, m.purpose, source=m.source, baked=m.baked)
-                for m in container.mounts
-            ),
-            env=dict(container.env),
-            workdir=container.workdir,
-        ),
+        container=raw.container,
         gpus=raw.gpus,
         pass_env=list(raw.pass_env),
         skip_steps=list(raw.skip_steps),

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kura.execution.exits import exit_message
@@ -20,10 +21,20 @@ from kura.execution.procutil import group_alive, process_alive, signal_group, si
 from kura.execution.state import RunState, cancel_marker, exit_file, read_state, update_state
 from kura.fsutil import atomic_write_text
 
-__all__ = ["DEFAULT_GRACE_SECONDS", "cancel_run", "refresh_state", "run_is_live", "wait_for_run"]
+__all__ = [
+    "DEFAULT_GRACE_SECONDS",
+    "RemoteStop",
+    "refresh_state",
+    "run_is_live",
+    "stop_run",
+    "wait_for_run",
+]
 
 DEFAULT_GRACE_SECONDS = 20.0
 _POLL = 0.1
+
+RemoteStop = Callable[[RunState, float], "list[str] | None"]
+"""An executor's ``remote_stop``: the argv that stops what outlives a killed client."""
 
 
 def run_is_live(state: RunState) -> bool:
@@ -137,15 +148,19 @@ def wait_for_run(run_dir: Path, *, timeout: float | None = None, poll: float = 0
         time.sleep(poll)
 
 
-def cancel_run(run_dir: Path, *, grace: float = DEFAULT_GRACE_SECONDS) -> RunState:
-    """Stop a run: SIGTERM to the step's process group and the supervisor, SIGKILL after
-    ``grace`` seconds, then mark it ``cancelled``. A finished run is returned unchanged."""
+def stop_run(run_dir: Path, *, grace: float, remote_stop: RemoteStop) -> RunState:
+    """Stop a run: ``remote_stop``'s command first (the run's executor's: a container, a
+    cloud job), then SIGTERM to the step's process group and the supervisor, SIGKILL after
+    ``grace`` seconds, then mark it ``cancelled``. A finished run is returned unchanged.
+
+    The executor is passed in, not looked up, because the executors are built on this module
+    (:func:`kura.execution.executors.cancel_run` looks it up by the name the run records)."""
     run_dir = Path(run_dir)
     state = refresh_state(run_dir)
     if state.is_terminal:
         return state
     atomic_write_text(cancel_marker(run_dir), "cancel requested\n")
-    note = _stop_remote_side(state, grace)
+    note = _stop_remote_side(remote_stop, state, grace)
     signal_process(state.supervisor_pid, signal.SIGTERM)
     signal_group(state.pgid, signal.SIGTERM)
     if not _wait_gone(run_dir, grace):
@@ -180,15 +195,13 @@ def _wait_gone(run_dir: Path, seconds: float) -> bool:
     return not run_is_live(read_state(run_dir))
 
 
-def _stop_remote_side(state: RunState, grace: float) -> str | None:
+def _stop_remote_side(remote_stop: RemoteStop, state: RunState, grace: float) -> str | None:
     """Containers and cloud jobs outlive a killed client: stop them by name first.
 
     Returns a note for the run's message when that did not work (the process-group kill that
     follows still stops the local client, but the container or job may need a manual stop).
     """
-    from kura.execution.executors import executor_class
-
-    argv = executor_class(state.executor).remote_stop(state, grace)
+    argv = remote_stop(state, grace)
     if argv is None:
         return None
     try:

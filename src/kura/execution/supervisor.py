@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kura.errors import CheckFailed
-from kura.execution.commands import StepCommand, step_command
+from kura.execution.commands import StepCommand
 from kura.execution.exits import exit_message
 from kura.execution.gpuwatch import GPU_SAMPLE_LIMIT, GpuReading, GpuWatch
 from kura.execution.guard import GuardWatch, read_guard, remove_guard
@@ -126,6 +126,8 @@ def _run_all(run_dir: Path, record: LaunchRecord, current: _Current) -> int:
 
 
 def _run_one(run_dir: Path, record: LaunchRecord, step: Step, current: _Current) -> int:
+    from kura.execution.executors import step_command
+
     command: StepCommand = step_command(record, step)
     log_path = Path(run_dir) / "logs" / f"{step.name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

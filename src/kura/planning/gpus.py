@@ -23,11 +23,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
 
 from kura.errors import NotFound
+from kura.gpu_class import DATASHEET, CloudOffer, GpuClass
 
 __all__ = [
     "CPU_CLASS",
@@ -41,58 +40,7 @@ __all__ = [
     "render_markdown",
 ]
 
-Segment = Literal["consumer", "workstation", "datacenter", "cpu"]
-
-_DATASHEET = "[ext] vendor datasheet (dense, no sparsity)"
 _PEERS_PRICES = "peers.md §5 (prices seen in stored data, move daily)"
-
-
-@dataclass(frozen=True)
-class CloudOffer:
-    """One way to rent the class: provider, the provider's type id, and a seen price."""
-
-    provider: str
-    type_id: str
-    usd_per_hour: float | None = None
-    price_seen: str | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class GpuClass:
-    """A GPU class as the planner sees it."""
-
-    id: str
-    name: str
-    segment: Segment
-    memory_gib: float
-    bf16_tflops: float
-    fp8: bool
-    fp8_tflops: float | None
-    memory_bandwidth_gbs: float
-    pcie_gen: int | None
-    """The host link's PCIe generation; None for the CPU class (no link: its memory is the
-    host's RAM)."""
-    pcie_gbs: float
-    names: tuple[str, ...]
-    offers: tuple[CloudOffer, ...] = ()
-    source: str = _DATASHEET
-    note: str = ""
-
-    @property
-    def is_cpu(self) -> bool:
-        """True for the CPU class: the device is the host's CPU and its memory the RAM."""
-        return self.segment == "cpu"
-
-    @property
-    def usable_gib(self) -> float:
-        """Memory a training process can plan for: 95 % of total (vram.md §4.6 warns above it)."""
-        return round(self.memory_gib * 0.95, 2)
-
-    def cheapest_offer(self) -> CloudOffer | None:
-        """The priced offer with the lowest hourly price, if any offer has a price."""
-        priced = [offer for offer in self.offers if offer.usd_per_hour is not None]
-        return min(priced, key=lambda offer: offer.usd_per_hour or 0.0) if priced else None
 
 
 def _runpod(type_id: str, price: float | None = None, seen: str | None = None) -> CloudOffer:
@@ -584,7 +532,7 @@ def render_markdown() -> str:
             )
     lines += ["", "## Notes", ""]
     for gpu in DEVICE_CLASSES.values():
-        if gpu.note or gpu.source != _DATASHEET:
+        if gpu.note or gpu.source != DATASHEET:
             text = " ".join(part for part in (gpu.note, f"Source: {gpu.source}.") if part)
             lines.append(f"- `{gpu.id}`: {text}")
     return "\n".join(lines) + "\n"

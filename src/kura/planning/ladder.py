@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from kura.backends.base import AidChoice, Evaluation, FitProblem, MemoryAid
+from kura.backends.base import AidChoice, Evaluation, FitProblem, MemoryAid, Rung
 
 __all__ = [
     "ASK_FIRST_SLOWDOWN",
@@ -31,7 +31,6 @@ __all__ = [
     "TIE_TOLERANCE",
     "Alternative",
     "LadderResult",
-    "Rung",
     "walk",
 ]
 
@@ -40,30 +39,6 @@ ASK_FIRST_SLOWDOWN = 2.0
 
 TIE_TOLERANCE = 0.03
 """Choices this close to the fastest count as equally fast (the estimators' own noise)."""
-
-
-@dataclass(frozen=True)
-class Rung:
-    """One applied memory aid."""
-
-    aid: str
-    change: Mapping[str, object]
-    reason: str
-    slowdown: float
-    ask_first: bool
-    peak_gib: float
-    upper_gib: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "aid": self.aid,
-            "change": dict(self.change),
-            "reason": self.reason,
-            "slowdown": round(self.slowdown, 2),
-            "ask_first": self.ask_first,
-            "peak_gib": round(self.peak_gib, 2),
-            "upper_gib": round(self.upper_gib, 2),
-        }
 
 
 CHOICE_RULE = (

@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import CheckFailed, InvalidInput
-from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
+from kura.runs.compile import COMPILED_DIR, LOCK_NAME, compile_in_workspace, lock_path
 from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
 from kura.spec.approval import AcceptedRisk, ApprovalRecord
 from kura.spec.dataset import DatasetSpec
 from kura.spec.lock import RunLock
 from kura.spec.plan import PlanRecord
-from kura.spec.records import canonical_json, read_record, write_record
+from kura.spec.records import canonical_json, parse_record, read_record, write_record
 from kura.workspace import Workspace
 
 __all__ = [
@@ -87,14 +87,20 @@ def approval_path(workspace: Workspace, run_id: str) -> Path:
     return workspace.run_dir(run_id) / APPROVAL_NAME
 
 
-def _file_digests(workspace: Workspace, run_id: str) -> dict[str, str]:
+def _bound_files(workspace: Workspace, run_id: str) -> dict[str, bytes]:
+    """The bytes of every file the approval binds (compiled/, plan.md, plan.json), each
+    read once: the gate hashes them and parses plan.json and run.lock from the same bytes."""
     folder = workspace.run_dir(run_id)
     paths = [*sorted((folder / COMPILED_DIR).glob("*")), folder / PLAN_NAME, folder / PLAN_JSON]
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in paths
-        if p.is_file()
-    }
+    return {str(p.relative_to(folder)): p.read_bytes() for p in paths if p.is_file()}
+
+
+def _digests(files: dict[str, bytes]) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def _file_digests(workspace: Workspace, run_id: str) -> dict[str, str]:
+    return _digests(_bound_files(workspace, run_id))
 
 
 def _combined(files: dict[str, str]) -> str:
@@ -125,6 +131,7 @@ def approve_run(
     *,
     via: str = "plan",
     accept_risk: str | None = None,
+    snapshot: RunSnapshot | None = None,
 ) -> Approval:
     """Approve the current plan; refuse when there is none, it is stale or torn, a dataset
     changed or failed its checks, or it does not fit (unless ``accept_risk`` says why).
@@ -137,7 +144,8 @@ def approve_run(
     the run.yaml approved is the one whose digest plan.json records, and the one compiled.
     """
     with workspace.lock():
-        return _approve(workspace, take_snapshot(workspace, run_id), via, accept_risk)
+        found = snapshot or take_snapshot(workspace, run_id)
+        return _approve(workspace, found, via, accept_risk)
 
 
 def _approve(
@@ -327,10 +335,23 @@ def _problem_files(problems: list[dict[str, Any]]) -> str:
 # the gate
 
 
-def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
+def check_approval(
+    workspace: Workspace, run_id: str, snapshot: RunSnapshot | None = None
+) -> ApprovalRecord:
     """The stored approval, after checking that nothing changed since; else CheckFailed naming
-    what changed and the way back (plan, then approve)."""
-    text, spec = read_run_text(workspace, run_id)
+    what changed and the way back (plan, then approve). ``snapshot`` is run.yaml as the
+    calling command read it (launch takes one under the lock and checks that)."""
+    return _checked(workspace, run_id, snapshot)[0]
+
+
+def _checked(
+    workspace: Workspace, run_id: str, snapshot: RunSnapshot | None
+) -> tuple[ApprovalRecord, dict[str, bytes]]:
+    """The approval and the bytes of the files it binds, as checked."""
+    if snapshot is None:
+        text, spec = read_run_text(workspace, run_id)
+    else:
+        text, spec = snapshot.text, snapshot.spec
     path = approval_path(workspace, run_id)
     again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
@@ -353,7 +374,8 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
             "run.yaml changed after approval: " + "; ".join(changes[:5]),
             hint=f"run `kura run plan {run_id}` and approve again",
         )
-    current = _file_digests(workspace, run_id)
+    files = _bound_files(workspace, run_id)
+    current = _digests(files)
     approved = record.files
     changed = sorted(
         name for name in set(current) | set(approved) if current.get(name) != approved.get(name)
@@ -364,7 +386,12 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
             hint=f"run `kura run plan {run_id}` and approve again",
         )
     # plan.json is the approved one (its digest is bound above): its run.yaml digest holds.
-    plan = read_plan(workspace, run_id)
+    plan = parse_record(
+        PlanRecord,
+        files[PLAN_JSON],
+        workspace.run_dir(run_id) / PLAN_JSON,
+        fix=f"run `kura run plan {run_id}` again (Kura writes this file)",
+    )
     _check_planned_run_yaml(run_id, plan, text_digest(text), after="after approval")
     if record.via == "plan" and (
         plan.plan_id != record.plan_id or record.contingency != plan.contingency
@@ -374,31 +401,46 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
             hint=f"run {again}",
             path=path,
         )
-    return record
+    return record, files
 
 
-def check_gate(workspace: Workspace, run_id: str) -> ApprovalRecord:
+def check_gate(
+    workspace: Workspace, run_id: str, snapshot: RunSnapshot | None = None
+) -> ApprovalRecord:
     """Everything launch checks before it touches an executor: the approval and every input
-    the approved run reads (model files, datasets, the other files the lock names)."""
+    the approved run reads (model files, datasets, the other files the lock names).
+
+    ``snapshot`` is the run as the launching command read it, under the workspace lock it
+    still holds: run.yaml's text (whose digest plan.json must record) and each dataset, so
+    the gate checks the very files the launch then runs, each read once."""
     from kura.models.lockcheck import verify_locked_models
 
-    record = check_approval(workspace, run_id)
-    _check_cloud_at_launch(workspace, run_id, record)
-    lock = read_lock(workspace, run_id)
+    record, files = _checked(workspace, run_id, snapshot)
+    _check_cloud_at_launch(workspace, run_id, record, snapshot)
+    lock_name = f"{COMPILED_DIR}/{LOCK_NAME}"
+    fix = f"recompile with `kura run plan {run_id}`"
+    lock = (
+        parse_record(RunLock, files[lock_name], lock_path(workspace, run_id), fix=fix)
+        if lock_name in files
+        else read_lock(workspace, run_id)
+    )
     verify_locked_models(lock.models, run_id=run_id)
-    _check_datasets_at_launch(workspace, run_id, lock)
+    _check_datasets_at_launch(workspace, run_id, lock, snapshot)
     _check_inputs_at_launch(run_id, lock)
     return record
 
 
-def _check_cloud_at_launch(workspace: Workspace, run_id: str, record: ApprovalRecord) -> None:
-    """A SkyPilot run's cloud settings are still the approved ones (kura.toml's
+def _check_cloud_at_launch(
+    workspace: Workspace, run_id: str, record: ApprovalRecord, snapshot: RunSnapshot | None
+) -> None:
+    """A remote run's cloud settings are still the approved ones (kura.toml's
     ``[skypilot]`` is not in any digest: it is compared resolved)."""
+    from kura.execution.executors import executor_class
     from kura.runs.cloud import check_cloud_binding
     from kura.runs.store import load_run
 
-    spec, _ = load_run(workspace, run_id)
-    if spec.execution.executor != "skypilot":
+    spec = snapshot.spec if snapshot is not None else load_run(workspace, run_id)[0]
+    if not executor_class(spec.execution.executor).remote:
         return
     gpu_id = str(read_plan(workspace, run_id).gpu["id"])
     check_cloud_binding(workspace, spec, gpu_id, record.cloud)
@@ -421,11 +463,14 @@ def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
             )
 
 
-def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:
+def _check_datasets_at_launch(
+    workspace: Workspace, run_id: str, lock: RunLock, snapshot: RunSnapshot | None
+) -> None:
     from kura.dataset.registry import read_dataset_snapshot, validate_snapshot
 
+    known = {} if snapshot is None else snapshot.datasets
     for entry in lock.datasets:
-        dataset = read_dataset_snapshot(workspace, entry.name)
+        dataset = known.get(entry.name) or read_dataset_snapshot(workspace, entry.name)
         _check_dataset_path(workspace, run_id, dataset.spec, entry.media, entry.control)
         checked, _ = validate_snapshot(workspace, dataset)
         if not checked.ok:

@@ -36,7 +36,7 @@ class RunBuckets:
 def run_dataset_buckets(workspace: Workspace, run_id: str, dataset: str) -> RunBuckets:
     """Dataset ``dataset`` of run ``run_id``, bucketed by the run's trainer."""
     from kura.runs.context import load_context
-    from kura.runs.plan import plan_inputs
+    from kura.runs.inputs import plan_inputs
 
     context = load_context(workspace, run_id)
     names = [use.name for use in context.spec.datasets]

@@ -97,7 +97,9 @@ def _problems(
 def sky_plan_checks(workspace: Workspace, spec: RunSpec, gpu_id: str) -> list[PlanCheck]:
     """The plan's check of a SkyPilot launch (none for other executors); each problem is
     blocking, with its fix in the detail."""
-    if spec.execution.executor != "skypilot":
+    from kura.execution.executors import executor_class
+
+    if not executor_class(spec.execution.executor).remote:
         return []
     accelerator, settings, problems = _problems(workspace, spec, gpu_id)
     if problems:

@@ -156,7 +156,7 @@ def _bucket_folders(workspace: Workspace, run_id: str) -> dict[str, tuple[str, P
     """Writable mount target → (its bucket URL in the launched task, its run folder)."""
     from kura.execution.executors.skypilot import TASK_FILE
     from kura.runs.compile import COMPILED_DIR, CONTAINER_NAME
-    from kura.spec.compiled import ContainerFile
+    from kura.spec.compiled import ContainerSpec
     from kura.spec.machine import read_machine_file
     from kura.yamlio import load_yaml
 
@@ -176,7 +176,7 @@ def _bucket_folders(workspace: Workspace, run_id: str) -> dict[str, tuple[str, P
     }
     remedy = f"run `kura run plan {run_id}` again"
     container = read_machine_file(
-        ContainerFile, run_dir / COMPILED_DIR / CONTAINER_NAME, remedy=remedy
+        ContainerSpec, run_dir / COMPILED_DIR / CONTAINER_NAME, remedy=remedy
     )
     local = {m.target: m.source for m in container.mounts if not m.read_only and m.source}
     missing = sorted(set(urls) - set(local))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+
 from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
@@ -25,6 +27,7 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import Backend
     from kura.dataset.registry import DatasetSnapshot
+    from kura.spec.compiled import ContainerSpec
 
 __all__ = [
     "COMPILED_DIR",
@@ -84,11 +87,10 @@ def compile_in_workspace(
 
 
 def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
-    from kura.backends.documents import container_document, steps_file
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
     from kura.runs.new import check_explicit_values
-    from kura.spec.compiled import ContainerFile
+    from kura.spec.compiled import StepsFile
     from kura.spec.machine import machine_text
 
     spec, run_id, datasets = snapshot.spec, snapshot.run_id, snapshot.datasets
@@ -106,15 +108,17 @@ def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
     lock = _lock(workspace, spec, resolution, compiled.release, datasets)
     lock["inputs"] = _input_files(compiled)
     container = (
-        _container_with_hosts(container_document(compiled.container), paths)
+        _container_with_hosts(compiled.container, paths)
         if paths.in_container and compiled.container is not None
         else None
     )
-    steps = steps_file(compiled)
+    steps = StepsFile(
+        backend=compiled.backend, release=compiled.release, steps=list(compiled.steps)
+    )
     outputs = dict(compiled.files.items())
     outputs[STEPS_NAME] = machine_text(steps)
     if container is not None:
-        outputs[CONTAINER_NAME] = machine_text(ContainerFile.model_validate(container))
+        outputs[CONTAINER_NAME] = machine_text(container)
     outputs[LOCK_NAME] = _canonical(lock)
     folder = workspace.run_dir(run_id) / COMPILED_DIR
     changed = False
@@ -136,8 +140,8 @@ def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
     return CompileReport(
         run_id=run_id,
         files=[f"{COMPILED_DIR}/{name}" for name in sorted(outputs)],
-        steps=[step.model_dump(mode="json") for step in steps.steps],
-        container=container,
+        steps=[to_jsonable_python(step) for step in steps.steps],
+        container=None if container is None else to_jsonable_python(container),
         lock=lock,
         checks=_checks(spec, resolution, datasets),
         warnings=list(compiled.warnings),
@@ -171,11 +175,12 @@ def _inputs(
     backend: Backend,
 ) -> tuple[Any, PathMap, Any]:
     from kura.backends.base import CompileInputs
+    from kura.execution.executors import executor_class
     from kura.models.bundles import get_bundle
     from kura.models.resolve import resolve_bundle
 
     bundle = get_bundle(spec.model.base)
-    paths = PathMap(in_container=spec.execution.executor != "host")
+    paths = PathMap(in_container=executor_class(spec.execution.executor).in_container)
     root = Path(spec.model.root).expanduser() if spec.model.root else None
     resolution = resolve_bundle(
         bundle,
@@ -365,28 +370,22 @@ def _checks(
     return checks
 
 
-def _container_with_hosts(container: dict[str, Any], paths: PathMap) -> dict[str, Any]:
+def _container_with_hosts(container: ContainerSpec, paths: PathMap) -> ContainerSpec:
     """The backend's mounts with their host sides, plus the sibling shards of a model."""
+    from kura.spec.compiled import Mount
+
     mounts = []
-    for mount in container["mounts"]:
+    for mount in container.mounts:
         # A mount the backend gave its host side (a sample prompt's file) keeps it.
-        source = mount["source"] or (None if mount["baked"] else paths.host_side(mount["target"]))
-        if source is None and not mount["baked"]:
-            source = _run_subfolder(mount["target"], paths)
-        mounts.append({**mount, "source": source})
-    known = {m["target"] for m in mounts}
+        source = mount.source or (None if mount.baked else paths.host_side(mount.target))
+        if source is None and not mount.baked:
+            source = _run_subfolder(mount.target, paths)
+        mounts.append(replace(mount, source=source))
+    known = {m.target for m in mounts}
     for host, target in sorted(paths.pairs.items()):
         if target not in known and "/models/" in target:
-            mounts.append(
-                {
-                    "target": target,
-                    "read_only": True,
-                    "purpose": "model shard",
-                    "baked": False,
-                    "source": host,
-                }
-            )
-    return {**container, "mounts": mounts}
+            mounts.append(Mount(target, True, "model shard", source=host))
+    return replace(container, mounts=tuple(mounts))
 
 
 def _run_subfolder(target: str, paths: PathMap) -> str | None:

@@ -111,7 +111,7 @@ def estimate_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -
     """The run's estimate; the fit verdict needs a GPU (``--gpu``, run.yaml, local)."""
     from kura.errors import UsageError
     from kura.runs.gpu_choice import choose_gpu
-    from kura.runs.plan import plan_inputs
+    from kura.runs.inputs import plan_inputs
 
     context = load_context(workspace, run_id)
     try:

@@ -129,7 +129,7 @@ def follow_logs(
 
 
 def cancel(workspace: Workspace, run_id: str) -> CancelResult:
-    from kura.execution.runs import cancel_run
+    from kura.execution.executors import cancel_run
 
     load_run(workspace, run_id)
     state = cancel_run(workspace.run_dir(run_id))

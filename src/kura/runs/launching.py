@@ -13,6 +13,7 @@ earlier one: its logs and outputs move to ``attempts/<n>/`` first.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,16 +21,17 @@ from kura.errors import CheckFailed, UsageError
 from kura.nextsteps import NextStep
 from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
-from kura.runs.context import RunContext, load_context
+from kura.runs.context import RunContext, context_of
 from kura.runs.plan import record_applied
 from kura.runs.results import LaunchResult, diagnosis_of
-from kura.runs.store import load_run, run_file
+from kura.runs.snapshot import RunSnapshot, take_snapshot
+from kura.runs.store import run_file
 from kura.workspace import Workspace
-from kura.yamlio import write_yaml
 
 if TYPE_CHECKING:
     from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
+    from kura.spec.plan import ContingencyRecord
     from kura.spec.state import RunState
 
 __all__ = ["launch_run", "relaunch_run", "resume_run"]
@@ -40,10 +42,11 @@ CONTAINER_RUN_DIR = "/kura/run"
 def _launch_spec(
     workspace: Workspace, context: RunContext, *, skip: list[str], extra_train: tuple[str, ...]
 ) -> LaunchSpec:
-    from kura.backends.base import ContainerSpec, Mount, Step
+    from dataclasses import replace
+
     from kura.execution import LaunchSpec
     from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
-    from kura.spec.compiled import ContainerFile, StepsFile
+    from kura.spec.compiled import ContainerSpec, StepsFile
     from kura.spec.machine import read_machine_file
 
     spec = context.spec
@@ -52,30 +55,14 @@ def _launch_spec(
     remedy = f"run `kura run plan {run_id}` and approve again"
     steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
     steps = [
-        Step(
-            name=step.name,
-            argv=tuple(step.argv) + (extra_train if step.kind == "train" else ()),
-            env=dict(step.env),
-            cwd=step.cwd,
-            kind=step.kind,
-            generated=step.generated,
-        )
+        replace(step, argv=step.argv + extra_train) if step.kind == "train" else step
         for step in steps_doc.steps
     ]
     container = None
     if (folder / CONTAINER_NAME).is_file():
-        found = read_machine_file(ContainerFile, folder / CONTAINER_NAME, remedy=remedy)
-        container = ContainerSpec(
-            image=found.image,
-            gpus=found.gpus,
-            mounts=tuple(
-                Mount(m.target, m.read_only, m.purpose, source=m.source)
-                for m in found.mounts
-                if not m.baked and m.source
-            ),
-            env=dict(found.env),
-            workdir=found.workdir,
-        )
+        found = read_machine_file(ContainerSpec, folder / CONTAINER_NAME, remedy=remedy)
+        bound = tuple(m for m in found.mounts if not m.baked and m.source)
+        container = replace(found, mounts=bound)
     run_dir = workspace.run_dir(run_id)
     for sub in ("cache", "output", "logs"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -111,39 +98,64 @@ def launch_run(
     skip: list[str] | None = None,
     extra_train: tuple[str, ...] = (),
 ) -> LaunchResult:
-    """Start a run that never ran, exactly as approved (after :func:`check_gate`)."""
-    check_gate(workspace, run_id)
-    _refuse_ran_before(workspace, run_id)
-    return _start(workspace, run_id, detach=detach, skip=skip, extra_train=extra_train)
+    """Start a run that never ran, exactly as approved (after :func:`check_gate`).
+
+    One hold of the workspace lock covers the snapshot (run.yaml and its datasets, each read
+    once), the gate on it and the launch spec made from it; the executor starts after it is
+    released (a foreground run does not hold every other command for its whole length)."""
+    with workspace.lock():
+        snapshot = take_snapshot(workspace, run_id)
+        check_gate(workspace, run_id, snapshot)
+        _refuse_ran_before(workspace, run_id)
+        ready = _ready(workspace, snapshot, skip=skip or [], extra_train=extra_train)
+    return _start(ready, detach=detach)
 
 
-def _start(
+@dataclass(frozen=True)
+class _Ready:
+    """A run past the gate, ready for its executor: what the snapshot compiled to."""
+
+    context: RunContext
+    spec: LaunchSpec
+    options: dict[str, object]
+
+
+def _ready(
     workspace: Workspace,
-    run_id: str,
+    snapshot: RunSnapshot,
     *,
-    detach: bool,
-    skip: list[str] | None = None,
+    skip: list[str],
     extra_train: tuple[str, ...] = (),
     keep_outputs: bool = False,
-) -> LaunchResult:
-    """Hand the approved steps to the executor (after :func:`check_gate`)."""
-    from kura.execution import launch
+) -> _Ready:
+    """The launch spec of the snapshot's run (after :func:`check_gate` on that snapshot):
+    the earlier attempt archived, the image checked, the executor's options read."""
+    from kura.execution.executors import executor_class
 
+    run_id = snapshot.run_id
     _archive_attempt(workspace.run_dir(run_id), keep_outputs=keep_outputs)
-    context = load_context(workspace, run_id)
-    spec = context.spec
-    launch_spec = _launch_spec(workspace, context, skip=skip or [], extra_train=extra_train)
-    if spec.execution.executor == "docker" and launch_spec.container is not None:
+    context = context_of(snapshot)
+    launch_spec = _launch_spec(workspace, context, skip=skip, extra_train=extra_train)
+    executor = executor_class(context.spec.execution.executor)
+    if executor.local_image and launch_spec.container is not None:
         _check_image(context, launch_spec.container.image)
     options: dict[str, object] = {}
-    if spec.execution.executor == "skypilot":
+    if executor.remote:
         options = _sky_options(workspace, context)
+    return _Ready(context, launch_spec, options)
+
+
+def _start(ready: _Ready, *, detach: bool) -> LaunchResult:
+    """Hand the approved steps to the executor."""
+    from kura.execution import launch
+
+    context, run_id = ready.context, ready.context.spec.id
     state = launch(
-        launch_spec,
+        ready.spec,
         foreground=not detach,
         backend=context.backend.name,
-        backend_config=dict(context.backend.failure_config(spec, context.plan_inputs)),
-        executor_options=options,
+        backend_config=dict(context.backend.failure_config(context.spec, context.plan_inputs)),
+        executor_options=ready.options,
     )
     follow = NextStep(f"kura run watch {run_id}", "follow progress, loss and time left")
     result = NextStep(f"kura run status {run_id}", "the outcome and what to do next")
@@ -190,15 +202,45 @@ def _sky_resume(context: RunContext) -> ResumeRule | None:
 
 
 def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:
-    """After an out-of-memory: apply the approved contingency, re-approve, launch again."""
-    record = check_gate(workspace, run_id)
-    run_dir = workspace.run_dir(run_id)
-    state = _ran_state(workspace, run_id, "relaunch")
-    if not state.is_terminal:
-        raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
+    """After an out-of-memory: apply the approved contingency, re-approve, launch again.
+
+    One hold of the workspace lock and one snapshot from the gate to the launch spec:
+    run.yaml is read once, written once (the contingency), and every later stage (compile,
+    plan.json's record, the approval, the gate again) takes the snapshot of the text written."""
+    with workspace.lock():
+        snapshot = take_snapshot(workspace, run_id)
+        record = check_gate(workspace, run_id, snapshot)
+        run_dir = workspace.run_dir(run_id)
+        state = _ran_state(workspace, run_id, "relaunch")
+        if not state.is_terminal:
+            raise UsageError(
+                f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
+            )
+        change = _covered_contingency(run_id, state, record.contingency)
+        snapshot, before = _apply_contingency(workspace, snapshot, change, state.attempt)
+        compile_in_workspace(workspace, run_id, snapshot)
+        record_applied(
+            workspace,
+            run_id,
+            attempt=state.attempt + 1,
+            change={k: {"from": before.get(k), "to": v} for k, v in change.items()},
+            why=f"the approved contingency, after an out-of-memory in attempt {state.attempt}",
+            run_yaml_digest=snapshot.digest,
+        )
+        approve_run(workspace, run_id, via="contingency", snapshot=snapshot)
+        check_gate(workspace, run_id, snapshot)
+        ready = _ready(workspace, snapshot, skip=_cached_steps(run_dir))
+    return _start(ready, detach=detach)
+
+
+def _covered_contingency(
+    run_id: str, state: RunState, contingency: ContingencyRecord | None
+) -> Mapping[str, object]:
+    """The approved contingency's change, when it covers the failure's suggested fix (an
+    out-of-memory whose next rung the approval carries); else CheckFailed with that fix."""
     diagnosis = diagnosis_of(state)
     suggestion: Mapping[str, object] = {} if diagnosis is None else diagnosis.next
-    change = None if record.contingency is None else record.contingency.change
+    change = None if contingency is None else contingency.change
     covered = change is not None and suggestion.get("key") in change
     if diagnosis is None or diagnosis.code != "cuda_oom" or not covered or change is None:
         raise CheckFailed(
@@ -207,26 +249,33 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
             hint=f"suggested next step: {_describe(suggestion)}; change run.yaml, then "
             f"`kura run plan {run_id}` and approve again",
         )
-    with workspace.lock():
-        _, document = load_run(workspace, run_id)
-        before = dict(document["backend"]["config"])
-        for key, value in change.items():
-            document["backend"]["config"][key] = value
-            document["backend"]["reasons"][key] = (
-                f"contingency of the approved plan: out-of-memory in attempt {state.attempt}"
-            )
-        write_yaml(run_file(workspace, run_id), document)
-    compile_in_workspace(workspace, run_id)
-    record_applied(
-        workspace,
-        run_id,
-        attempt=state.attempt + 1,
-        change={k: {"from": before.get(k), "to": v} for k, v in change.items()},
-        why=f"the approved contingency, after an out-of-memory in attempt {state.attempt}",
-    )
-    approve_run(workspace, run_id, via="contingency")
-    check_gate(workspace, run_id)
-    return _start(workspace, run_id, detach=detach, skip=_cached_steps(run_dir))
+    return change
+
+
+def _apply_contingency(
+    workspace: Workspace, snapshot: RunSnapshot, change: Mapping[str, object], attempt: int
+) -> tuple[RunSnapshot, dict[str, object]]:
+    """Write the contingency's values into the snapshot's run.yaml (comments kept); the
+    snapshot of the text written, and backend.config as it was."""
+    from kura.fsutil import atomic_write_text
+    from kura.yamlio import dump_yaml
+
+    document = snapshot.document()
+    before = dict(document["backend"]["config"])
+    for key, value in change.items():
+        document["backend"]["config"][key] = value
+        document["backend"]["reasons"][key] = (
+            f"contingency of the approved plan: out-of-memory in attempt {attempt}"
+        )
+    text = dump_yaml(document)
+    atomic_write_text(run_file(workspace, snapshot.run_id), text)
+    return snapshot.with_run_text(text), before
+
+
+def _in_container(executor: str) -> bool:
+    from kura.execution.executors import executor_class
+
+    return executor_class(executor).in_container
 
 
 def _describe(suggestion: Mapping[str, object]) -> str:
@@ -239,23 +288,24 @@ def _describe(suggestion: Mapping[str, object]) -> str:
 
 def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> LaunchResult:
     """Continue training from the newest state the trainer saved (outputs stay in place:
-    the trainer continues them; the earlier attempt's logs move to ``attempts/<n>/``)."""
-    check_gate(workspace, run_id)
-    state = _ran_state(workspace, run_id, "resume")
-    if not state.is_terminal:
-        raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
-    context = load_context(workspace, run_id)
-    run_dir = workspace.run_dir(run_id)
-    seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
-    extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
-    return _start(
-        workspace,
-        run_id,
-        detach=detach,
-        skip=_cached_steps(run_dir),
-        extra_train=extra,
-        keep_outputs=True,
-    )
+    the trainer continues them; the earlier attempt's logs move to ``attempts/<n>/``).
+    Under one hold of the lock, on one snapshot, as :func:`launch_run`."""
+    with workspace.lock():
+        snapshot = take_snapshot(workspace, run_id)
+        check_gate(workspace, run_id, snapshot)
+        state = _ran_state(workspace, run_id, "resume")
+        if not state.is_terminal:
+            raise UsageError(
+                f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
+            )
+        run_dir = workspace.run_dir(run_id)
+        in_container = _in_container(snapshot.spec.execution.executor)
+        seen = CONTAINER_RUN_DIR if in_container else str(run_dir)
+        extra = context_of(snapshot).backend.resume_arguments(run_dir, trainer_run_dir=seen)
+        ready = _ready(
+            workspace, snapshot, skip=_cached_steps(run_dir), extra_train=extra, keep_outputs=True
+        )
+    return _start(ready, detach=detach)
 
 
 def _ran_state(workspace: Workspace, run_id: str, verb: str) -> RunState:

@@ -15,18 +15,7 @@ if TYPE_CHECKING:
     from kura.spec.run import RunSpec
     from kura.workspace import Workspace
 
-__all__ = ["at_run_resolution", "dataset_media", "image_sizes", "media_of"]
-
-
-def dataset_media(workspace: Workspace, name: str) -> DatasetMedia:
-    """The videos (frames, fps, bucket), the image count and the controls per item of
-    dataset ``name``; empty when it has no stored inspection (a damaged one is an error)."""
-    from kura.backends.base import DatasetMedia
-    from kura.dataset.registry import INSPECTION_NAME, load_inspection
-
-    if not (workspace.dataset_dir(name) / INSPECTION_NAME).is_file():
-        return DatasetMedia()
-    return media_of(load_inspection(workspace, name))
+__all__ = ["at_run_resolution", "image_sizes", "media_of"]
 
 
 def media_of(report: InspectionFile | None) -> DatasetMedia:

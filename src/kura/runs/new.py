@@ -280,9 +280,10 @@ def _executor(workspace: Workspace, trainer: Any) -> tuple[str, str]:
     """kura.toml's default executor, or the host where that default runs an image and the
     trainer has none (KohakuMoss lives in an environment of this machine), saying why."""
     from kura.errors import Unsupported
+    from kura.execution.executors import executor_class
 
     default = workspace.config().executor.default
-    if default != "docker":
+    if not executor_class(default).local_image:
         return default, ""
     try:
         trainer.image(workspace)

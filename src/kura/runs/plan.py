@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
 from kura.runs.context import RunContext, context_of
+from kura.runs.inputs import plan_inputs
 from kura.runs.plan_render import lora_document, render
 from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.runs.store import run_file
@@ -32,7 +33,7 @@ from kura.spec.records import read_record, record_text
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.backends.base import Evaluation, PlanFit, PlanInputs
+    from kura.backends.base import Evaluation, PlanFit
     from kura.dataset.registry import DatasetChecked
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "PLAN_NAME",
     "PlanReport",
     "compiled_digest",
-    "plan_inputs",
     "plan_run",
     "read_plan",
     "record_applied",
@@ -300,11 +300,18 @@ def _already_written(path: Path, record: str, text: str) -> bool:
 
 
 def record_applied(
-    workspace: Workspace, run_id: str, *, attempt: int, change: dict[str, Any], why: str
+    workspace: Workspace,
+    run_id: str,
+    *,
+    attempt: int,
+    change: dict[str, Any],
+    why: str,
+    run_yaml_digest: str | None = None,
 ) -> None:
     """After relaunch applied the approved contingency: plan.json and plan.md say what the
     next attempt actually runs (the change, from → to, and why), bound to the new compiled
-    files, so the plan a person reads is the run that ran."""
+    files, so the plan a person reads is the run that ran. ``run_yaml_digest`` is the digest
+    of the run.yaml relaunch wrote (None: read run.yaml for it)."""
     from kura.runs.snapshot import read_run_text, text_digest
 
     folder = workspace.run_dir(run_id)
@@ -321,7 +328,8 @@ def record_applied(
                 "plan_md_sha256": hashlib.sha256(text.encode()).hexdigest(),
                 "plan_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
                 "compiled_digest": compiled_digest(workspace, run_id),
-                "run_yaml_digest": text_digest(read_run_text(workspace, run_id)[0]),
+                "run_yaml_digest": run_yaml_digest
+                or text_digest(read_run_text(workspace, run_id)[0]),
             }
         )
         atomic_write_text(folder / PLAN_JSON, record_text(updated))
@@ -374,20 +382,6 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, DatasetChecked]) -
             )
         )
     return checks
-
-
-def plan_inputs(workspace: Workspace, context: RunContext) -> PlanInputs:
-    """The context's plan inputs with the run's prepared compile inputs, each dataset's
-    facts and media as inspection sees them at the run's resolution (its buckets)."""
-    from dataclasses import replace
-
-    from kura.runs.compile import prepared_inputs
-    from kura.runs.media import at_run_resolution
-
-    snapshot = context.snapshot
-    compiled = prepared_inputs(workspace, snapshot.spec, context.backend, snapshot.datasets)
-    datasets, media = at_run_resolution(workspace, context.spec, context.datasets, context.media)
-    return replace(context.plan_inputs, compile=compiled, datasets=datasets, media=media)
 
 
 def estimate_document(written: Evaluation) -> dict[str, Any]:

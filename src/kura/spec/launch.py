@@ -2,7 +2,8 @@
 
 Written by the executor at submit, read by the supervisor and by ``kura run status`` (for
 the backend whose diagnosis reads a failure). Values are plain JSON, secrets never: the
-environment variables a step needs are named in ``pass_env`` and read at start.
+environment variables a step needs are named in ``pass_env`` and read at start. The steps
+and the container are the compiled run's own types (:mod:`kura.spec.compiled`).
 """
 
 from __future__ import annotations
@@ -11,42 +12,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from kura.spec.compiled import ContainerSpec, Step
 from kura.spec.machine import MachineFile
 
-__all__ = ["LaunchContainer", "LaunchFile", "LaunchMount", "LaunchSpecEntry", "LaunchStep"]
-
-
-class LaunchStep(MachineFile):
-    name: str
-    argv: list[str] = Field(min_length=1)
-    env: dict[str, str]
-    cwd: str
-    kind: Literal["prepare", "cache", "train", "sample"] = "train"
-    generated: bool = True
-
-
-class LaunchMount(MachineFile):
-    target: str
-    read_only: bool
-    purpose: str = ""
-    source: str | None
-    baked: bool = False
-
-
-class LaunchContainer(MachineFile):
-    image: str
-    gpus: int | str
-    workdir: str
-    mounts: list[LaunchMount]
-    env: dict[str, str]
+__all__ = ["LaunchFile", "LaunchSpecEntry"]
 
 
 class LaunchSpecEntry(MachineFile):
     run_id: str
     run_dir: str
-    steps: list[LaunchStep]
+    steps: list[Step]
     executor: Literal["host", "docker", "skypilot"]
-    container: LaunchContainer | None
+    container: ContainerSpec | None
     gpus: int = Field(ge=1)
     pass_env: list[str]
     skip_steps: list[str]

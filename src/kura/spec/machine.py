@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
 
 from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
 
 __all__ = ["MachineFile", "parse_machine_text", "read_machine_file", "write_machine_file"]
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M")
+"""A file's model: a :class:`MachineFile`, or a pydantic dataclass (``compiled/container.json``
+is a :class:`kura.spec.compiled.ContainerSpec`)."""
 
 
 class MachineFile(BaseModel):
@@ -49,7 +52,7 @@ def parse_machine_text(model: type[M], text: str, path: Path, *, remedy: str) ->
 
     data = parse_json(text, path)
     try:
-        return model.model_validate(data)
+        return _validated(model, data)
     except ValidationError as exc:
         raise InvalidInput(
             f"{path} does not match the {model.__name__} schema: {describe_validation(exc)}",
@@ -58,14 +61,32 @@ def parse_machine_text(model: type[M], text: str, path: Path, *, remedy: str) ->
         ) from None
 
 
-def write_machine_file(path: Path, document: BaseModel) -> str:
+def _validated(model: type[M], data: object) -> M:
+    if issubclass(model, BaseModel):
+        return model.model_validate(data)
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        adapter = _ADAPTERS[model] = TypeAdapter(model)
+    found: M = adapter.validate_python(data)
+    return found
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+"""One adapter per dataclass model (building one costs a schema)."""
+
+
+def write_machine_file(path: Path, document: object) -> str:
     """Write ``document`` atomically as sorted, indented JSON; returns the text written."""
     text = machine_text(document)
     atomic_write_text(path, text)
     return text
 
 
-def machine_text(document: BaseModel) -> str:
+def machine_text(document: object) -> str:
     """The canonical bytes of a machine file (compiling twice gives the same text)."""
-    data = document.model_dump(mode="json", by_alias=True)
+    data: Any = (
+        document.model_dump(mode="json", by_alias=True)
+        if isinstance(document, BaseModel)
+        else to_jsonable_python(document, by_alias=True)
+    )
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

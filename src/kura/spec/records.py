@@ -39,6 +39,17 @@ def write_record(path: Path, record: BaseModel) -> str:
     return text
 
 
+def parse_record(model: type[M], raw: bytes, path: Path, *, fix: str) -> M:
+    """:func:`read_record` of bytes already read from ``path`` (a caller that also hashes
+    the file reads it once)."""
+    from kura.bounded import decode_utf8, parse_json
+
+    try:
+        return validate_spec(model, parse_json(decode_utf8(raw, path), path), source=path)
+    except InvalidInput as exc:
+        raise type(exc)(exc.message, hint=fix, path=path) from None
+
+
 def read_record(model: type[M], path: Path, *, fix: str) -> M:
     """Parse ``path`` within the JSON bounds and validate it against ``model``.
 

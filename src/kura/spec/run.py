@@ -129,7 +129,7 @@ class BackendSection(StrictModel):
     @field_validator("name")
     @classmethod
     def _registered(cls, name: str) -> str:
-        from kura.backends.registry import backend_names
+        from kura.backends.names import backend_names
 
         if name not in backend_names():
             raise ValueError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}")

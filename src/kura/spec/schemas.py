@@ -13,7 +13,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "approval": ("kura.spec.approval:ApprovalRecord", "runs/<id>/approval.json"),
     "lock": ("kura.spec.lock:RunLock", "runs/<id>/compiled/run.lock"),
     "plan": ("kura.spec.plan:PlanRecord", "runs/<id>/plan.json"),
-    "container": ("kura.spec.compiled:ContainerFile", "runs/<id>/compiled/container.json"),
+    "container": ("kura.spec.compiled:ContainerSpec", "runs/<id>/compiled/container.json"),
     "dataset": ("kura.spec.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
     "inspection": ("kura.spec.inspection:InspectionFile", "datasets/<name>/inspection.json"),
     "launch": ("kura.spec.launch:LaunchFile", "runs/<id>/launch.json"),

@@ -45,6 +45,8 @@ class CacheKey:
 def cache_key(run_dir: Path, run_dir_seen: str) -> CacheKey | None:
     """The cache key of a compiled trial, or None when it has no caching step."""
     compiled = run_dir / "compiled"
+    from dataclasses import asdict
+
     from kura.bounded import load_json
     from kura.spec.compiled import StepsFile
     from kura.spec.machine import read_machine_file
@@ -52,7 +54,7 @@ def cache_key(run_dir: Path, run_dir_seen: str) -> CacheKey | None:
     remedy = f"compile the trial again (`kura run plan {run_dir.name}`)"
     steps_doc = read_machine_file(StepsFile, compiled / "steps.json", remedy=remedy)
     lock = load_json(compiled / "run.lock")
-    steps = [s.model_dump() for s in steps_doc.steps if s.kind in CACHE_KINDS]
+    steps = [asdict(s) for s in steps_doc.steps if s.kind in CACHE_KINDS]
     if not steps:
         return None
 

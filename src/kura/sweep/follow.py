@@ -43,7 +43,8 @@ def follow_trial(
 ) -> Followed:
     """Follow until the run ends; ``report`` False (a multi-objective study, which takes no
     intermediate values) follows without telling the study anything, and never prunes."""
-    from kura.execution.runs import cancel_run, refresh_state
+    from kura.execution.executors import cancel_run
+    from kura.execution.runs import refresh_state
 
     started = time.monotonic()
     last_step = 0

@@ -222,7 +222,7 @@ class _Worker:
 
     def _reaped_here(self, trial: Any, reason: str) -> None:
         """A lost trial of this machine: stop its orphaned run, mark its record lost."""
-        from kura.execution.runs import cancel_run
+        from kura.execution.executors import cancel_run
         from kura.sweep.records import load_trials, write_trial
 
         if trial.user_attrs.get("kura.host") != self.host:
@@ -456,6 +456,7 @@ class _Worker:
     def _caches(
         self, run_id: str, held: contextlib.ExitStack
     ) -> tuple[dict[str, Any] | None, list[str], Any]:
+        from kura.execution.executors import executor_class
         from kura.locking import hold_lock
         from kura.runs.launching import CONTAINER_RUN_DIR
         from kura.runs.store import load_run
@@ -463,7 +464,8 @@ class _Worker:
 
         run_dir = self.workspace.run_dir(run_id)
         spec, _ = load_run(self.workspace, run_id)
-        seen = str(run_dir) if spec.execution.executor == "host" else CONTAINER_RUN_DIR
+        in_container = executor_class(spec.execution.executor).in_container
+        seen = CONTAINER_RUN_DIR if in_container else str(run_dir)
         key = cache_key(run_dir, seen)
         self._cache_note = None
         if key is None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 import re
 import stat
 from pathlib import Path, PurePosixPath
@@ -33,7 +32,6 @@ __all__ = [
     "media_type",
     "resolve_media",
     "same_secret",
-    "token_from_environment",
 ]
 
 TOKEN_ENV = "KURA_WEB_TOKEN"
@@ -92,10 +90,6 @@ def local_redirect(target: str) -> str:
     ):
         return "/"
     return target
-
-
-def token_from_environment() -> str | None:
-    return os.environ.get(TOKEN_ENV) or None
 
 
 def check_bind(host: str, token: str | None) -> None:

@@ -32,8 +32,8 @@ from kura.backends.musubi.estimation import (
     control_area_factor,
     dataset_items,
     epoch_buckets,
-    steps_per_epoch,
 )
+from kura.backends.musubi.fit import steps_per_epoch
 from kura.backends.musubi.items import video_items
 from kura.dataset.inspect import inspect_dataset
 from kura.dataset.registry import facts_from_report

@@ -43,7 +43,7 @@ from kura.backends.base import (
     TrainerBucket,
 )
 from kura.errors import InvalidInput, SpecError, Unsupported
-from kura.spec.run import RunSpec
+from kura.spec.run import DatasetUse, RunSpec
 
 __all__ = [
     "DIVISIBILITY",
@@ -51,6 +51,7 @@ __all__ = [
     "aitk_dataset_buckets",
     "batches_countable",
     "bucket_for_image",
+    "bucket_resolution",
     "buckets_report",
     "dataset_buckets",
     "divisibility_for",
@@ -238,11 +239,23 @@ def input_buckets(
     )
 
 
+def bucket_resolution(use: DatasetUse) -> int:
+    """The one square side AI-Toolkit buckets a dataset around (a non-square resolution is
+    refused: it has no such setting)."""
+    sides = use.resolution
+    if len(sides) == 2 and sides[0] != sides[1]:
+        raise Unsupported(
+            f"dataset {use.name}: resolution {sides} — AI-Toolkit buckets every aspect around "
+            "one square side",
+            hint=f"set datasets[].resolution to [{max(sides)}] (or the side you want)",
+        )
+    return sides[0]
+
+
 def run_buckets(spec: RunSpec, datasets: Sequence[DatasetInput]) -> tuple[AitkBuckets, ...]:
     """Each run dataset's buckets as the compiled job makes them (its resolution, the run's
     micro-batch, the model class's step)."""
     from kura.backends.aitoolkit.archs import model_for
-    from kura.backends.aitoolkit.compile import bucket_resolution
     from kura.backends.aitoolkit.knobs import read_knobs
 
     model = model_for(spec.model.base)

@@ -25,6 +25,7 @@ import posixpath
 from collections.abc import Sequence
 
 from kura.backends.aitoolkit.archs import AITK_RELEASE, AitkModel, bundles_for, model_for
+from kura.backends.aitoolkit.buckets import bucket_resolution
 from kura.backends.aitoolkit.knobs import Knobs, read_knobs
 from kura.backends.aitoolkit.samples import sample_prompts
 from kura.backends.aitoolkit.schema import (
@@ -408,17 +409,6 @@ def _epochs_to_steps(epochs: int, steps_per_epoch: int | None, key: str, total: 
             "sample_every_steps",
         )
     return min(total, epochs * steps_per_epoch)
-
-
-def bucket_resolution(use: DatasetUse) -> int:
-    sides = use.resolution
-    if len(sides) == 2 and sides[0] != sides[1]:
-        raise Unsupported(
-            f"dataset {use.name}: resolution {sides} — AI-Toolkit buckets every aspect around "
-            "one square side",
-            hint=f"set datasets[].resolution to [{max(sides)}] (or the side you want)",
-        )
-    return sides[0]
 
 
 CLIP_SAMPLING = (

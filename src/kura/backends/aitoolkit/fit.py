@@ -419,7 +419,3 @@ def contingency_for(spec: RunSpec, inputs: PlanInputs) -> Contingency | None:
     if not isinstance(change, dict):
         return None
     return Contingency(on="out-of-memory in training", rung=rung, change=change)
-
-
-def knobs_of(spec: RunSpec) -> Knobs:
-    return read_knobs(spec.backend.config)

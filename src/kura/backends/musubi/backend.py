@@ -218,12 +218,11 @@ class MusubiBackend(CheckoutBackend):
     ) -> PlanFit:
         from kura.backends.musubi.estimation import (
             LADDER_KEYS,
-            config_changes,
             estimate_config,
             person_set,
             step_setup,
         )
-        from kura.backends.musubi.fit import fastest_fitting
+        from kura.backends.musubi.fit import config_changes, fastest_fitting
 
         setup = step_setup(spec, inputs.bundle, inputs.datasets, inputs.media)
         plan = fastest_fitting(

@@ -22,15 +22,12 @@ from kura.spec.run import RunSpec
 __all__ = [
     "LADDER_KEYS",
     "DatasetItems",
-    "config_changes",
     "control_area_factor",
     "dataset_items",
-    "diagnosis_config",
     "epoch_buckets",
     "estimate_config",
     "estimator_model",
     "rung_change",
-    "steps_per_epoch",
 ]
 
 LADDER_KEYS = (
@@ -300,14 +297,6 @@ def _video_buckets(
     )
 
 
-def steps_per_epoch(
-    buckets: tuple[Any, ...], micro_batch: int, accumulation: int, gpus: int
-) -> int:
-    """Optimizer steps per epoch: batches never mix buckets (Musubi groups by bucket)."""
-    batches = sum(math.ceil(int(b.count) / micro_batch) for b in buckets)
-    return max(1, math.ceil(batches / (accumulation * gpus)))
-
-
 KURA_REASONS = ("fit ladder", "adapter default")
 """The reasons Kura writes for a ``backend.config`` value (``kura.runs.plan.KURA_REASONS``)."""
 
@@ -343,6 +332,7 @@ def estimate_config(
     """The run exactly as written, as an estimator configuration (``model_paths``: the
     resolved compile inputs' roles, when the caller has them)."""
     from kura.backends.musubi.estimator.config import EstimateConfig
+    from kura.backends.musubi.fit import steps_per_epoch
     from kura.models.bundles import get_bundle
     from kura.sizing.shapes import get_shape, with_depth
 
@@ -446,43 +436,6 @@ def control_area_factor(use: Any, variant: Any) -> int:
         return 1
     c_width, c_height = (int(v) for v in (list(control) * 2)[:2])
     return max(1, math.ceil(c_width * c_height / (int(width) * int(height))))
-
-
-def config_changes(estimate_config: Any) -> dict[str, Any]:
-    """The ladder-managed backend.config values that realise an estimator configuration."""
-    from kura.sizing.shapes import get_shape
-
-    values: dict[str, Any] = {
-        "fp8_base": estimate_config.fp8 in ("base", "scaled"),
-        "fp8_scaled": estimate_config.fp8 == "scaled",
-        "gradient_checkpointing": estimate_config.gradient_checkpointing != "off",
-        "gradient_checkpointing_cpu_offload": estimate_config.gradient_checkpointing
-        == "cpu-offload",
-        "batch_size": estimate_config.micro_batch,
-        "gradient_accumulation_steps": estimate_config.grad_accum,
-        "blocks_to_swap": estimate_config.blocks_to_swap,
-        "block_swap_h2d_only": estimate_config.swap_h2d_only,
-        "split_attn": estimate_config.split_attn,
-    }
-    if "none" not in get_shape(estimate_config.model).fp8_modes:
-        # The weights are fp8 as shipped: the trainer takes no fp8 flag for them.
-        del values["fp8_base"], values["fp8_scaled"]
-    if estimate_config.blocks_to_swap and estimate_config.swap_h2d_only:
-        values["block_swap_ring_size"] = estimate_config.swap_ring_size
-    if estimate_config.blocks_to_swap:
-        values["use_pinned_memory_for_block_swap"] = estimate_config.pinned_swap
-    return values
-
-
-def diagnosis_config(spec: RunSpec) -> dict[str, Any]:
-    """backend.config plus the model's block-swap limit, as failure diagnosis reads it."""
-    from kura.models.bundles import get_bundle
-
-    bundle = get_bundle(spec.model.base)
-    config = dict(spec.backend.config)
-    if bundle.estimator_model:
-        config["max_blocks_to_swap"] = swap_limit(bundle.estimator_model, config)
-    return config
 
 
 def swap_limit(model: str, config: Mapping[str, Any]) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kura.backends.base import AidChoice, Evaluation, MemoryAid, StepCost
+from kura.backends.base import AidChoice, Evaluation, MemoryAid, Rung, StepCost
 from kura.backends.musubi.estimator.cachetime import (
     CACHE_TIME_BAND,
     IMAGE_ENCODERS,
@@ -58,7 +58,6 @@ from kura.planning.ladder import (
     CHOICE_RULE,
     Alternative,
     LadderResult,
-    Rung,
     walk,
 )
 from kura.sizing.optimizers import state_bytes_per_param
@@ -69,9 +68,10 @@ __all__ = [
     "FitPlan",
     "MusubiFitProblem",
     "RecipeOption",
-    "Rung",
     "StepSetup",
+    "config_changes",
     "fastest_fitting",
+    "steps_per_epoch",
 ]
 
 RESOLUTION_SCALES = (0.875, 0.75, 0.625, 0.5)
@@ -419,10 +419,42 @@ class MusubiFitProblem:
         return _reason(aid.name, _detail(before), _detail(after), self.recipe, self.shape)
 
     def settings(self, choice: AidChoice) -> Mapping[str, object]:
-        from kura.backends.musubi.estimation import config_changes
-
         steps = self.setup.step_settings(choice) if self.setup is not None else {}
         return {**config_changes(self.config(choice)), **steps}
+
+
+def steps_per_epoch(
+    buckets: tuple[Any, ...], micro_batch: int, accumulation: int, gpus: int
+) -> int:
+    """Optimizer steps per epoch: batches never mix buckets (Musubi groups by bucket)."""
+    batches = sum(math.ceil(int(b.count) / micro_batch) for b in buckets)
+    return max(1, math.ceil(batches / (accumulation * gpus)))
+
+
+def config_changes(estimate_config: Any) -> dict[str, Any]:
+    """The ladder-managed backend.config values that realise an estimator configuration."""
+    from kura.sizing.shapes import get_shape
+
+    values: dict[str, Any] = {
+        "fp8_base": estimate_config.fp8 in ("base", "scaled"),
+        "fp8_scaled": estimate_config.fp8 == "scaled",
+        "gradient_checkpointing": estimate_config.gradient_checkpointing != "off",
+        "gradient_checkpointing_cpu_offload": estimate_config.gradient_checkpointing
+        == "cpu-offload",
+        "batch_size": estimate_config.micro_batch,
+        "gradient_accumulation_steps": estimate_config.grad_accum,
+        "blocks_to_swap": estimate_config.blocks_to_swap,
+        "block_swap_h2d_only": estimate_config.swap_h2d_only,
+        "split_attn": estimate_config.split_attn,
+    }
+    if "none" not in get_shape(estimate_config.model).fp8_modes:
+        # The weights are fp8 as shipped: the trainer takes no fp8 flag for them.
+        del values["fp8_base"], values["fp8_scaled"]
+    if estimate_config.blocks_to_swap and estimate_config.swap_h2d_only:
+        values["block_swap_ring_size"] = estimate_config.swap_ring_size
+    if estimate_config.blocks_to_swap:
+        values["use_pinned_memory_for_block_swap"] = estimate_config.pinned_swap
+    return values
 
 
 def evaluation_of(
@@ -670,8 +702,6 @@ def _epochs(found: Estimate, setup: StepSetup) -> int:
     config = found.config
     if config is None or not config.total_steps:
         return 1
-    from kura.backends.musubi.estimation import steps_per_epoch
-
     per_epoch = steps_per_epoch(
         config.buckets, config.micro_batch, config.grad_accum, config.gpu_count
     )

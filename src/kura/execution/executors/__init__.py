@@ -7,13 +7,18 @@ branches on an executor's name: callers look the class up here by the name a run
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kura.errors import UsageError
+from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Executor, Handle
 from kura.execution.executors.docker import DockerExecutor
 from kura.execution.executors.host import HostExecutor
 from kura.execution.executors.skypilot import SkyPilotExecutor
+from kura.execution.launch_spec import LaunchRecord, Step
+from kura.execution.runs import DEFAULT_GRACE_SECONDS, refresh_state, stop_run
+from kura.execution.state import RunState
 
 __all__ = [
     "EXECUTORS",
@@ -22,8 +27,10 @@ __all__ = [
     "Handle",
     "HostExecutor",
     "SkyPilotExecutor",
+    "cancel_run",
     "executor_class",
     "executor_for",
+    "step_command",
 ]
 
 EXECUTORS: dict[str, type[HostExecutor]] = {
@@ -55,3 +62,17 @@ def executor_for(name: str, **options: Any) -> Executor:
         )
     executor: Executor = cls(**options)
     return executor
+
+
+def step_command(record: LaunchRecord, step: Step) -> StepCommand:
+    """The process for ``step``, as the run's executor starts it."""
+    return executor_class(record.spec.executor).command(record, step)
+
+
+def cancel_run(run_dir: Path, *, grace: float = DEFAULT_GRACE_SECONDS) -> RunState:
+    """Stop a run from any process, through the executor its state records
+    (:func:`kura.execution.runs.stop_run`); a finished run is returned unchanged."""
+    state = refresh_state(run_dir)
+    if state.is_terminal:
+        return state
+    return stop_run(run_dir, grace=grace, remote_stop=executor_class(state.executor).remote_stop)

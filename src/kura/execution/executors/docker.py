@@ -87,6 +87,8 @@ def docker_run_argv(
 
 class DockerExecutor(HostExecutor):
     name = "docker"
+    in_container = True
+    local_image = True
 
     @staticmethod
     def command(record: LaunchRecord, step: Step) -> StepCommand:

@@ -17,14 +17,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kura.errors import LockBusy, UsageError
 from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
-from kura.execution.runs import DEFAULT_GRACE_SECONDS, cancel_run, refresh_state
+from kura.execution.runs import DEFAULT_GRACE_SECONDS, refresh_state, stop_run
 from kura.execution.state import (
     RunState,
     archive_state,
@@ -44,6 +44,14 @@ LOCK_NAME = ".launch.lock"
 
 class HostExecutor:
     name = "host"
+    in_container: ClassVar[bool] = False
+    """Whether a step sees the run folder at the image's path (``/kura/run``), not the host's."""
+    local_image: ClassVar[bool] = False
+    """Whether a step runs in the backend's image on this machine (launch checks the image's
+    trainer release; a new run takes the host instead when the trainer has no image)."""
+    remote: ClassVar[bool] = False
+    """Whether the run executes on another machine (the plan checks its cloud settings and
+    the launch passes them)."""
 
     @staticmethod
     def command(record: LaunchRecord, step: Step) -> StepCommand:
@@ -114,7 +122,7 @@ class HostExecutor:
         return Path(state.steps[0].log)
 
     def cancel(self, handle: Handle, *, grace: float = DEFAULT_GRACE_SECONDS) -> RunState:
-        return cancel_run(handle.run_dir, grace=grace)
+        return stop_run(handle.run_dir, grace=grace, remote_stop=self.remote_stop)
 
 
 def start_supervisor(record: LaunchRecord) -> subprocess.Popen[bytes]:

@@ -333,6 +333,8 @@ def sky_launch_argv(spec: LaunchSpec, task_path: Path) -> list[str]:
 
 class SkyPilotExecutor(HostExecutor):
     name = "skypilot"
+    in_container = True
+    remote = True
 
     @staticmethod
     def command(record: LaunchRecord, step: Step) -> StepCommand:

@@ -63,8 +63,7 @@ def _dataset_buckets(
     every item's size (it never raises an image's area, so 512 px pictures train at 512
     px in a 1024 px run, ``toolkit/buckets.py:17``); else the square of the run's side,
     the largest area AI-Toolkit gives any bucket (an upper bound)."""
-    from kura.backends.aitoolkit.buckets import input_buckets, sizes_read
-    from kura.backends.aitoolkit.compile import bucket_resolution
+    from kura.backends.aitoolkit.buckets import bucket_resolution, input_buckets, sizes_read
 
     if source is None or not sizes_read(source):
         return (_bucket(spec, index),)

@@ -188,10 +188,6 @@ def _lora_state_gib(setup: AitkSetup) -> float:
     return _gib(params * per_param)
 
 
-def _lora_weights_gib(setup: AitkSetup) -> float:
-    return _gib(setup.rank * setup.shape.lora_params_per_rank * 4)
-
-
 def activations_gib(setup: AitkSetup, tokens: Tokens) -> float:
     """Saved activations of one micro-batch (vram.md §4.1): with checkpointing each block
     keeps its input and one block is recomputed at a time; without, every block keeps its
