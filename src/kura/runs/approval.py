@@ -31,9 +31,10 @@ from typing import Any
 
 from kura.errors import CheckFailed, InvalidInput
 from kura.runs.compile import COMPILED_DIR, LOCK_NAME, compile_in_workspace, lock_path
+from kura.runs.diffs import diff_values
 from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
-from kura.spec.approval import AcceptedRisk, ApprovalRecord
+from kura.spec.approval import APPROVAL_NAME, AcceptedRisk, ApprovalRecord
 from kura.spec.dataset import DatasetSpec
 from kura.spec.lock import RunLock
 from kura.spec.plan import PlanRecord
@@ -47,11 +48,8 @@ __all__ = [
     "approve_run",
     "check_approval",
     "check_gate",
-    "diff_values",
     "read_lock",
 ]
-
-APPROVAL_NAME = "approval.json"
 
 
 @dataclass(frozen=True)
@@ -484,26 +482,3 @@ def _check_datasets_at_launch(
                 f"dataset {entry.name} changed after approval (digest {checked.digest[:19]}…)",
                 hint=f"run `kura run plan {run_id}` and approve again",
             )
-
-
-def diff_values(before: Any, after: Any, prefix: str = "") -> list[str]:
-    """``backend.config.KEY old → new`` for every leaf that differs."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out: list[str] = []
-        for key in sorted(set(before) | set(after)):
-            path = f"{prefix}.{key}" if prefix else str(key)
-            if key not in before:
-                out.append(f"{path} added ({after[key]!r})")
-            elif key not in after:
-                out.append(f"{path} removed (was {before[key]!r})")
-            else:
-                out += diff_values(before[key], after[key], path)
-        return out
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        out = []
-        for index, (old, new) in enumerate(zip(before, after, strict=True)):
-            out += diff_values(old, new, f"{prefix}.{index}")
-        return out
-    if before != after:
-        return [f"{prefix} {before!r} → {after!r}"]
-    return []

@@ -118,7 +118,9 @@ def sky_plan_checks(workspace: Workspace, spec: RunSpec, gpu_id: str) -> list[Pl
 def sky_planned_launch(workspace: Workspace, spec: RunSpec, gpu_id: str) -> SkyPilotLaunch | None:
     """What plan.json records of a SkyPilot run (none for other executors, or while the
     plan's own SkyPilot check fails: such a plan cannot be approved)."""
-    if spec.execution.executor != "skypilot":
+    from kura.execution.executors import executor_class
+
+    if not executor_class(spec.execution.executor).remote:
         return None
     accelerator, settings, problems = _problems(workspace, spec, gpu_id)
     if problems or accelerator is None:
@@ -132,7 +134,7 @@ def check_cloud_binding(
     """The approved launch settings, after checking they are still what the run's settings
     resolve to: a kura.toml ``[skypilot]`` (or run.yaml ``execution.skypilot``) edited since
     approval refuses, naming each change."""
-    from kura.runs.approval import diff_values
+    from kura.runs.diffs import diff_values
 
     again = f"run `kura run plan {spec.id}`, read plan.md, then `kura run approve {spec.id}`"
     accelerator, settings, problems = _problems(workspace, spec, gpu_id)
@@ -160,12 +162,11 @@ def check_cloud_binding(
 
 def approved_launch(workspace: Workspace, spec: RunSpec) -> SkyLaunch:
     """The executor's settings for the approved launch of ``spec`` (after the gate)."""
-    from kura.runs.approval import approval_path
-    from kura.spec.approval import ApprovalRecord
+    from kura.spec.approval import APPROVAL_NAME, ApprovalRecord
     from kura.spec.records import read_record
 
     fix = f"run `kura run plan {spec.id}` and `kura run approve {spec.id}`"
-    record = read_record(ApprovalRecord, approval_path(workspace, spec.id), fix=fix)
+    record = read_record(ApprovalRecord, workspace.run_dir(spec.id) / APPROVAL_NAME, fix=fix)
     if record.cloud is None:
         raise CheckFailed(f"run {spec.id}'s approval records no SkyPilot settings", hint=fix)
     bucket = record.cloud.settings.bucket

@@ -16,7 +16,15 @@ from kura.spec.base import StrictModel
 from kura.spec.cloud import SkyPilotLaunch
 from kura.spec.plan import ContingencyRecord
 
-__all__ = ["APPROVAL_VERSION", "AcceptedRisk", "ApprovalRecord", "ContingencyRecord"]
+__all__ = [
+    "APPROVAL_NAME",
+    "APPROVAL_VERSION",
+    "AcceptedRisk",
+    "ApprovalRecord",
+    "ContingencyRecord",
+]
+
+APPROVAL_NAME = "approval.json"
 
 APPROVAL_VERSION: Literal[2] = 2
 

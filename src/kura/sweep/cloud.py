@@ -150,10 +150,11 @@ def _storage_url(sweep: SweepRecord, given: str | None) -> str:
 
 
 def _refuse_nested_cloud(workspace: Workspace, sweep: SweepRecord) -> None:
+    from kura.execution.executors import executor_class
     from kura.runs.store import read_run
 
     spec = read_run(workspace, sweep.base_run)
-    if spec.execution.executor == "skypilot":
+    if executor_class(spec.execution.executor).remote:
         raise UsageError(
             f"base run {sweep.base_run} launches with SkyPilot: each worker would rent another "
             "machine per trial",

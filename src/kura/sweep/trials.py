@@ -15,7 +15,7 @@ from typing import Any
 
 from kura.errors import CheckFailed
 from kura.fsutil import atomic_write_text
-from kura.runs.approval import diff_values
+from kura.runs.diffs import diff_values
 from kura.runs.store import load_run, run_file
 from kura.spec.base import plain, set_dotted, validate_spec
 from kura.spec.run import RunSpec
