@@ -29,7 +29,7 @@ from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
 from kura.runs.following import list_runs, run_status
 from kura.runs.results import RunList, RunListEntry, RunStatus
-from kura.runs.store import list_run_ids, load_run
+from kura.runs.store import list_run_ids, read_run
 from kura.web.attempts import attempt_logs, attempt_losses, run_attempts
 from kura.web.charts import attempt_loss_series, gpu_memory_series, line_chart, lr_series
 from kura.web.filecache import FileCache, FileSignature, signature_of, tree_signature
@@ -162,7 +162,7 @@ def _thumbnails(workspace: Workspace, run_id: str) -> str:
     thumbnails (newest last), or a paragraph saying there are none yet."""
     from kura.backends.registry import get_backend
 
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     outputs = get_backend(spec.backend.name).outputs(workspace.run_dir(run_id))
     root = workspace.root.resolve()
     shown = []
@@ -218,7 +218,7 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
 
     status = run_status(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     attempts = run_attempts(run_dir) if status.state is not None else []
     logs = attempt_logs(attempts, lines=LOG_LINES)
     history = attempt_losses(get_backend(spec.backend.name), run_dir, attempts)
