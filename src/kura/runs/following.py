@@ -24,7 +24,15 @@ if TYPE_CHECKING:
     from kura.runs.summaries import RunSummary
     from kura.spec.state import RunState
 
-__all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
+__all__ = [
+    "cancel",
+    "damaged_run",
+    "follow_logs",
+    "list_entry",
+    "list_runs",
+    "run_status",
+    "tail_logs",
+]
 
 
 def run_status(workspace: Workspace, run_id: str) -> RunStatus:
@@ -140,13 +148,13 @@ def list_runs(workspace: Workspace) -> RunList:
         try:
             runs.append(list_entry(workspace, run_id, summaries.summary(workspace, run_id)))
         except (InvalidInput, NotFound) as error:
-            damaged.append(_damaged(workspace, run_id, error))
+            damaged.append(damaged_run(workspace, run_id, error))
     summaries.keep_only(set(run_ids))
     summaries.save()
     return RunList(tuple(runs), tuple(damaged))
 
 
-def _damaged(workspace: Workspace, run_id: str, error: KuraError) -> DamagedRun:
+def damaged_run(workspace: Workspace, run_id: str, error: KuraError) -> DamagedRun:
     file = workspace.relative(Path(error.path)) if error.path else None
     return DamagedRun(id=run_id, file=file, error=error.message, hint=error.hint)
 
