@@ -143,11 +143,11 @@ class _Worker:
     def _base_document(self) -> dict[str, Any]:
         """The base run's run.yaml, read again for every trial right after the approval
         check that bound its digest: a trial is made from the approved bytes."""
-        from kura.runs.store import load_run
-        from kura.spec.base import plain
+        from kura.runs.store import read_run, run_file
+        from kura.yamlio import read_yaml
 
-        _, base = load_run(self.workspace, self.sweep.base_run)
-        return dict(plain(base))
+        read_run(self.workspace, self.sweep.base_run)  # validated, as a trial's run must be
+        return read_yaml(run_file(self.workspace, self.sweep.base_run))
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -446,11 +446,11 @@ class _Worker:
     ) -> tuple[dict[str, Any] | None, list[str], Any]:
         from kura.locking import hold_lock
         from kura.runs.launching import CONTAINER_RUN_DIR
-        from kura.runs.store import load_run
+        from kura.runs.store import read_run
         from kura.sweep.caches import cache_key, restore_cache, stored
 
         run_dir = self.workspace.run_dir(run_id)
-        spec, _ = load_run(self.workspace, run_id)
+        spec = read_run(self.workspace, run_id)
         seen = str(run_dir) if spec.execution.executor == "host" else CONTAINER_RUN_DIR
         key = cache_key(run_dir, seen)
         self._cache_note = None
