@@ -56,3 +56,21 @@ def test_demo_rebuilds_an_earlier_demo(kura, tmp_path: Path) -> None:
     assert kura("demo", tmp_path / "d", "--json").exit_code == 0
     assert (tmp_path / "d" / MARKER).exists()
     assert kura("demo", tmp_path / "d", "--json").exit_code == 0
+
+
+def test_the_demo_run_passes_the_launch_check_with_an_empty_digest_cache(
+    kura, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in model files are named by their content, so a launch check that must
+    re-hash them (no digest remembered: another machine, a cleared cache) finds each file
+    the approved one instead of refusing the demo's own run (issue 27)."""
+    from kura.execution.modelcheck import changed_model_file
+
+    result = kura("demo", tmp_path / "demo", "--json")
+    assert result.exit_code == 0, result.stderr[-2000:]
+    workspace = Path(result.json()["workspace"])
+    (run_dir,) = (workspace / "runs").iterdir()
+    monkeypatch.setenv("KURA_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert changed_model_file(run_dir, run_dir.name) is None
+    remembered = tmp_path / "empty-cache" / "digests.sqlite3"
+    assert remembered.is_file(), "the check hashed the files (nothing was remembered)"

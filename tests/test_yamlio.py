@@ -170,3 +170,47 @@ def test_both_readers_resolve_a_plain_scalar_alike(scalar: str) -> None:
     fast = parse_plain_yaml(f"v: {scalar}\n", source="x.yaml")
     assert isinstance(slow, dict)
     assert (fast["v"], type(fast["v"])) == (slow["v"], type(slow["v"]))
+
+
+RUN_LIKE = "id: r1\ntraining:\n  rank: 32\n  prompts:\n    - a\n    - b\nnested: {a: [1, 2]}\n"
+
+
+def test_the_round_trip_reader_parses_a_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounds are checked on the events the composer takes, not in a parse of their own."""
+    from ruamel.yaml.parser import Parser
+
+    starts: list[object] = []
+    original = Parser.parse_stream_start
+
+    def counted(self: Parser) -> object:
+        starts.append(self)
+        return original(self)
+
+    monkeypatch.setattr(Parser, "parse_stream_start", counted)
+    assert plain(parse_yaml(RUN_LIKE, source="run.yaml"))["training"]["rank"] == 32
+    assert len(starts) == 1
+
+
+def test_the_fast_reader_parses_a_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kura.yamlio as yamlio
+
+    made: list[object] = []
+    original = yamlio._FastLoader
+
+    def counted(*args: object) -> object:
+        made.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(yamlio, "_FastLoader", counted)
+    assert parse_plain_yaml(RUN_LIKE, source="run.yaml")["nested"] == {"a": [1, 2]}
+    assert len(made) == 1
+
+
+@pytest.mark.parametrize("text", REFUSED.values(), ids=REFUSED.keys())
+def test_a_refusal_names_the_file_and_its_reason_in_both_readers(text: str) -> None:
+    reasons = []
+    for reader in (parse_yaml, parse_plain_yaml):
+        with pytest.raises(InvalidInput, match=r"f\.yaml") as caught:
+            reader(text, source="f.yaml")
+        reasons.append(caught.value.message.split(" ", 1)[1][:12])
+    assert reasons[0] == reasons[1]

@@ -157,8 +157,9 @@ def _walk_models_and_plan(root: Path, step: Callable[[list[str], str], int]) -> 
     """Model files by header, then a drafted, planned and approved run.
 
     The model files are header-only stand-ins (the real key names and shapes, then a sparse
-    hole), laid out in a demo Hugging Face cache; their blob names stand in for digests, so
-    `kura model verify` would flag them. Nothing here downloads or trains.
+    hole), laid out in a demo Hugging Face cache, each blob named by its content's sha256 as
+    the hub names blobs, so re-hashing them (an empty digest cache at launch, `kura model
+    verify`) confirms them. Nothing here downloads or trains.
     """
     import os
 

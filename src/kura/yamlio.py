@@ -1,20 +1,21 @@
 """YAML that people edit: read and written round-trip (comments and key order kept), and
 read fast (libyaml, plain data) when the caller only reads (:func:`read_yaml`).
 
-Kura's own files never need anchors or aliases, so any alias is refused before the
-document is composed: an "alias bomb" (billion laughs) costs nothing to reject. Size,
-nesting depth and integer length are bounded the same way (:mod:`kura.bounded`), checked on
-the event stream before anything is composed, so a 3,000-deep document or a 5,000-digit
-integer is a one-line error, not seconds of CPU and a traceback. Duplicate keys are errors,
-not silent overwrites.
+Kura's own files never need anchors or aliases, so any alias is refused as the composer
+meets it: an "alias bomb" (billion laughs) costs nothing to reject. Size, nesting depth and
+integer length are bounded the same way (:mod:`kura.bounded`), checked on each event as the
+composer takes it (one parse of the file, nothing constructed before the whole document
+passed), so a 3,000-deep document or a 5,000-digit integer is a one-line error, not seconds
+of CPU and a traceback. Duplicate keys are errors, not silent overwrites.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -25,6 +26,7 @@ from ruamel.yaml.events import (
     Event,
     ScalarEvent,
 )
+from ruamel.yaml.parser import RoundTripParser
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from kura.bounded import (
@@ -66,8 +68,8 @@ def parse_yaml(text: str, *, source: str = "<text>") -> Any:
     if len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
         raise too_large(source, MAX_YAML_BYTES, "YAML file")
     yaml = _yaml()
+    yaml.Parser = functools.partial(_CheckedParser, source=source)
     try:
-        _check_events(yaml.parse(io.StringIO(text)), source)
         data = yaml.load(text)
     except RecursionError:
         raise too_deep(source) from None
@@ -88,12 +90,20 @@ def parse_yaml(text: str, *, source: str = "<text>") -> Any:
     return data
 
 
-def _check_events(events: Any, source: str) -> None:
-    """Refuse aliases, nesting past ``MAX_NESTING_DEPTH`` and over-long integers while the
-    events stream by: nothing is composed, and a breach stops the parse where it is."""
-    depth = 0
-    for event in events:
-        depth = _step(event, depth, source)
+class _CheckedParser(RoundTripParser):
+    """The round-trip parser, refusing aliases, nesting past ``MAX_NESTING_DEPTH`` and
+    over-long integers as the composer takes each event: the document is parsed once, and
+    a breach stops the parse where it is, before anything it would build."""
+
+    def __init__(self, loader: Any, *, source: str) -> None:
+        super().__init__(loader)
+        self.kura_source = source
+        self.kura_depth = 0
+
+    def get_event(self) -> Any:
+        event = super().get_event()
+        self.kura_depth = _step(event, self.kura_depth, self.kura_source)
+        return event
 
 
 def _step(event: Event, depth: int, source: str) -> int:
@@ -154,11 +164,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
 def parse_plain_yaml(text: str, *, source: str) -> dict[str, Any]:
     import yaml as pyyaml
 
+    loader = _FastLoader(text, source)
     try:
-        depth = 0
-        for event in pyyaml.parse(text, Loader=_FastLoader):
-            depth = _fast_step(event, depth, source)
-        data = pyyaml.load(text, Loader=_FastLoader)
+        data = loader.get_single_data()
     except RecursionError:
         raise too_deep(source) from None
     except pyyaml.YAMLError as exc:
@@ -174,6 +182,8 @@ def parse_plain_yaml(text: str, *, source: str) -> dict[str, Any]:
             hint="fix the syntax at the line shown, or restore the file from its last good copy",
             path=source,
         ) from None
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -192,9 +202,24 @@ def _line(event: Any) -> str:
 
 
 def _fast_step(event: Any, depth: int, source: str) -> int:
-    """:func:`_step` for libyaml's events (the same rules, its own event classes)."""
+    """:func:`_step` for libyaml's events (the same rules, its own event classes; scalars,
+    the commonest event, tested first)."""
     import yaml as pyyaml
 
+    if isinstance(event, pyyaml.ScalarEvent):
+        value = event.value
+        if not _encodable(value):
+            raise InvalidInput(
+                f"{source} holds a string that is not valid Unicode (line "
+                f"{_line(event)}; a lone surrogate such as \\ud800)",
+                hint="remove that escape or write the character it stands for",
+                path=source,
+            )
+        if len(value) > MAX_INTEGER_DIGITS and not event.style and event.implicit[0]:
+            digits = len(value.lstrip("+-").replace("_", ""))
+            if digits > MAX_INTEGER_DIGITS and _INTEGER.fullmatch(value):
+                raise too_long_integer(source, digits)
+        return depth
     if isinstance(event, pyyaml.AliasEvent):
         raise InvalidInput(
             f"{source} uses a YAML alias (line {_line(event)}); Kura files "
@@ -208,32 +233,43 @@ def _fast_step(event: Any, depth: int, source: str) -> int:
         return depth + 1
     if isinstance(event, pyyaml.CollectionEndEvent):
         return depth - 1
-    if isinstance(event, pyyaml.ScalarEvent):
-        if not _encodable(event.value):
-            raise InvalidInput(
-                f"{source} holds a string that is not valid Unicode (line "
-                f"{_line(event)}; a lone surrogate such as \\ud800)",
-                hint="remove that escape or write the character it stands for",
-                path=source,
-            )
-        if not event.style and event.implicit[0]:
-            digits = len(event.value.lstrip("+-").replace("_", ""))
-            if digits > MAX_INTEGER_DIGITS and _INTEGER.fullmatch(event.value):
-                raise too_long_integer(source, digits)
     return depth
 
 
 def _fast_loader() -> type:
     import yaml as pyyaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.resolver import Resolver
 
-    base = getattr(pyyaml, "CSafeLoader", pyyaml.SafeLoader)
+    parser: Any = _c_parser()
 
-    class Loader(base):  # type: ignore[misc, valid-type]
-        """libyaml's safe loader with YAML 1.2's core schema (as the round-trip reader has
-        it: ``no`` and ``on`` are strings, not booleans; ``010`` is ten), refusing
-        duplicate keys (PyYAML keeps the last)."""
+    class Loader(parser, Composer, SafeConstructor, Resolver):  # type: ignore[misc]
+        """libyaml's parser under PyYAML's safe composer and constructor, with YAML 1.2's
+        core schema (as the round-trip reader has it: ``no`` and ``on`` are strings, not
+        booleans; ``010`` is ten), refusing duplicate keys (PyYAML keeps the last).
+
+        The composer is PyYAML's own (Python) rather than libyaml's so that each event
+        passes through :meth:`get_event`, where Kura's refusals run: one parse of the
+        file, each breach stopped before the composer acts on it."""
 
         yaml_implicit_resolvers: dict[str, list[Any]] = {}
+        get_single_node = Composer.get_single_node
+        get_node = Composer.get_node
+        check_node = Composer.check_node
+
+        def __init__(self, stream: Any, source: str) -> None:
+            parser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.kura_source = source
+            self.kura_depth = 0
+
+        def get_event(self) -> Any:
+            event = parser.get_event(self)
+            self.kura_depth = _fast_step(event, self.kura_depth, self.kura_source)
+            return event
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: set[Any] = set()
@@ -247,10 +283,11 @@ def _fast_loader() -> type:
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return mapping
 
-    Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_yaml_map)
-    Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    loader: Any = Loader
+    loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_yaml_map)
+    loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     for tag, pattern, first in _CORE_SCHEMA:
-        Loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
+        loader.add_implicit_resolver(tag, re.compile(pattern, re.X), list(first))
     return Loader
 
 
@@ -298,10 +335,30 @@ class _LazyLoader:
 
     _cls: type | None = None
 
-    def __call__(self, stream: Any) -> Any:
+    def __call__(self, stream: Any, source: str) -> Any:
         if _LazyLoader._cls is None:
             _LazyLoader._cls = _fast_loader()
-        return _LazyLoader._cls(stream)
+        return _LazyLoader._cls(stream, source)
+
+
+def _c_parser() -> type:
+    """libyaml's parser; PyYAML's pure-Python one where PyYAML was built without it (the
+    same events, slower)."""
+    try:
+        from yaml._yaml import CParser
+    except ImportError:
+        from yaml.parser import Parser
+        from yaml.reader import Reader
+        from yaml.scanner import Scanner
+
+        class PurePythonParser(Reader, Scanner, Parser):
+            def __init__(self, stream: Any) -> None:
+                Reader.__init__(self, stream)
+                Scanner.__init__(self)
+                Parser.__init__(self)
+
+        return PurePythonParser
+    return cast(type, CParser)
 
 
 _FastLoader: Any = _LazyLoader()

@@ -70,10 +70,10 @@ def export_command(
 ) -> None:
     """Convert (or copy) with the run's backend, verify against the base model, then write."""
     from kura.backends.registry import get_backend
-    from kura.runs.store import load_run
+    from kura.runs.store import read_run
 
     workspace = state.workspace()
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     from kura.cli._output import escape_value
     from kura.cli.nexts import after_export, with_next
 

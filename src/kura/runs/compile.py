@@ -101,7 +101,7 @@ def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
     compiled = backend.compile(spec, inputs)
     check_explicit_values(
         workspace,
-        snapshot.document(),
+        snapshot.data(),
         source=snapshot.source,
         datasets={name: d.spec for name, d in datasets.items()},
     )

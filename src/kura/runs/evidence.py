@@ -21,7 +21,7 @@ from kura.fsutil import atomic_write_text
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import SECTIONS, entry_line, insert_entry, parse_card, read_card
 from kura.nextsteps import NextStep, next_list
-from kura.runs.store import load_run
+from kura.runs.store import read_run
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ def evaluate_run(
         )
     if rating is not None and not 1 <= rating <= 5:
         raise UsageError(f"--rating {rating} is outside 1-5", hint="1 = unusable … 5 = excellent")
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     measured = _measured(workspace, run_id, spec.backend.name)
     flags = {k: v for k, v in spec.backend.config.items() if v not in (False, None, 0)}
     stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
@@ -294,7 +294,7 @@ def promote_run(
         raise UsageError(
             f"--task {task!r} is not a card section", hint=f"one of {', '.join(SECTIONS)}"
         )
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     source = f"run {run_id}"
     added: dict[str, object] = {}
     with workspace.lock():

@@ -14,18 +14,26 @@ from kura.runs.results import (
     LogTail,
     RunList,
     RunListEntry,
-    RunSettings,
     RunStatus,
     diagnosis_of,
 )
-from kura.runs.store import list_run_ids, load_run
+from kura.runs.store import list_run_ids, read_run
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
     from kura.runs.cloudfollow import CloudStatus
+    from kura.runs.summaries import RunSummary
     from kura.spec.state import RunState
 
-__all__ = ["cancel", "follow_logs", "list_runs", "run_status", "tail_logs"]
+__all__ = [
+    "cancel",
+    "damaged_run",
+    "follow_logs",
+    "list_entry",
+    "list_runs",
+    "run_status",
+    "tail_logs",
+]
 
 
 def run_status(workspace: Workspace, run_id: str) -> RunStatus:
@@ -33,7 +41,7 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     from kura.backends.registry import get_backend
     from kura.execution.summary import run_summary
 
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     backend = get_backend(spec.backend.name)
     labels = backend.loss_labels()
@@ -94,7 +102,7 @@ def tail_logs(workspace: Workspace, run_id: str, *, step: str | None, lines: int
     from kura.execution import step_log
     from kura.execution.logs import read_log_tail
 
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
     path = step_log(workspace.run_dir(run_id), step)
     text = read_log_tail(path, lines=lines) if path.exists() else ""
     return LogTail(run_id, path=str(path), text=text)
@@ -110,7 +118,7 @@ def follow_logs(
     from kura.execution.logs import read_log_since
     from kura.execution.runs import refresh_state
 
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     offset = 0
     path = step_log(run_dir, step)
@@ -131,7 +139,7 @@ def follow_logs(
 def cancel(workspace: Workspace, run_id: str) -> CancelResult:
     from kura.execution.executors import cancel_run
 
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
     state = cancel_run(workspace.run_dir(run_id))
     steps = (
         NextStep(f"kura run resume {run_id}", "continue from its last saved state"),
@@ -142,27 +150,36 @@ def cancel(workspace: Workspace, run_id: str) -> CancelResult:
 
 def list_runs(workspace: Workspace) -> RunList:
     """Every run with its architecture, state, key settings and duration; a run whose
-    run.yaml or state.json cannot be read is listed in ``damaged`` with its file and error."""
+    run.yaml or state.json cannot be read is listed in ``damaged`` with its file and error.
+
+    Each run.yaml is read only when it changed since the last listing
+    (:mod:`kura.runs.summaries`); its state.json is read every time (a run moves on)."""
+    from kura.runs.summaries import SummaryCache
+
+    summaries = SummaryCache.for_workspace(workspace)
     runs: list[RunListEntry] = []
     damaged: list[DamagedRun] = []
-    for run_id in list_run_ids(workspace):
+    run_ids = list_run_ids(workspace)
+    for run_id in run_ids:
         try:
-            runs.append(_list_entry(workspace, run_id))
+            runs.append(list_entry(workspace, run_id, summaries.summary(workspace, run_id)))
         except (InvalidInput, NotFound) as error:
-            damaged.append(_damaged(workspace, run_id, error))
+            damaged.append(damaged_run(workspace, run_id, error))
+    summaries.keep_only(set(run_ids))
+    summaries.save()
     return RunList(tuple(runs), tuple(damaged))
 
 
-def _damaged(workspace: Workspace, run_id: str, error: KuraError) -> DamagedRun:
+def damaged_run(workspace: Workspace, run_id: str, error: KuraError) -> DamagedRun:
     file = workspace.relative(Path(error.path)) if error.path else None
     return DamagedRun(id=run_id, file=file, error=error.message, hint=error.hint)
 
 
-def _list_entry(workspace: Workspace, run_id: str) -> RunListEntry:
+def list_entry(workspace: Workspace, run_id: str, summary: RunSummary) -> RunListEntry:
+    """The run's row: ``summary`` (from its run.yaml) with where its state stands."""
     from kura.execution.runs import refresh_state
     from kura.models.bundles import get_bundle
 
-    spec, _ = load_run(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
     status: str
@@ -174,21 +191,14 @@ def _list_entry(workspace: Workspace, run_id: str) -> RunListEntry:
         status = "planned"
     else:
         status = "draft"
-    training = spec.training
     return RunListEntry(
         id=run_id,
-        base=spec.model.base,
-        architecture=get_bundle(spec.model.base).architecture,
-        task=spec.task,
+        base=summary.base,
+        architecture=get_bundle(summary.base).architecture,
+        task=summary.task,
         status=status,
-        datasets=tuple(d.name for d in spec.datasets),
-        settings=RunSettings(
-            rank=training.network.rank,
-            learning_rate=training.learning_rate,
-            optimizer=training.optimizer,
-            effective_batch=training.effective_batch,
-            epochs=training.epochs,
-        ),
+        datasets=summary.datasets,
+        settings=summary.settings,
         started_at=state.started_at if state else None,
         finished_at=state.finished_at if state else None,
     )

@@ -404,27 +404,29 @@ def _apply_ladder(
     from kura.spec import RunSpec, validate_spec
     from kura.yamlio import dump_yaml
 
-    spec, document = snapshot.spec, snapshot.document()
+    spec = snapshot.spec
     kept: dict[str, Any] = {}
     known = context.backend.config_keys(context.bundle.architecture)
-    config = document["backend"].setdefault("config", {})
-    why = document["backend"].setdefault("reasons", {})
     changed: dict[str, Any] = {}
     for key, value in fit.settings.items():
         if key not in known:
             continue
-        current = config.get(key)
+        current = spec.backend.config.get(key)
         if _person_set(spec, key):
             if value is not None and current != value and (value or current is not None):
                 kept[key] = {"yours": current, "ladder": value}
             continue
         if value is None or (not value and current is None) or current == value:
             continue
-        config[key] = value
         changed[key] = {"from": current, "to": value}
-        why[key] = fit.reasons.get(key, LADDER_REASON)
     if not changed:
-        return changed, kept, snapshot
+        return changed, kept, snapshot  # nothing to write: run.yaml is not parsed round-trip
+    document = snapshot.document()
+    config = document["backend"].setdefault("config", {})
+    why = document["backend"].setdefault("reasons", {})
+    for key, change in changed.items():
+        config[key] = change["to"]
+        why[key] = fit.reasons.get(key, LADDER_REASON)
     path = run_file(workspace, snapshot.run_id)
     validate_spec(RunSpec, document, source=path)
     text = dump_yaml(document)

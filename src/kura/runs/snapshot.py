@@ -51,6 +51,12 @@ class RunSnapshot:
 
         return parse_yaml(self.text, source=self.source)
 
+    def data(self) -> dict[str, Any]:
+        """run.yaml as plain data (the read-only loader), for a stage that only checks it."""
+        from kura.yamlio import parse_plain_yaml
+
+        return parse_plain_yaml(self.text, source=self.source)
+
     def with_run_text(self, text: str) -> RunSnapshot:
         """The snapshot after run.yaml became ``text`` (a stage wrote it)."""
         return replace(self, text=text, spec=_parse_run(text, self.run_id, self.source))

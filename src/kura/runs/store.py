@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,17 @@ def run_file(workspace: Workspace, run_id: str) -> Path:
 
 
 def list_run_ids(workspace: Workspace) -> list[str]:
-    """Run ids, oldest first (ids sort by time)."""
-    if not workspace.runs_dir.is_dir():
+    """Run ids, oldest first (ids sort by time): the folders of ``runs/`` holding a
+    run.yaml (one ``stat`` each, not a listing of each folder)."""
+    try:
+        entries = list(os.scandir(workspace.runs_dir))
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(p.parent.name for p in workspace.runs_dir.glob(f"*/{RUN_FILE}"))
+    return sorted(
+        entry.name
+        for entry in entries
+        if not entry.name.startswith(".") and os.path.isfile(os.path.join(entry.path, RUN_FILE))
+    )
 
 
 def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:

@@ -74,14 +74,14 @@ def check_bound_inputs(workspace: Workspace, sweep: SweepRecord, approved: Any) 
 
 def _file_digests(workspace: Workspace, sweep: SweepRecord) -> dict[str, str]:
     from kura.dataset.registry import validate_dataset
-    from kura.runs.store import load_run, run_file
+    from kura.runs.store import read_run, run_file
 
     path = run_file(workspace, sweep.base_run)
     found = {f"runs/{sweep.base_run}/run.yaml": hashlib.sha256(path.read_bytes()).hexdigest()}
     if sweep.split.train:
         names = sorted({*sweep.split.train.values(), *sweep.split.validation.values()})
     else:
-        spec, _ = load_run(workspace, sweep.base_run)
+        spec = read_run(workspace, sweep.base_run)
         names = sorted({use.name for use in [*spec.datasets, *spec.validation]})
     for name in names:
         found[f"dataset {name}"] = validate_dataset(workspace, name).digest

@@ -7,6 +7,12 @@ stop is ``kura run cancel``'s path: SIGTERM to the trainer's process group, SIGK
 grace, the run marked cancelled; the trial records why (pruner, step, loss). A trial at its
 last step (the trainer's own total) is never pruned: it is scored. A lease lost to another
 worker's reaper stops the trial the same way.
+
+Between looks the follower waits for the trainer's own writes: it returns as soon as the
+run's state.json or the train log changes (a new step, the supervisor settling the run),
+checking their stat every ``WATCH_INTERVAL`` seconds, and looks anyway after ``poll``
+seconds (the lease check). A trial that ends is noticed within one interval, not a fixed
+sleep later.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Followed", "follow_trial"]
+__all__ = ["Followed", "follow_trial", "wait_for_writes"]
 
 STOP_GRACE_SECONDS = 10.0
+WATCH_INTERVAL = 0.01
+"""Seconds between two stats of the files a follower waits on (two ``stat`` calls)."""
 
 
 @dataclass
@@ -89,7 +97,29 @@ def follow_trial(
                 else ("lost" if stopped["by"] == "lease lost" else "pruned")
             )
             return Followed(status, stopped, latest, time.monotonic() - started)
-        time.sleep(poll)
+        wait_for_writes([run_dir / "state.json", log], timeout=poll)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+def wait_for_writes(paths: list[Path], *, timeout: float) -> bool:
+    """Wait until one of ``paths`` changes (written, replaced, created or removed), or
+    ``timeout`` seconds pass; True when a change ended the wait."""
+    before = [_stamp(path) for path in paths]
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(WATCH_INTERVAL, left))
+        if [_stamp(path) for path in paths] != before:
+            return True
 
 
 def _at_last_step(progress: Any) -> bool:

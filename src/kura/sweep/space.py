@@ -41,7 +41,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 
 from kura.errors import SpecError
 from kura.spec.base import StrictModel, validate_spec
-from kura.yamlio import load_yaml
+from kura.yamlio import read_yaml
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -227,7 +227,7 @@ class CheckedSpace:
 
 def load_space(path: Path) -> tuple[SpaceFile, str]:
     """The space file and the sha256 of its text (a changed file is a changed space)."""
-    document = load_yaml(path)
+    document = read_yaml(path)
     spec = validate_spec(SpaceFile, document, source=path)
     canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
     return spec, "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

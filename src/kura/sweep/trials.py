@@ -16,12 +16,12 @@ from typing import Any
 from kura.errors import CheckFailed
 from kura.fsutil import atomic_write_text
 from kura.runs.diffs import diff_values
-from kura.runs.store import load_run, run_file
+from kura.runs.store import read_run, run_file
 from kura.spec.base import plain, set_dotted, validate_spec
 from kura.spec.run import RunSpec
 from kura.sweep.records import SweepRecord
 from kura.workspace import Workspace
-from kura.yamlio import dump_yaml, load_yaml
+from kura.yamlio import dump_yaml, read_yaml
 
 __all__ = ["allowed_changes", "check_envelope", "make_trial_run", "trial_document", "trial_run_id"]
 
@@ -103,7 +103,7 @@ def check_envelope(
     ladder_keys: frozenset[str],
 ) -> None:
     """Refuse a planned trial whose run.yaml left the approved envelope."""
-    current = plain(load_yaml(run_file(workspace, run_id)))
+    current = read_yaml(run_file(workspace, run_id))
     allowed = allowed_changes(params, ladder_keys)
     stray = [
         change
@@ -116,7 +116,7 @@ def check_envelope(
             hint="a trial may change only the axes and the fit ladder's keys; plan and approve "
             "the sweep again if the base run must change",
         )
-    load_run(workspace, run_id)
+    read_run(workspace, run_id)
 
 
 _HEADER = (

@@ -146,11 +146,11 @@ class _Worker:
     def _base_document(self) -> dict[str, Any]:
         """The base run's run.yaml, read again for every trial right after the approval
         check that bound its digest: a trial is made from the approved bytes."""
-        from kura.runs.store import load_run
-        from kura.spec.base import plain
+        from kura.runs.store import read_run, run_file
+        from kura.yamlio import read_yaml
 
-        _, base = load_run(self.workspace, self.sweep.base_run)
-        return dict(plain(base))
+        read_run(self.workspace, self.sweep.base_run)  # validated, as a trial's run must be
+        return read_yaml(run_file(self.workspace, self.sweep.base_run))
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -459,11 +459,11 @@ class _Worker:
         from kura.execution.executors import executor_class
         from kura.locking import hold_lock
         from kura.runs.launching import CONTAINER_RUN_DIR
-        from kura.runs.store import load_run
+        from kura.runs.store import read_run
         from kura.sweep.caches import cache_key, restore_cache, stored
 
         run_dir = self.workspace.run_dir(run_id)
-        spec, _ = load_run(self.workspace, run_id)
+        spec = read_run(self.workspace, run_id)
         in_container = executor_class(spec.execution.executor).in_container
         seen = CONTAINER_RUN_DIR if in_container else str(run_dir)
         key = cache_key(run_dir, seen)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -39,8 +39,8 @@ from kura.web.views import (
     newest_first,
     run_entry,
     run_file_html,
-    run_list,
 )
+from kura.web.views import run_list_page as run_list_page_of
 from kura.workspace import Workspace, check_name
 
 __all__ = ["COOKIE_NAME", "create_app"]
@@ -141,10 +141,15 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
         )
 
     @app.get("/", response_class=HTMLResponse)
-    def run_list_page() -> HTMLResponse:
-        listing = run_list(workspace)
-        runs = newest_first(listing.runs)
-        return page("runs.html", title="Runs", runs=runs, damaged=listing.damaged)
+    def run_list_page(number: int = Query(1, alias="page")) -> HTMLResponse:
+        shown = run_list_page_of(workspace, number)
+        return page(
+            "runs.html",
+            title="Runs",
+            runs=newest_first(shown.listing.runs),
+            damaged=shown.listing.damaged,
+            page_of=shown,
+        )
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:

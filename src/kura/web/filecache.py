@@ -66,11 +66,13 @@ class FileCache:
     """A bounded, thread-safe map from a key to ``(signature, value)``.
 
     Values are handed out as deep copies, so a caller that edits what it got cannot change
-    what the next request sees."""
+    what the next request sees; ``frozen=True`` is for values that cannot be edited (frozen
+    dataclasses of tuples), handed out as they are: a page of hundreds of rows copies none."""
 
-    def __init__(self, limit: int = 256) -> None:
+    def __init__(self, limit: int = 256, *, frozen: bool = False) -> None:
         self._items: OrderedDict[Hashable, tuple[tuple[FileSignature, ...], object]] = OrderedDict()
         self._limit = limit
+        self._copy = _same if frozen else copy.deepcopy
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -84,11 +86,11 @@ class FileCache:
             if held is not None and held[0] == current:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return cast(T, copy.deepcopy(held[1]))
+                return cast(T, self._copy(held[1]))
         value = compute()
         with self._lock:
             self.misses += 1
-            self._items[key] = (current, copy.deepcopy(value))
+            self._items[key] = (current, self._copy(value))
             self._items.move_to_end(key)
             while len(self._items) > self._limit:
                 self._items.popitem(last=False)
@@ -97,3 +99,7 @@ class FileCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+def _same(value: T) -> T:
+    return value

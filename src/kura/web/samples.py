@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kura.errors import UsageError
-from kura.runs.store import load_run
+from kura.runs.store import read_run
 from kura.workspace import Workspace, check_name
 
 __all__ = [
@@ -113,7 +113,7 @@ def prompt_text(line: str) -> str:
 
 
 def run_samples(workspace: Workspace, run_id: str) -> RunSamples:
-    spec, _ = load_run(workspace, run_id)
+    spec = read_run(workspace, run_id)
     result = RunSamples(run_id, prompt_lines(list(spec.training.sample_prompts)))
     folder = workspace.run_dir(run_id) / "output" / "sample"
     if not folder.is_dir():

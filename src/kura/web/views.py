@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,16 @@ from urllib.parse import quote
 
 from kura.backends.base import Diagnosis, StepProgress
 from kura.bounded import read_text
-from kura.errors import KuraError, NotFound
+from kura.errors import InvalidInput, KuraError, NotFound
 from kura.execution.state import ACTIVE, TERMINAL, read_state
 from kura.knowledge.baselines import card_path, old_layout_cards, require_current_layout
 from kura.knowledge.cards import parse_card, read_card
 from kura.knowledge.draft import preferences_path
 from kura.knowledge.regrets import read_regrets, regrets_path
-from kura.runs.following import list_runs, run_status
-from kura.runs.results import RunList, RunListEntry, RunStatus
-from kura.runs.store import list_run_ids, load_run
+from kura.runs.following import damaged_run, list_entry, run_status
+from kura.runs.results import DamagedRun, RunList, RunListEntry, RunStatus
+from kura.runs.store import list_run_ids, read_run
+from kura.runs.summaries import summary_of
 from kura.web.attempts import attempt_logs, attempt_losses, run_attempts
 from kura.web.charts import attempt_loss_series, gpu_memory_series, line_chart, lr_series
 from kura.web.filecache import FileCache, FileSignature, signature_of, tree_signature
@@ -46,6 +47,7 @@ __all__ = [
     "run_entry",
     "run_file_html",
     "run_list",
+    "run_list_page",
 ]
 
 LOG_LINES = 80
@@ -162,8 +164,7 @@ def _thumbnails(workspace: Workspace, run_id: str) -> str:
     thumbnails (newest last), or a paragraph saying there are none yet."""
     from kura.backends.registry import get_backend
 
-    spec, _ = load_run(workspace, run_id)
-    outputs = get_backend(spec.backend.name).outputs(workspace.run_dir(run_id))
+    outputs = get_backend(_backend_name(workspace, run_id)).outputs(workspace.run_dir(run_id))
     root = workspace.root.resolve()
     shown = []
     for path in outputs.samples:
@@ -218,10 +219,9 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
 
     status = run_status(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
-    spec, _ = load_run(workspace, run_id)
     attempts = run_attempts(run_dir) if status.state is not None else []
     logs = attempt_logs(attempts, lines=LOG_LINES)
-    history = attempt_losses(get_backend(spec.backend.name), run_dir, attempts)
+    history = attempt_losses(get_backend(_backend_name(workspace, run_id)), run_dir, attempts)
     smoothed, raw = attempt_loss_series(history)
     current = next((attempt for attempt in attempts if attempt.current), None)
     rates = history.attempts[-1] if history.attempts else None
@@ -264,22 +264,98 @@ def newest_first(runs: Iterable[RunListEntry]) -> list[RunListEntry]:
 
 
 def run_list(workspace: Workspace) -> RunList:
-    """``kura run list``'s document, kept while every run is settled and unchanged."""
-    signature: list[FileSignature] = [signature_of(workspace.runs_dir)]
-    for run_id in list_run_ids(workspace):
-        run_signature = _run_signature(workspace, run_id)
-        if run_signature is None:
-            return list_runs(workspace)
-        signature += run_signature
-    return CACHE.get(("runs", str(workspace.runs_dir)), signature, lambda: list_runs(workspace))
+    """``kura run list``'s document: each run's row kept while its own files are unchanged
+    (:func:`run_entry`), so a listing costs a few ``stat`` calls a run, and a live run is
+    refreshed alone without making any other run be read again."""
+    return _rows(workspace, list_run_ids(workspace))
+
+
+RUNS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class RunListPage:
+    """One page of the run list, newest first: only these runs' files are looked at, so
+    the page costs the same at 50 runs as at 5,000."""
+
+    listing: RunList
+    page: int
+    pages: int
+    total: int
+
+
+def run_list_page(workspace: Workspace, page: int = 1) -> RunListPage:
+    """Page ``page`` (1 = newest; past the last, the last) of ``RUNS_PER_PAGE`` runs."""
+    newest = list_run_ids(workspace)[::-1]
+    pages = max(1, math.ceil(len(newest) / RUNS_PER_PAGE))
+    page = min(max(page, 1), pages)
+    shown = newest[(page - 1) * RUNS_PER_PAGE : page * RUNS_PER_PAGE]
+    return RunListPage(_rows(workspace, shown), page, pages, len(newest))
+
+
+def _rows(workspace: Workspace, run_ids: Iterable[str]) -> RunList:
+    runs: list[RunListEntry] = []
+    damaged: list[DamagedRun] = []
+    for run_id in run_ids:
+        try:
+            runs.append(_entry(workspace, run_id))
+        except (InvalidInput, NotFound) as error:
+            damaged.append(damaged_run(workspace, run_id, error))
+    return RunList(tuple(runs), tuple(damaged))
 
 
 def run_entry(workspace: Workspace, run_id: str) -> RunListEntry:
-    """The run's row of ``kura run list``."""
-    entry = run_list(workspace).entry(run_id)
-    if entry is None:
-        raise NotFound(f"no run {run_id!r} in {workspace.root}")
+    """The run's row of ``kura run list``, reading no other run."""
+    try:
+        return _entry(workspace, run_id)
+    except (InvalidInput, NotFound):
+        raise NotFound(f"no run {run_id!r} in {workspace.root}") from None
+
+
+ENTRIES = FileCache(limit=20_000, frozen=True)
+"""Run-list rows and run.yaml summaries (frozen values; a sweep's workspace holds thousands)."""
+
+_ROW_FILES = ("run.yaml", "state.json", "approval.json", "plan.md")
+"""The files a run's row is made from (its summary, status and times)."""
+
+
+def _entry(workspace: Workspace, run_id: str) -> RunListEntry:
+    """A settled run's row from the cache while its row files are unchanged; a run in
+    flight (state not terminal) is refreshed on every request, its run.yaml summary still
+    cached."""
+    run_dir = workspace.run_dir(run_id)
+    signature = [signature_of(run_dir / name) for name in _ROW_FILES]
+    fresh: list[RunListEntry] = []
+
+    def compute() -> RunListEntry:
+        fresh.append(_fresh_entry(workspace, run_id))
+        return fresh[0]
+
+    entry = ENTRIES.get(("row", str(run_dir)), signature, compute)
+    if entry.status in ACTIVE and not fresh:
+        entry = _fresh_entry(workspace, run_id)
     return entry
+
+
+def _backend_name(workspace: Workspace, run_id: str) -> str:
+    """The run's backend, read again only when its run.yaml changed (a live run's page
+    polls every few seconds)."""
+    path = workspace.run_dir(run_id) / "run.yaml"
+    return ENTRIES.get(
+        ("backend", str(path)),
+        [signature_of(path)],
+        lambda: read_run(workspace, run_id).backend.name,
+    )
+
+
+def _fresh_entry(workspace: Workspace, run_id: str) -> RunListEntry:
+    path = workspace.run_dir(run_id) / "run.yaml"
+    summary = ENTRIES.get(
+        ("summary", str(path)),
+        [signature_of(path)],
+        lambda: summary_of(read_run(workspace, run_id)),
+    )
+    return list_entry(workspace, run_id, summary)
 
 
 def run_file_html(workspace: Workspace, run_id: str, name: str) -> str | None:

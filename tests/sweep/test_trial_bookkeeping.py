@@ -1,0 +1,43 @@
+"""A sweep trial's bookkeeping reads run.yaml files with the read-only loader: the worker
+never writes them back, so it never pays for the round-trip parser (issue 27: 18 round-trip
+reads a trial were half of the worker's profile)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kura.yamlio as yamlio
+from kura.sweep.envelope import approve_sweep, plan_sweep
+from kura.sweep.new import new_sweep
+from kura.sweep.worker import run_worker
+from kura.workspace import Workspace
+from tests.sweep.conftest import base_run, write_space
+
+SPACE = """\
+axes:
+  training.learning_rate: {low: 1.0e-5, high: 1.0e-2, log: true}
+objective: {metric: train_loss}
+early_stop: {enabled: false}
+"""
+
+
+def test_a_worker_reads_no_run_yaml_round_trip(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = base_run(ws)
+    sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
+    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["id"])
+    round_trip: list[str] = []
+    real = yamlio.parse_yaml
+
+    def counted(text: str, *, source: str = "<text>") -> object:
+        round_trip.append(source)
+        return real(text, source=source)
+
+    monkeypatch.setattr(yamlio, "parse_yaml", counted)
+    result = run_worker(ws, str(sweep["id"]), gpu="h100-pcie", seed=1)
+    assert len(result["trials"]) == 2
+    assert [s for s in round_trip if s.endswith("run.yaml")] == [], round_trip
