@@ -17,6 +17,7 @@ import pytest
 
 from kura.runs.following import cancel
 from kura.runs.new import create_run
+from tests.web.dataset_builder import EDIT_CAPTION, add_edit_dataset
 from tests.web.server import running_server
 from tests.web.sweep_builder import ParetoWorkspace, SweepWorkspace
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, launch_slow_run
@@ -181,6 +182,37 @@ def test_a_rating_sent_from_the_browser_lands_in_notes_md(
     assert "- rating: 5/5" in text
     assert "  > crisp at epoch 2\n  > keep this recipe\n" in text
     sync_api.expect(page.locator("article.notes")).to_contain_text("rating: 5/5")
+
+
+@pytest.fixture(scope="module")
+def edits(web: WebWorkspace, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return add_edit_dataset(web.workspace, tmp_path_factory.mktemp("edits"))
+
+
+def test_dataset_page_shows_captions_problems_and_controls_beside_targets(
+    page: Any, base_url: str, edits: str
+) -> None:
+    page.goto(base_url + "/")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Datasets").click()
+    page.get_by_role("link", name=edits, exact=True).click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(f"Dataset {edits}")
+    fox = page.locator('tr[data-file="fox.png"]')
+    sync_api.expect(fox.locator('[data-field="caption"]')).to_have_text(EDIT_CAPTION)
+    target = fox.get_by_role("img", name="target fox.png")
+    control = fox.get_by_role("img", name="control fox.png")
+    sync_api.expect(target).to_be_visible()
+    sync_api.expect(control).to_be_visible()
+    target_box, control_box = target.bounding_box(), control.bounding_box()
+    assert target_box is not None and control_box is not None
+    assert control_box["x"] > target_box["x"] + target_box["width"] - 1  # beside, on its right
+    assert abs(control_box["y"] - target_box["y"]) < 40
+    uncaptioned = page.locator('tr[data-file="uncaptioned.png"]')
+    sync_api.expect(uncaptioned.locator('[data-code="missing-caption"]')).to_contain_text(
+        "missing-caption"
+    )
+    sync_api.expect(fox.locator("[data-code]")).to_have_count(0)
+    _expect_images_loaded(page)
+    shoot(page, "dataset.png")
 
 
 def test_knowledge_page_shows_cards_and_regrets(

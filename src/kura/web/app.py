@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -223,6 +223,28 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
     @app.get("/knowledge", response_class=HTMLResponse)
     def knowledge() -> HTMLResponse:
         return page("knowledge.html", title="Knowledge", **knowledge_view(workspace))
+
+    @app.get("/datasets", response_class=HTMLResponse)
+    def datasets_page() -> HTMLResponse:
+        from kura.web.datasets import dataset_index
+
+        return page("datasets.html", title="Datasets", datasets=dataset_index(workspace))
+
+    @app.get("/datasets/{name}", response_class=HTMLResponse)
+    def dataset_detail(
+        name: str, page_number: int = Query(1, alias="page"), problems: str = "", run: str = ""
+    ) -> HTMLResponse:
+        from kura.web.datasets import dataset_page, page_numbers
+
+        check_name(name, "dataset")
+        if run:
+            check_name(run, "run")
+        shown = dataset_page(
+            workspace, name, page=page_number, only_problems=problems == "1", run=run or None
+        )
+        return page(
+            "dataset.html", title=f"Dataset {name}", d=shown, page_numbers=page_numbers(shown)
+        )
 
     @app.get("/files/{relative:path}")
     def media_file(relative: str) -> FileResponse:
