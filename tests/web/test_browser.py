@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kura.execution.state import ACTIVE, read_state
 from kura.runs.following import cancel
 from kura.runs.new import create_run
 from tests.web.dataset_builder import EDIT_CAPTION, add_edit_dataset
@@ -120,11 +121,60 @@ def test_progress_updates_live_without_a_reload(
     sync_api.expect(page.locator('[data-field="log"]')).to_contain_text("steps:")
     assert page.evaluate("window.__sameDocument") is True
     page.wait_for_timeout(2500)  # one more poll, so the charts hold a few more points
+    loss = page.locator('[data-chart="loss"] svg').bounding_box()
+    assert loss is not None and loss["width"] > 900 and loss["height"] > 300, loss
     shoot(page, "run.png", height=1500)
     cancel(web.workspace, live_run)
     sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled", timeout=20_000)
     sync_api.expect(page.locator('[data-block="eta"]')).to_be_hidden()
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_a_run_is_cancelled_from_its_page(page: Any, base_url: str, web: WebWorkspace) -> None:
+    run_id = launch_slow_run(web, datetime(2026, 11, 30, 11, 30))
+    try:
+        page.goto(f"{base_url}/runs/{run_id}")
+        sync_api.expect(page.locator('[data-field="step"]')).to_have_text(
+            re.compile(r"^\d+ / \d+$"), timeout=20_000
+        )
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+        page.get_by_role("button", name="Cancel this run").click()
+        page.wait_for_url(re.compile(rf"/runs/{run_id}#progress$"))
+        assert dialogs and f"kura run resume {run_id}" in dialogs[0]
+        sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled")
+        sync_api.expect(page.get_by_role("button", name="Cancel this run")).to_be_hidden()
+        assert read_state(web.workspace.run_dir(run_id)).status == "cancelled"
+    finally:
+        cancel(web.workspace, run_id)
+
+
+def test_a_cancel_dismissed_in_the_dialog_leaves_the_run_training(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    run_id = launch_slow_run(web, datetime(2026, 11, 30, 11, 45))
+    try:
+        page.goto(f"{base_url}/runs/{run_id}")
+        page.on("dialog", lambda dialog: dialog.dismiss())
+        page.get_by_role("button", name="Cancel this run").click()
+        page.wait_for_timeout(1000)
+        assert read_state(web.workspace.run_dir(run_id)).status in ACTIVE
+    finally:
+        cancel(web.workspace, run_id)
+
+
+def test_the_log_box_shows_the_newest_lines(page: Any, base_url: str, web: WebWorkspace) -> None:
+    state = read_state(web.workspace.run_dir(web.finished))
+    assert state.log_path is not None
+    with open(state.log_path, "a") as log:
+        log.writelines(f"later line {index:03d}\n" for index in range(120))
+    page.goto(f"{base_url}/runs/{web.finished}")
+    box = page.locator('pre.log[data-field="log"]')
+    sync_api.expect(box).to_contain_text("later line 119")
+    sizes = box.evaluate("b => [b.scrollTop, b.scrollHeight, b.clientHeight]")
+    top, height, visible = sizes
+    assert height > visible, f"the log fits its box ({sizes}); the test needs a longer one"
+    assert top + visible >= height - 24, sizes
 
 
 def test_run_list_shows_a_new_run_first_without_a_reload(
@@ -139,7 +189,7 @@ def test_run_list_shows_a_new_run_first_without_a_reload(
         sets=["execution.executor=host"],
         now=datetime(2026, 12, 1, 9, 0),
     ).run_id
-    first_link = page.locator("table.runs tbody tr").first.get_by_role("link")
+    first_link = page.locator("table.runs tbody tr th").first.get_by_role("link")
     sync_api.expect(first_link).to_have_text(created, timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
 

@@ -4,8 +4,8 @@ Build it with :func:`create_app` (tests do); every page calls the same library f
 as the CLI. Guards, in order, on every request: the Host header must be exactly a loopback
 name (``localhost``, ``127.x.x.x``, ``[::1]``, optional port) when no token is set (DNS
 rebinding), the token when one is set (``?token=`` once,
-then a cookie, or ``Authorization: Bearer``), and on the one POST a same-origin check and
-the CSRF token. Responses carry a strict Content-Security-Policy.
+then a cookie, or ``Authorization: Bearer``), and on the two POSTs (a rating, a cancel) a
+same-origin check and the CSRF token. Responses carry a strict Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from kura.errors import FileSystemError, InvalidInput, KuraError, NotFound, UsageError
 from kura.runs.evidence import evaluate_run
+from kura.runs.following import cancel
 from kura.runs.store import list_run_ids
 from kura.web.samples import RunSamples, parse_side, prompt_text, run_samples
 from kura.web.security import (
@@ -100,6 +101,16 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
     def refuse(status_code: int, message: str) -> HTMLResponse:
         return page("error.html", status_code, title="Refused", message=message, hint="")
 
+    def refuse_form(request: Request, csrf: str) -> HTMLResponse | None:
+        """The refusal of a POST sent from another site or without this server's CSRF
+        token, or None when the form may act."""
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            return refuse(403, "the form was sent from another site")
+        if not same_secret(csrf, csrf_token):
+            return refuse(403, "the form's CSRF token is missing or stale; reload the page")
+        return None
+
     @app.middleware("http")
     async def guard(request: Request, call_next: RequestResponseEndpoint) -> Response:
         response = await _check_access(request)
@@ -174,11 +185,9 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
         csrf: str = Form(""),
     ) -> Response:
         check_name(run_id, "run")
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            return refuse(403, "the form was sent from another site")
-        if not same_secret(csrf, csrf_token):
-            return refuse(403, "the form's CSRF token is missing or stale; reload the page")
+        refused = refuse_form(request, csrf)
+        if refused is not None:
+            return refused
         evaluate_run(
             workspace,
             run_id,
@@ -186,6 +195,17 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
             notes=notes.replace("\r\n", "\n").strip() or None,
         )
         return RedirectResponse(f"/runs/{run_id}#notes", status_code=303)
+
+    @app.post("/runs/{run_id}/cancel")
+    def cancel_from_page(request: Request, run_id: str, csrf: str = Form("")) -> Response:
+        """``kura run cancel`` from the run's page: the same library call, behind the
+        same origin and CSRF checks as a rating."""
+        check_name(run_id, "run")
+        refused = refuse_form(request, csrf)
+        if refused is not None:
+            return refused
+        cancel(workspace, run_id)
+        return RedirectResponse(f"/runs/{run_id}#progress", status_code=303)
 
     @app.get("/runs/{run_id}/samples", response_class=HTMLResponse)
     def gallery(run_id: str) -> HTMLResponse:
