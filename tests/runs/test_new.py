@@ -53,6 +53,15 @@ def test_set_overrides_any_path_and_is_recorded(ws: Workspace) -> None:
     assert spec.execution.gpus == 2
 
 
+def test_set_addresses_a_dataset_of_the_run_by_index(ws: Workspace) -> None:
+    created = create_run(
+        ws, datasets=["myaku"], base="flux2-klein-base-9b", sets=["datasets.0.repeats=3"], now=NOW
+    )
+    spec, _ = load_run(ws, created.run_id)
+    assert spec.datasets[0].repeats == 3
+    assert spec.provenance["datasets.0.repeats"] == "your instruction"
+
+
 def test_bad_set_value_writes_no_run(ws: Workspace) -> None:
     with pytest.raises(SpecError, match=r"execution\.gpus"):
         create_run(ws, datasets=["myaku"], base="flux2-klein-base-9b", sets=["execution.gpus=0"])

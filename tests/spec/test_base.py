@@ -51,3 +51,28 @@ def test_set_dotted_refuses_to_descend_into_a_value() -> None:
 )
 def test_values_parse_as_yaml_scalars(raw: str, value: object) -> None:
     assert parse_value(raw) == value
+
+
+@pytest.mark.parametrize("key", ["datasets.1.repeats", "datasets[1].repeats"])
+def test_set_dotted_addresses_a_list_item_by_index(key: str) -> None:
+    document = parse_yaml("datasets:\n- name: a\n- name: b  # second\n", source="t")
+    set_dotted(document, key, 3)
+    from kura.yamlio import dump_yaml
+
+    written = dump_yaml(document)
+    assert "# second" in written
+    items = parse_yaml(written, source="t")["datasets"]
+    assert items == [{"name": "a"}, {"name": "b", "repeats": 3}]
+
+
+def test_set_dotted_refuses_an_index_past_the_end() -> None:
+    document = parse_yaml("datasets:\n- name: a\n", source="t")
+    with pytest.raises(UsageError, match="1 item") as info:
+        set_dotted(document, "datasets.4.repeats", 3)
+    assert "from 0 to 0" in (info.value.hint or "")
+
+
+def test_set_dotted_refuses_a_key_inside_a_list() -> None:
+    document = parse_yaml("datasets:\n- name: a\n", source="t")
+    with pytest.raises(UsageError, match="inside a list"):
+        set_dotted(document, "datasets.repeats", 3)

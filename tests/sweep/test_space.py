@@ -84,10 +84,17 @@ def test_musubi_exposes_its_parsers_keys_and_no_heldout_loss(tmp_path: Path) -> 
     assert "training.discrete_flow_shift" in keys.keys
     assert not any(k.startswith("backend.") for k in keys.keys)
     assert "rex" in keys.keys["training.scheduler"].choices
+    unset = _check(
+        tmp_path,
+        "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n",
+        backend="musubi-tuner",
+    )
+    assert unset.spec.objective.metric == "train_loss"  # type: ignore[attr-defined]
     with pytest.raises(SpecError, match="reports no held-out loss") as caught:
         _check(
             tmp_path,
-            "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n",
+            "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n"
+            "objective: {metric: heldout_loss}\n",
             backend="musubi-tuner",
         )
     assert "train_loss" in (caught.value.hint or "")
@@ -110,4 +117,7 @@ def test_kohakumoss_accepts_the_held_out_loss_objective(tmp_path: Path) -> None:
     )
     spec, digest = load_space(path)
     space = check_space(spec, digest, keys, backend="kohakumoss", source=path)
+    path.write_text("axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-3}\n")
+    unset, _ = load_space(path)
+    assert check_space(unset, digest, keys, backend="kohakumoss", source=path).spec == unset
     assert space.spec.objective.metric == "heldout_loss"  # type: ignore[attr-defined]

@@ -59,23 +59,75 @@ def read_spec(model: type[M], path: Path) -> M:
 
 
 def set_dotted(document: Any, dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in a round-trip mapping, creating intermediate mappings."""
-    parts = [p for p in dotted.split(".") if p]
-    if not parts:
-        raise UsageError(f"empty key in {dotted!r}", hint="use the form section.key=value")
+    """Set ``a.b.c`` in a round-trip document, creating intermediate mappings.
+
+    A list item is addressed by its index, ``datasets.0.repeats`` or ``datasets[0].repeats``
+    (the first is how validation errors name it); an index names an existing item only, so a
+    typo never grows a list.
+    """
+    parts = _dotted_parts(dotted)
     node = document
     for part in parts[:-1]:
-        child = node.get(part) if isinstance(node, dict) else None
+        node = _descend(node, part, dotted)
+    _assign(node, parts[-1], value, dotted)
+
+
+def _dotted_parts(dotted: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for raw in dotted.replace("[", ".").replace("]", "").split("."):
+        if raw:
+            parts.append(int(raw) if raw.isdigit() else raw)
+    if not parts:
+        raise UsageError(f"empty key in {dotted!r}", hint="use the form section.key=value")
+    return parts
+
+
+def _descend(node: Any, part: str | int, dotted: str) -> Any:
+    if isinstance(part, int):
+        child = _list_item(node, part, dotted)
+    elif isinstance(node, dict):
+        child = node.get(part)
         if child is None:
             child = {}
             node[part] = child
-        if not isinstance(child, dict):
-            raise UsageError(
-                f"cannot set {dotted}: {part} holds a value, not a section",
-                hint="name a key inside a section, e.g. intent.task=style",
-            )
-        node = child
-    node[parts[-1]] = value
+    else:
+        raise UsageError(
+            f"cannot set {dotted}: {part} is inside a list",
+            hint="name the item by its index first, e.g. datasets.0.repeats=2",
+        )
+    if not isinstance(child, (dict, list)):
+        raise UsageError(
+            f"cannot set {dotted}: {part} holds a value, not a section",
+            hint="name a key inside a section, e.g. intent.task=style",
+        )
+    return child
+
+
+def _assign(node: Any, part: str | int, value: Any, dotted: str) -> None:
+    if isinstance(part, int):
+        _list_item(node, part, dotted)
+        node[part] = value
+    elif isinstance(node, dict):
+        node[part] = value
+    else:
+        raise UsageError(
+            f"cannot set {dotted}: {part} is inside a list",
+            hint="name the item by its index first, e.g. datasets.0.repeats=2",
+        )
+
+
+def _list_item(node: Any, index: int, dotted: str) -> Any:
+    if not isinstance(node, list):
+        raise UsageError(
+            f"cannot set {dotted}: {index} indexes a section, not a list",
+            hint="use an index only after a list key, e.g. datasets.0.repeats=2",
+        )
+    if index >= len(node):
+        raise UsageError(
+            f"cannot set {dotted}: the list has {len(node)} item(s), numbered from 0",
+            hint=f"use an index from 0 to {len(node) - 1}" if node else "add the item first",
+        )
+    return node[index]
 
 
 def parse_value(raw: str) -> Any:

@@ -75,22 +75,22 @@ def new_sweep(
     try:
         atomic_write_text(folder / SPACE_NAME, space.read_text(encoding="utf-8"))
         split = None
-        if spec.objective.metric == "heldout_loss":
+        if checked.spec.objective.metric == "heldout_loss":
             split = carve_split(
                 workspace,
                 sweep_id,
                 folder,
                 [d.name for d in base.datasets],
-                spec.objective.validation_fraction,
+                checked.spec.objective.validation_fraction,
             )
         study = optuna.create_study(
             study_name=sweep_id,
             storage=open_storage(storage, folder),
-            directions=list(study_directions(spec.objective.mode)),
+            directions=list(study_directions(checked.spec.objective.mode)),
         )
         attrs = {
             "kura.space_digest": digest,
-            "kura.objective_mode": spec.objective.mode,
+            "kura.objective_mode": checked.spec.objective.mode,
             "kura.release": context.backend.release,
             "kura.backend": context.backend.name,
             "kura.base_run": base.id,
@@ -139,11 +139,11 @@ def new_sweep(
         "base_run": base.id,
         "backend": f"{context.backend.title} {context.backend.release}",
         "axes": [axis.to_dict() for axis in checked.axes],
-        "objective": spec.objective.model_dump(mode="json"),
-        "early_stop": spec.early_stop.model_dump(mode="json"),
+        "objective": checked.spec.objective.model_dump(mode="json"),
+        "early_stop": checked.spec.early_stop.model_dump(mode="json"),
         **(
             {"early_stop_note": "off: a multi-objective (pareto) study cannot prune"}
-            if spec.objective.mode == "pareto"
+            if checked.spec.objective.mode == "pareto"
             else {}
         ),
         "warm_start": [c.to_dict() for c in configs],

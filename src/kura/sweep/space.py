@@ -87,7 +87,8 @@ class Objective(StrictModel):
     )
     metric: Literal["heldout_loss", "train_loss"] = Field(
         "heldout_loss",
-        description="held-out loss on a validation split Kura carves, or the final train loss",
+        description="held-out loss on a validation split Kura carves, or the final train loss; "
+        "unset: the held-out loss where the backend reports one, else the train loss",
     )
     validation_fraction: float = Field(0.2, gt=0, lt=1)
     judge: str | None = Field(
@@ -257,6 +258,7 @@ def check_space(
                 path=source,
             )
         axes.append(_check_axis(key, axis, declared, source))
+    spec = _with_backend_metric(spec, exposed)
     if spec.objective.metric == "heldout_loss" and not exposed.heldout_loss:
         raise SpecError(
             f"{source}: objective.metric heldout_loss, but backend {backend} reports no "
@@ -265,6 +267,16 @@ def check_space(
             path=source,
         )
     return CheckedSpace(tuple(axes), spec, digest)
+
+
+def _with_backend_metric(spec: SpaceFile, exposed: SearchKeys) -> SpaceFile:
+    """An unset ``objective.metric`` is the best the backend reports: its held-out loss where
+    its trainer computes one, else the train loss (Musubi and AI-Toolkit report no held-out
+    loss). The digest stays the file's, so a study started before this rule resumes."""
+    if "metric" in spec.objective.model_fields_set or exposed.heldout_loss:
+        return spec
+    objective = spec.objective.model_copy(update={"metric": "train_loss"})
+    return spec.model_copy(update={"objective": objective})
 
 
 def _check_axis(key: str, axis: Axis, declared: SearchKey, source: Path | str) -> CheckedAxis:
