@@ -153,19 +153,28 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page() -> HTMLResponse:
+        from kura.web.trials import shown_status, swept_runs
+
         listing = run_list(workspace)
         runs = newest_first(listing.runs)
-        return page("runs.html", title="Runs", runs=runs, damaged=listing.damaged)
+        trials = swept_runs(workspace)
+        shown = {run.id: shown_status(run.status, trials.get(run.id)) for run in runs}
+        return page("runs.html", title="Runs", runs=runs, damaged=listing.damaged, shown=shown)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:
+        from kura.web.trials import shown_status, swept_runs
+
         check_name(run_id, "run")
         live = live_view(workspace, run_id)
+        trial = swept_runs(workspace).get(run_id)
         return page(
             "run.html",
             title=f"Run {run_id}",
             run=run_entry(workspace, run_id),
             live=live,
+            trial=trial,
+            shown_status=shown_status(live["display"]["status"], trial),
             plan_html=run_file_html(workspace, run_id, "plan.md"),
             notes_html=run_file_html(workspace, run_id, "notes.md"),
             csrf_token=csrf_token,
@@ -173,8 +182,13 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/api/runs/{run_id}/status")
     def run_status_json(run_id: str) -> JSONResponse:
+        from kura.web.trials import shown_status, swept_runs
+
         check_name(run_id, "run")
-        return JSONResponse(json_safe(live_view(workspace, run_id)))
+        live = live_view(workspace, run_id)  # shared with the cache: changed on a copy
+        trial = swept_runs(workspace).get(run_id)
+        display = {**live["display"], "status": shown_status(live["display"]["status"], trial)}
+        return JSONResponse(json_safe({**live, "display": display}))
 
     @app.post("/runs/{run_id}/evaluate")
     def evaluate(
