@@ -123,6 +123,8 @@ def test_progress_updates_live_without_a_reload(
     page.wait_for_timeout(2500)  # one more poll, so the charts hold a few more points
     loss = page.locator('[data-chart="loss"] svg').bounding_box()
     assert loss is not None and loss["width"] > 900 and loss["height"] > 300, loss
+    tick = page.locator('[data-chart="loss"] svg text.tick').first.bounding_box()
+    assert tick is not None and tick["height"] < 20, tick  # wide, not a blown-up thumbnail
     shoot(page, "run.png", height=1500)
     cancel(web.workspace, live_run)
     sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled", timeout=20_000)
