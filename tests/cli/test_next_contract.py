@@ -256,7 +256,10 @@ def test_follow_ups_name_the_documents_own_objects(web: WebWorkspace, tmp_path: 
     _, exported = _json(*ws, "export", "lora", web.finished)
     commands = [s["command"] for s in exported["next"]]
     assert commands[0].startswith(f"cp {exported['out']} ") and "ComfyUI" in commands[0]
-    assert f"kura knowledge promote {web.finished} --arch flux2 --task TASK" in commands
+    # the run knows its task: the step names it instead of a TASK placeholder
+    assert f"kura knowledge promote {web.finished} --arch flux2 --task character" in commands
+    unknown = nexts.after_export({"run": "r", "out": "o.safetensors"}, task=None)
+    assert unknown[-1]["command"].endswith("--task TASK")
 
 
 def test_sweep_documents_next() -> None:

@@ -102,6 +102,30 @@ def test_set_refuses_bad_values_and_writes_nothing(ws: Workspace, source: Path) 
     assert path.read_text() == before
 
 
+def test_a_bad_value_given_on_the_command_line_is_named_not_the_file(
+    ws: Workspace, source: Path
+) -> None:
+    add_dataset(ws, "myaku", source)
+    path = ws.dataset_dir("myaku") / "dataset.yaml"
+    before = path.read_text()
+    with pytest.raises(SpecError) as raised:
+        set_dataset_values(ws, "myaku", ["intent.trigger=myaku", "intent.task=portrait"])
+    error = raised.value
+    assert error.message.startswith("`intent.task=portrait` (given on the command line)")
+    assert "intent.trigger=myaku" not in error.message
+    assert "dataset.yaml" not in error.message and "dataset.yaml" not in (error.hint or "")
+    assert "nothing was saved" in (error.hint or "")
+    assert path.read_text() == before
+
+
+def test_a_bad_value_already_in_the_file_still_names_the_file(ws: Workspace, source: Path) -> None:
+    add_dataset(ws, "myaku", source)
+    path = ws.dataset_dir("myaku") / "dataset.yaml"
+    path.write_text(path.read_text().replace("caption_ext: .txt", "caption_ext: txt"))
+    with pytest.raises(SpecError, match=r"dataset\.yaml does not match .*`caption_ext`"):
+        set_dataset_values(ws, "myaku", ["intent.task=style"])
+
+
 def test_inspection_keeps_intent_and_drops_answered_questions(ws: Workspace, source: Path) -> None:
     from kura.dataset.registry import inspect_target
 

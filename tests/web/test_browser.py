@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from kura.execution.state import ACTIVE, read_state
 from kura.runs.following import cancel
 from kura.runs.new import create_run
+from tests.web.dataset_builder import EDIT_CAPTION, add_edit_dataset
 from tests.web.server import running_server
 from tests.web.sweep_builder import ParetoWorkspace, SweepWorkspace
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, launch_slow_run
@@ -119,11 +121,62 @@ def test_progress_updates_live_without_a_reload(
     sync_api.expect(page.locator('[data-field="log"]')).to_contain_text("steps:")
     assert page.evaluate("window.__sameDocument") is True
     page.wait_for_timeout(2500)  # one more poll, so the charts hold a few more points
+    loss = page.locator('[data-chart="loss"] svg').bounding_box()
+    assert loss is not None and loss["width"] > 900 and loss["height"] > 300, loss
+    tick = page.locator('[data-chart="loss"] svg text.tick').first.bounding_box()
+    assert tick is not None and tick["height"] < 20, tick  # wide, not a blown-up thumbnail
     shoot(page, "run.png", height=1500)
     cancel(web.workspace, live_run)
     sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled", timeout=20_000)
     sync_api.expect(page.locator('[data-block="eta"]')).to_be_hidden()
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_a_run_is_cancelled_from_its_page(page: Any, base_url: str, web: WebWorkspace) -> None:
+    run_id = launch_slow_run(web, datetime(2026, 11, 30, 11, 30))
+    try:
+        page.goto(f"{base_url}/runs/{run_id}")
+        sync_api.expect(page.locator('[data-field="step"]')).to_have_text(
+            re.compile(r"^\d+ / \d+$"), timeout=20_000
+        )
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+        page.get_by_role("button", name="Cancel this run").click()
+        page.wait_for_url(re.compile(rf"/runs/{run_id}#progress$"))
+        assert dialogs and f"kura run resume {run_id}" in dialogs[0]
+        sync_api.expect(page.locator('[data-field="status"]')).to_have_text("cancelled")
+        sync_api.expect(page.get_by_role("button", name="Cancel this run")).to_be_hidden()
+        assert read_state(web.workspace.run_dir(run_id)).status == "cancelled"
+    finally:
+        cancel(web.workspace, run_id)
+
+
+def test_a_cancel_dismissed_in_the_dialog_leaves_the_run_training(
+    page: Any, base_url: str, web: WebWorkspace
+) -> None:
+    run_id = launch_slow_run(web, datetime(2026, 11, 30, 11, 45))
+    try:
+        page.goto(f"{base_url}/runs/{run_id}")
+        page.on("dialog", lambda dialog: dialog.dismiss())
+        page.get_by_role("button", name="Cancel this run").click()
+        page.wait_for_timeout(1000)
+        assert read_state(web.workspace.run_dir(run_id)).status in ACTIVE
+    finally:
+        cancel(web.workspace, run_id)
+
+
+def test_the_log_box_shows_the_newest_lines(page: Any, base_url: str, web: WebWorkspace) -> None:
+    state = read_state(web.workspace.run_dir(web.finished))
+    assert state.log_path is not None
+    with open(state.log_path, "a") as log:
+        log.writelines(f"later line {index:03d}\n" for index in range(120))
+    page.goto(f"{base_url}/runs/{web.finished}")
+    box = page.locator('pre.log[data-field="log"]')
+    sync_api.expect(box).to_contain_text("later line 119")
+    sizes = box.evaluate("b => [b.scrollTop, b.scrollHeight, b.clientHeight]")
+    top, height, visible = sizes
+    assert height > visible, f"the log fits its box ({sizes}); the test needs a longer one"
+    assert top + visible >= height - 24, sizes
 
 
 def test_run_list_shows_a_new_run_first_without_a_reload(
@@ -138,7 +191,7 @@ def test_run_list_shows_a_new_run_first_without_a_reload(
         sets=["execution.executor=host"],
         now=datetime(2026, 12, 1, 9, 0),
     ).run_id
-    first_link = page.locator("table.runs tbody tr").first.get_by_role("link")
+    first_link = page.locator("table.runs tbody tr th").first.get_by_role("link")
     sync_api.expect(first_link).to_have_text(created, timeout=15_000)
     assert page.evaluate("window.__sameDocument") is True
 
@@ -181,6 +234,37 @@ def test_a_rating_sent_from_the_browser_lands_in_notes_md(
     assert "- rating: 5/5" in text
     assert "  > crisp at epoch 2\n  > keep this recipe\n" in text
     sync_api.expect(page.locator("article.notes")).to_contain_text("rating: 5/5")
+
+
+@pytest.fixture(scope="module")
+def edits(web: WebWorkspace, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return add_edit_dataset(web.workspace, tmp_path_factory.mktemp("edits"))
+
+
+def test_dataset_page_shows_captions_problems_and_controls_beside_targets(
+    page: Any, base_url: str, edits: str
+) -> None:
+    page.goto(base_url + "/")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Datasets").click()
+    page.get_by_role("link", name=edits, exact=True).click()
+    sync_api.expect(page.get_by_role("heading", level=1)).to_have_text(f"Dataset {edits}")
+    fox = page.locator('tr[data-file="fox.png"]')
+    sync_api.expect(fox.locator('[data-field="caption"]')).to_have_text(EDIT_CAPTION)
+    target = fox.get_by_role("img", name="target fox.png")
+    control = fox.get_by_role("img", name="control fox.png")
+    sync_api.expect(target).to_be_visible()
+    sync_api.expect(control).to_be_visible()
+    target_box, control_box = target.bounding_box(), control.bounding_box()
+    assert target_box is not None and control_box is not None
+    assert control_box["x"] > target_box["x"] + target_box["width"] - 1  # beside, on its right
+    assert abs(control_box["y"] - target_box["y"]) < 40
+    uncaptioned = page.locator('tr[data-file="uncaptioned.png"]')
+    sync_api.expect(uncaptioned.locator('[data-code="missing-caption"]')).to_contain_text(
+        "missing-caption"
+    )
+    sync_api.expect(fox.locator("[data-code]")).to_have_count(0)
+    _expect_images_loaded(page)
+    shoot(page, "dataset.png")
 
 
 def test_knowledge_page_shows_cards_and_regrets(

@@ -100,9 +100,9 @@ def write_samples(workspace: Workspace, run_id: str, epochs: tuple[int, ...]) ->
     return written
 
 
-def launch_slow_run(web: WebWorkspace) -> str:
+def launch_slow_run(web: WebWorkspace, now: datetime = datetime(2026, 11, 30, 10, 0)) -> str:
     """A run that keeps training (the fake's ``slow`` mode) until cancelled."""
     set_mode(web.checkout, "slow")
-    run_id = approved_run(web.workspace, datetime(2026, 11, 30, 10, 0), ["training.epochs=2"])
+    run_id = approved_run(web.workspace, now, ["training.epochs=2"])
     launch_run(web.workspace, run_id, detach=True)
     return run_id

@@ -133,17 +133,27 @@ class Output:
         self.err.print(text)
 
     @contextmanager
-    def progress(self, description: str) -> Iterator[ProgressFn]:
-        """A progress callback ``(done, total)``; draws a bar only on an interactive stderr."""
+    def progress(self, description: str, *, in_bytes: bool = False) -> Iterator[ProgressFn]:
+        """A progress callback ``(done, total)``; draws a bar only on an interactive stderr
+        (never under ``--json``). ``in_bytes``: the counts are bytes, shown as sizes and
+        a transfer rate (hashing gigabytes)."""
         if self.json_mode or not self._stderr.isatty():
             yield _no_progress
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
+        counts = (DownloadColumn(), TransferSpeedColumn()) if in_bytes else (MofNCompleteColumn(),)
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
-            MofNCompleteColumn(),
+            *counts,
             TimeRemainingColumn(),
             console=self.err,
             transient=True,

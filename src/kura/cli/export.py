@@ -82,7 +82,7 @@ def export_command(
     )
     document = exported.to_dict()
     state.out.result(
-        with_next(document, after_export(document)),
+        with_next(document, after_export(document, task=spec.task)),
         and_next(lambda console, _doc: _render_export(console, escape_value(exported))),
     )
 

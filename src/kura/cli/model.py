@@ -236,7 +236,9 @@ def verify_command(ctx: click.Context, target: str) -> None:
     state: AppState = ctx.obj
     from kura.cli.nexts import after_model_verify, followed
 
-    verified = followed(verify_target(target, models_dir=_models_dir(state)), after_model_verify)
+    with state.out.progress("hashing", in_bytes=True) as progress:
+        checked = verify_target(target, models_dir=_models_dir(state), progress=progress)
+    verified = followed(checked, after_model_verify)
     state.out.result(verified, and_next(_render_verify))
     if not verified.ok:
         ctx.exit(1)
@@ -261,7 +263,9 @@ def lock_command(state: AppState, bundle_id: str, paths: tuple[str, ...]) -> Non
     from kura.cli.nexts import after_model_lock, followed
     from kura.models.lockdoc import lock_bundle
 
-    locked = followed(lock_bundle(state.workspace(), bundle_id, paths), after_model_lock)
+    with state.out.progress("hashing", in_bytes=True) as progress:
+        written = lock_bundle(state.workspace(), bundle_id, paths, progress=progress)
+    locked = followed(written, after_model_lock)
     state.out.result(locked, and_next(_render_lock))
 
 

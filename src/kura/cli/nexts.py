@@ -286,7 +286,9 @@ def after_import(doc: dict[str, Any]) -> Steps:
     )
 
 
-def after_export(doc: dict[str, Any]) -> Steps:
+def after_export(doc: dict[str, Any], *, task: str | None = None) -> Steps:
+    """``task``: the run's own (run.yaml), named in the promote step instead of a TASK
+    placeholder when the run knows it."""
     # a save split per expert (Wan 2.2 A14B) was written as one file per expert
     run = doc["run"]
     out = " ".join(_q(d["out"]) for d in (doc, *(doc.get("companions") or [])))
@@ -301,8 +303,10 @@ def after_export(doc: dict[str, Any]) -> Steps:
             "record your verdict of its samples (and the chosen epoch)",
         ),
         NextStep(
-            f"kura knowledge promote {run} --arch {doc.get('architecture') or 'ARCH'} --task TASK",
-            "keep what worked in the knowledge card",
+            f"kura knowledge promote {run} --arch {doc.get('architecture') or 'ARCH'} "
+            f"--task {task or 'TASK'}",
+            "keep what worked in the knowledge card"
+            + ("" if task else " (TASK: the card section, e.g. character)"),
         ),
     )
 

@@ -210,37 +210,17 @@ def status_command(state: AppState, run_id: str) -> None:
     """State, step / total, epoch, loss, seconds per step, ETA, diagnosis."""
     from kura.runs.following import run_status
 
-    state.out.result(run_status(state.workspace(), run_id), render_status)
+    state.out.result(run_status(state.workspace(), run_id), and_next(render_status))
 
 
 def render_status(console: Console, status: RunStatus) -> None:
-    run_state = status.state
-    if run_state is None:
-        console.print(f"Run {status.run} has not been launched")
-        return
-    console.print(f"Run [bold]{status.run}[/]: {run_state.status} ({run_state.current_step})")
-    progress = status.progress
-    if progress is not None and progress.total:
-        loss = progress.loss_ema
-        console.print(
-            f"step {progress.step}/{progress.total}, epoch {progress.epoch}, "
-            f"loss {loss if loss is None else f'{loss:.4f}'} (EMA), "
-            f"{progress.seconds_per_step} s/step, ETA {progress.eta_seconds} s"
-        )
-        if status.labels is not None:
-            from rich.markup import escape
+    """The status as people read it (``kura.cli.human``); ``next:`` lines follow (and_next)."""
+    from rich.markup import escape
 
-            raw = progress.loss
-            console.print(
-                escape(
-                    f"{status.labels.loss}: {raw if raw is None else f'{raw:.4f}'}; "
-                    f"the EMA is of {status.labels.raw}"
-                )
-            )
-    diagnosis = status.diagnosis
-    if diagnosis is not None:
-        console.print(f"[red]{diagnosis.code}[/]: {diagnosis.message}")
-        console.print(f"next: {dict(diagnosis.next)}")
+    from kura.cli.human import status_lines
+
+    for line in status_lines(status):
+        console.print(escape(line), soft_wrap=True)
     if status.cloud is not None:
         _render_cloud(console, status.cloud)
 
@@ -274,9 +254,10 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
     line at every change, the final document last)."""
     import time
 
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn
 
     from kura.backends.base import StepProgress
+    from kura.cli.human import progress_line
     from kura.runs.following import run_status
 
     workspace = state.workspace()
@@ -289,23 +270,21 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.fields[info]}"),
-            TimeRemainingColumn(),
             console=state.out.err,
         ) as bar:
             task = bar.add_task(run_id, total=None, info="")
             while status.state is not None and not status.state.is_terminal:
                 progress = status.progress or StepProgress()
-                loss = progress.loss_ema
                 bar.update(
                     task,
                     completed=progress.step or 0,
                     total=progress.total,
                     description=f"{run_id} {status.state.status}",
-                    info=f"loss {loss:.4f}" if loss is not None else "",
+                    info=progress_line(progress, live=True),
                 )
                 time.sleep(interval)
                 status = run_status(workspace, run_id)
-    state.out.result(status, render_status)
+    state.out.result(status, and_next(render_status))
 
 
 def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval: float) -> None:
@@ -412,6 +391,10 @@ def list_command(state: AppState) -> None:
 
 def _render_list(console: Console, listing: RunList) -> None:
     table = new_table("run", "base", "task", "status", "rank", "lr", "epochs", box=None)
+    ids = [run.id for run in listing.runs] + [damaged.id for damaged in listing.damaged]
+    # A run id is what the next command needs: never cut short, whatever the terminal width.
+    table.columns[0].no_wrap = True
+    table.columns[0].min_width = max(map(len, ids), default=3)
     for run in listing.runs:
         settings = run.settings
         table.add_row(

@@ -288,7 +288,9 @@ def status_command(state: AppState, sweep_id: str, storage: str | None) -> None:
     doc = sweep_status(state.workspace(), sweep_id, storage_url=storage)
 
     def render(console: Console, d: dict[str, Any]) -> None:
-        console.print(f"Sweep [bold]{d['sweep']}[/]: {d['counts']}")
+        from kura.cli.human import counts_text
+
+        console.print(f"Sweep [bold]{d['sweep']}[/]: {counts_text(d['counts'])}")
         console.print(_table(d["rows"]))
 
     state.out.result(with_next(doc, after_sweep_status(doc)), and_next(render))

@@ -125,9 +125,34 @@ def inspect_dataset(
         )
     scan = scan_dataset(root, caption_ext, skip=control_root)
     controls = scan_controls(control_root) if control_root is not None else None
-    facts = gather_facts(_jobs(scan, controls), cache=cache, progress=progress)
+    jobs = _jobs(scan, controls)
+    phases = _Phases(progress, reading=len(jobs), comparing=len(scan.images))
+    facts = gather_facts(jobs, cache=cache, progress=phases.reading)
     add_pixel_facts(hash_candidates(scan, facts), facts, cache=cache)
-    return _build(root, control_root, scan, controls, facts, rule, caption_ext)
+    return _build(root, control_root, scan, controls, facts, rule, caption_ext, phases.comparing)
+
+
+class _Phases:
+    """One progress bar over both passes: reading every file (one unit each), then
+    comparing the pictures for likenesses (one unit per image, spread over the pairs
+    judged), so the bar reaches its end only when the whole inspection has."""
+
+    def __init__(
+        self, report: Callable[[int, int], None] | None, *, reading: int, comparing: int
+    ) -> None:
+        self.report = report
+        self.reading_units = reading
+        self.total = reading + comparing
+
+    def reading(self, done: int, total: int) -> None:
+        if self.report is not None:
+            self.report(done, self.total)
+
+    def comparing(self, done: int, total: int) -> None:
+        if self.report is not None:
+            units = self.total - self.reading_units
+            share = units * done // total if total else units
+            self.report(self.reading_units + share, self.total)
 
 
 def _check_caption_ext(caption_ext: str) -> None:
@@ -173,11 +198,12 @@ def _build(
     facts: dict[str, dict[str, Any]],
     rule: BucketRule,
     caption_ext: str,
+    comparing: Callable[[int, int], None],
 ) -> Inspection:
     ctx = Context(root, control_root, scan, controls, facts, rule, caption_ext)
     texts = sections.caption_texts(ctx)
     trigger = find_trigger(texts)
-    duplicates, near = _similar_media(ctx)
+    duplicates, near = _similar_media(ctx, comparing)
     pairing = pair_controls(scan.images, controls.images) if controls is not None else None
     problems = findings.problems(ctx, duplicates, near, pairing)
     task = intent.task_suggestion(ctx, pairing)
@@ -212,14 +238,17 @@ def _build(
     )
 
 
-def _similar_media(ctx: Context) -> tuple[list[list[str]], list[Likeness]]:
+def _similar_media(
+    ctx: Context, progress: Callable[[int, int], None]
+) -> tuple[list[list[str]], list[Likeness]]:
     """Exact-duplicate groups of media, and the likeness pairs among the images."""
     media = [e for e in (*ctx.scan.images, *ctx.scan.videos) if ctx.of(e).get("sha256")]
     media = [e for e in media if not ctx.of(e).get("error")]
     digests = {e.rel: ctx.of(e)["sha256"] for e in media}
     images = {e.path for e in ctx.scan.images}
     pictures = [Picture.of(e.rel, e.path, ctx.of(e)) for e in media if e.path in images]
-    return exact_groups(digests), find_likenesses([p for p in pictures if p is not None])
+    found = find_likenesses([p for p in pictures if p is not None], progress)
+    return exact_groups(digests), found
 
 
 def _digest(ctx: Context) -> str:

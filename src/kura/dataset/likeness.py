@@ -24,7 +24,7 @@ linearly to the other's, needs a slope within ``COLOUR_SLOPE`` of 1 and means wi
 from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -241,8 +241,11 @@ def _closest_per_owner(rows: NDArray[np.int64]) -> NDArray[np.int64]:
     return rows[rank < MAX_PARTNERS]
 
 
-def find_likenesses(pictures: Sequence[Picture]) -> list[Likeness]:
-    """Every confirmed likeness pair among ``pictures``, sorted by (original, copy)."""
+def find_likenesses(
+    pictures: Sequence[Picture], progress: Callable[[int, int], None] | None = None
+) -> list[Likeness]:
+    """Every confirmed likeness pair among ``pictures``, sorted by (original, copy);
+    ``progress(done, total)`` after each candidate pair is judged (pixels compared)."""
     index = CandidateIndex(pictures)
     by_pair: dict[tuple[int, int], list[Candidate]] = defaultdict(list)
     for candidate in index.candidates():
@@ -250,11 +253,15 @@ def find_likenesses(pictures: Sequence[Picture]) -> list[Likeness]:
         by_pair[pair].append(candidate)
     pixels = _PixelCache()
     found = []
-    for pair in sorted(by_pair):
+    for done, pair in enumerate(sorted(by_pair), start=1):
         hypotheses = sorted(by_pair[pair], key=lambda c: (c.distance, c.hypothesis))[:3]
         likeness = confirm(pictures, hypotheses, pixels)
         if likeness is not None:
             found.append(likeness)
+        if progress is not None:
+            progress(done, len(by_pair))
+    if progress is not None:
+        progress(len(by_pair), len(by_pair))
     return sorted(found, key=lambda item: (item.original, item.copy))
 
 

@@ -688,9 +688,41 @@ def set_dataset_values(workspace: Workspace, name: str, assignments: list[str]) 
             value = parse_value(raw)  # an escaped lone surrogate ("\ud800") is refused here
             set_dotted(document, key, value)
             changed[key] = value
-        spec = validate_spec(DatasetSpec, document, source=spec_path(workspace, name))
+        spec = _validate_assignments(document, assignments, changed, spec_path(workspace, name))
         write_yaml(spec_path(workspace, name), document)
     return DatasetSet(name=name, changed=changed, intent=spec.intent)
+
+
+def _validate_assignments(
+    document: Any, assignments: list[str], changed: dict[str, Any], path: Path
+) -> DatasetSpec:
+    """dataset.yaml with the assignments applied, validated. When every error is about a
+    key given on the command line, the error names those assignments (nothing was saved),
+    not dataset.yaml, which holds no bad value; otherwise the file is at fault."""
+    from pydantic import ValidationError
+
+    from kura.errors import SpecError
+    from kura.spec.base import describe_validation, plain
+
+    try:
+        return DatasetSpec.model_validate(plain(document))
+    except ValidationError as exc:
+        places = [".".join(str(part) for part in error["loc"]) for error in exc.errors()]
+        if not places or not all(any(_concerns(p, k) for k in changed) for p in places):
+            return validate_spec(DatasetSpec, document, source=path)
+        keys = {a: a.partition("=")[0].strip() for a in assignments}
+        bad = [a.strip() for a, k in keys.items() if any(_concerns(p, k) for p in places)]
+        raise SpecError(
+            f"`{' '.join(bad)}` (given on the command line) is not valid: "
+            f"{describe_validation(exc)}",
+            hint="nothing was saved; `kura schema dataset` lists the keys and the values "
+            "each takes",
+        ) from None
+
+
+def _concerns(place: str, key: str) -> bool:
+    """Whether a schema error at ``place`` (``intent.task``) is about the set ``key``."""
+    return place == key or place.startswith(key + ".")
 
 
 def _refuse_unencodable(assignment: str) -> None:

@@ -27,7 +27,7 @@ from kura.constants import cache_dir
 from kura.errors import CheckFailed, InvalidInput
 from kura.models.hfcache import hub_blob_digest
 
-__all__ = ["DigestCache", "DigestRecord", "hash_file"]
+__all__ = ["ByteProgress", "DigestCache", "DigestRecord", "hash_file"]
 
 CHUNK = 8 * 1024 * 1024
 _SCHEMA = """
@@ -77,6 +77,39 @@ def hash_file(path: Path, progress: Callable[[int, int], None] | None = None) ->
             if progress is not None:
                 progress(done, total)
     return digest.hexdigest()
+
+
+class ByteProgress:
+    """Progress in bytes over several files hashed one after another (``kura model verify``,
+    ``kura model lock``): ``report(done, total)`` with ``total`` every file's size, so a
+    bar moves through gigabytes instead of jumping per file. A file answered from the cache
+    counts as done at once."""
+
+    def __init__(self, paths: list[Path], report: Callable[[int, int], None] | None) -> None:
+        self.report = report
+        self.sizes = {str(path): _size(path) for path in paths}
+        self.total = sum(self.sizes.values())
+        self.offset = 0
+
+    def reading(self, path: Path) -> Callable[[int, int], None] | None:
+        """The per-file callback for :func:`hash_file` while ``path`` is read."""
+        report = self.report
+        if report is None:
+            return None
+        offset, total = self.offset, self.total
+        return lambda done, _size: report(offset + done, total)
+
+    def finished(self, path: Path) -> None:
+        self.offset += self.sizes.get(str(path), 0)
+        if self.report is not None:
+            self.report(self.offset, self.total)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 class DigestCache:

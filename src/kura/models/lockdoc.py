@@ -9,14 +9,14 @@ sorted and the text is canonical JSON, so an unchanged set of files gives the sa
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kura.errors import CheckFailed
 from kura.fsutil import write_text_if_changed
-from kura.models.digests import DigestCache
+from kura.models.digests import ByteProgress, DigestCache, DigestRecord
 from kura.models.resolve import Resolution, RoleResolution
 from kura.nextsteps import NextStep, next_list
 
@@ -28,7 +28,11 @@ __all__ = ["LOCK_VERSION", "LockWritten", "build_lock", "lock_bundle", "lock_tex
 LOCK_VERSION = 1
 
 
-def build_lock(resolution: Resolution, digests: DigestCache | None = None) -> dict[str, Any]:
+def build_lock(
+    resolution: Resolution,
+    digests: DigestCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """The lock document for a resolved bundle. Refused or invalid files cannot be locked
     (:class:`CheckFailed`); missing ones are recorded as ``pending``. Paths are recorded as
     found (a hub-cache snapshot link, not the blob it points to)."""
@@ -41,6 +45,7 @@ def build_lock(resolution: Resolution, digests: DigestCache | None = None) -> di
             hint="fix or replace those files (`kura model resolve` shows where each was found)",
         )
     bundle = resolution.bundle
+    hashing = ByteProgress([p for r in resolution.roles for p in _hashed_files(r)], progress)
     return {
         "kind": "model-lock",
         "version": LOCK_VERSION,
@@ -49,13 +54,30 @@ def build_lock(resolution: Resolution, digests: DigestCache | None = None) -> di
         "backend": bundle.backend,
         "trainer": dict(sorted(bundle.trainer.items())),
         "roles": {
-            r.spec.slot: _lock_entry(r, digests)
+            r.spec.slot: _lock_entry(r, digests, hashing)
             for r in sorted(resolution.roles, key=lambda r: r.spec.slot)
         },
     }
 
 
-def _lock_entry(entry: RoleResolution, digests: DigestCache) -> dict[str, Any]:
+def _hashed_files(entry: RoleResolution) -> list[Path]:
+    """The files the lock hashes for a role: none for a missing file or a repo snapshot."""
+    if entry.status == "missing" or entry.path is None or entry.spec.format == "hf-repo":
+        return []
+    return list(entry.shards) or [entry.path]
+
+
+def _digests(files: list[Path], digests: DigestCache, hashing: ByteProgress) -> list[DigestRecord]:
+    records = []
+    for path in files:
+        records.append(digests.digest(path, progress=hashing.reading(path)))
+        hashing.finished(path)
+    return records
+
+
+def _lock_entry(
+    entry: RoleResolution, digests: DigestCache, hashing: ByteProgress
+) -> dict[str, Any]:
     spec = entry.spec
     base: dict[str, Any] = {
         "role": spec.role,
@@ -84,8 +106,8 @@ def _lock_entry(entry: RoleResolution, digests: DigestCache) -> dict[str, Any]:
             "component": None,
             "shards": [],
         }
-    files = list(entry.shards) or [entry.path]
-    records = [digests.digest(p) for p in files]
+    files = _hashed_files(entry)
+    records = _digests(files, digests, hashing)
     first = records[0]
     if spec.sha256 is not None and first.sha256 != spec.sha256:
         raise CheckFailed(
@@ -145,10 +167,14 @@ class LockWritten:
 
 
 def lock_bundle(
-    workspace: Workspace, bundle_id: str, paths: tuple[str, ...] | list[str] = ()
+    workspace: Workspace,
+    bundle_id: str,
+    paths: tuple[str, ...] | list[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> LockWritten:
     """Resolve ``bundle_id`` in the workspace (``ROLE=FILE`` ``paths`` first) and write
-    ``models/<bundle>.lock.json`` when its bytes change."""
+    ``models/<bundle>.lock.json`` when its bytes change; ``progress(bytes hashed, bytes
+    in all)`` while files not yet in the digest cache are read."""
     from kura.models.bundles import get_bundle
     from kura.models.resolve import parse_path_overrides, resolve_bundle
 
@@ -156,7 +182,7 @@ def lock_bundle(
     resolution = resolve_bundle(
         bundle, models_dir=workspace.models_dir, paths=parse_path_overrides(paths, bundle)
     )
-    document = build_lock(resolution)
+    document = build_lock(resolution, progress=progress)
     target = workspace.models_dir / f"{bundle.id}.lock.json"
     with workspace.lock():
         written = write_lock(target, document)

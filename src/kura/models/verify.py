@@ -6,12 +6,13 @@ the recorded digest (when unchanged since), and a bundle's file with its publish
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from kura.errors import CheckFailed, InvalidInput, KuraError
-from kura.models.digests import DigestCache
+from kura.models.digests import ByteProgress, DigestCache
 from kura.models.header import read_header
 from kura.models.identify import shard_siblings
 from kura.nextsteps import NextStep, next_list
@@ -72,9 +73,14 @@ class Verification:
 
 
 def verify_target(
-    target: str, *, models_dir: Path | None = None, digests: DigestCache | None = None
+    target: str,
+    *,
+    models_dir: Path | None = None,
+    digests: DigestCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Verification:
-    """Verify a file path, or every file of the bundle named ``target`` that resolves."""
+    """Verify a file path, or every file of the bundle named ``target`` that resolves;
+    ``progress(bytes hashed, bytes in all)`` as the files are read."""
     digests = digests or DigestCache()
     path = Path(target).expanduser()
     if not path.exists() and ("/" in target or target.endswith((".safetensors", ".pt", ".pth"))):
@@ -95,8 +101,12 @@ def verify_target(
             files = list(role.shards) or [role.path]
             items += [(p, role.spec.sha256 if i == 0 else None) for i, p in enumerate(files)]
         kind = "bundle"
-    entries = tuple(_verify_one(p, expected, digests) for p, expected in items)
-    return Verification(target=target, target_kind=kind, files=entries)
+    hashing = ByteProgress([p for p, _ in items], progress)
+    entries = []
+    for path, expected in items:
+        entries.append(_verify_one(path, expected, digests, hashing.reading(path)))
+        hashing.finished(path)
+    return Verification(target=target, target_kind=kind, files=tuple(entries))
 
 
 def _structure_problem(path: Path) -> str | None:
@@ -112,14 +122,19 @@ def _structure_problem(path: Path) -> str | None:
     return None
 
 
-def _verify_one(path: Path, expected: str | None, digests: DigestCache) -> FileVerification:
+def _verify_one(
+    path: Path,
+    expected: str | None,
+    digests: DigestCache,
+    progress: Callable[[int, int], None] | None = None,
+) -> FileVerification:
     def unread(status: VerifyStatus, problem: str) -> FileVerification:
         return FileVerification(str(path), expected, status, None, None, (problem,))
 
     if (problem := _structure_problem(path)) is not None:
         return unread("invalid", problem)
     try:
-        record = digests.digest(path, verify=True)
+        record = digests.digest(path, verify=True, progress=progress)
     except CheckFailed as error:
         return unread("mismatch", error.message)
     except KuraError as error:

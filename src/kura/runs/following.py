@@ -36,6 +36,19 @@ __all__ = [
 ]
 
 
+def _before_launch(run_dir: Path) -> str:
+    """Why to launch a run that never ran, as far as its files have come: an approved
+    run is told to launch, not to plan and approve it first."""
+    from kura.runs.approval import APPROVAL_NAME
+    from kura.runs.plan import PLAN_JSON
+
+    if (run_dir / APPROVAL_NAME).is_file():
+        return "it is approved and was never launched"
+    if (run_dir / PLAN_JSON).is_file():
+        return "it was never launched (approve its plan first)"
+    return "it was never launched (plan and approve it first)"
+
+
 def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     """State (re-attached if the run was detached), progress, last scalars, diagnosis."""
     from kura.backends.registry import get_backend
@@ -46,9 +59,7 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     backend = get_backend(spec.backend.name)
     labels = backend.loss_labels()
     if not (run_dir / "state.json").exists():
-        never = NextStep(
-            f"kura run launch {run_id}", "it was never launched (plan and approve it first)"
-        )
+        never = NextStep(f"kura run launch {run_id}", _before_launch(run_dir))
         return RunStatus(
             run_id, state=None, progress=None, scalars=None, next=(never,), labels=labels
         )

@@ -4,8 +4,8 @@ Build it with :func:`create_app` (tests do); every page calls the same library f
 as the CLI. Guards, in order, on every request: the Host header must be exactly a loopback
 name (``localhost``, ``127.x.x.x``, ``[::1]``, optional port) when no token is set (DNS
 rebinding), the token when one is set (``?token=`` once,
-then a cookie, or ``Authorization: Bearer``), and on the one POST a same-origin check and
-the CSRF token. Responses carry a strict Content-Security-Policy.
+then a cookie, or ``Authorization: Bearer``), and on the two POSTs (a rating, a cancel) a
+same-origin check and the CSRF token. Responses carry a strict Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from kura.errors import FileSystemError, InvalidInput, KuraError, NotFound, UsageError
 from kura.runs.evidence import evaluate_run
+from kura.runs.following import cancel
 from kura.runs.store import list_run_ids
 from kura.web.samples import RunSamples, parse_side, prompt_text, run_samples
 from kura.web.security import (
@@ -100,6 +101,16 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
     def refuse(status_code: int, message: str) -> HTMLResponse:
         return page("error.html", status_code, title="Refused", message=message, hint="")
 
+    def refuse_form(request: Request, csrf: str) -> HTMLResponse | None:
+        """The refusal of a POST sent from another site or without this server's CSRF
+        token, or None when the form may act."""
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            return refuse(403, "the form was sent from another site")
+        if not same_secret(csrf, csrf_token):
+            return refuse(403, "the form's CSRF token is missing or stale; reload the page")
+        return None
+
     @app.middleware("http")
     async def guard(request: Request, call_next: RequestResponseEndpoint) -> Response:
         response = await _check_access(request)
@@ -142,24 +153,39 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def run_list_page(number: int = Query(1, alias="page")) -> HTMLResponse:
+        from kura.web.trials import shown_status, trial_of
+
         shown = run_list_page_of(workspace, number)
+        runs = newest_first(shown.listing.runs)
+        statuses = {
+            run.id: shown_status(run.status, trial_of(workspace, run.id))
+            if run.status == "cancelled"
+            else run.status
+            for run in runs
+        }
         return page(
             "runs.html",
             title="Runs",
-            runs=newest_first(shown.listing.runs),
+            runs=runs,
             damaged=shown.listing.damaged,
             page_of=shown,
+            shown=statuses,
         )
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> HTMLResponse:
+        from kura.web.trials import shown_status, trial_of
+
         check_name(run_id, "run")
         live = live_view(workspace, run_id)
+        trial = trial_of(workspace, run_id)
         return page(
             "run.html",
             title=f"Run {run_id}",
             run=run_entry(workspace, run_id),
             live=live,
+            trial=trial,
+            shown_status=shown_status(live["display"]["status"], trial),
             plan_html=run_file_html(workspace, run_id, "plan.md"),
             notes_html=run_file_html(workspace, run_id, "notes.md"),
             csrf_token=csrf_token,
@@ -167,8 +193,13 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
 
     @app.get("/api/runs/{run_id}/status")
     def run_status_json(run_id: str) -> JSONResponse:
+        from kura.web.trials import shown_status, trial_of
+
         check_name(run_id, "run")
-        return JSONResponse(json_safe(live_view(workspace, run_id)))
+        live = live_view(workspace, run_id)  # shared with the cache: changed on a copy
+        trial = trial_of(workspace, run_id)
+        display = {**live["display"], "status": shown_status(live["display"]["status"], trial)}
+        return JSONResponse(json_safe({**live, "display": display}))
 
     @app.post("/runs/{run_id}/evaluate")
     def evaluate(
@@ -179,11 +210,9 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
         csrf: str = Form(""),
     ) -> Response:
         check_name(run_id, "run")
-        origin = request.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-            return refuse(403, "the form was sent from another site")
-        if not same_secret(csrf, csrf_token):
-            return refuse(403, "the form's CSRF token is missing or stale; reload the page")
+        refused = refuse_form(request, csrf)
+        if refused is not None:
+            return refused
         evaluate_run(
             workspace,
             run_id,
@@ -191,6 +220,17 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
             notes=notes.replace("\r\n", "\n").strip() or None,
         )
         return RedirectResponse(f"/runs/{run_id}#notes", status_code=303)
+
+    @app.post("/runs/{run_id}/cancel")
+    def cancel_from_page(request: Request, run_id: str, csrf: str = Form("")) -> Response:
+        """``kura run cancel`` from the run's page: the same library call, behind the
+        same origin and CSRF checks as a rating."""
+        check_name(run_id, "run")
+        refused = refuse_form(request, csrf)
+        if refused is not None:
+            return refused
+        cancel(workspace, run_id)
+        return RedirectResponse(f"/runs/{run_id}#progress", status_code=303)
 
     @app.get("/runs/{run_id}/samples", response_class=HTMLResponse)
     def gallery(run_id: str) -> HTMLResponse:
@@ -228,6 +268,28 @@ def create_app(workspace: Workspace, token: str | None = None) -> FastAPI:
     @app.get("/knowledge", response_class=HTMLResponse)
     def knowledge() -> HTMLResponse:
         return page("knowledge.html", title="Knowledge", **knowledge_view(workspace))
+
+    @app.get("/datasets", response_class=HTMLResponse)
+    def datasets_page() -> HTMLResponse:
+        from kura.web.datasets import dataset_index
+
+        return page("datasets.html", title="Datasets", datasets=dataset_index(workspace))
+
+    @app.get("/datasets/{name}", response_class=HTMLResponse)
+    def dataset_detail(
+        name: str, page_number: int = Query(1, alias="page"), problems: str = "", run: str = ""
+    ) -> HTMLResponse:
+        from kura.web.datasets import dataset_page, page_numbers
+
+        check_name(name, "dataset")
+        if run:
+            check_name(run, "run")
+        shown = dataset_page(
+            workspace, name, page=page_number, only_problems=problems == "1", run=run or None
+        )
+        return page(
+            "dataset.html", title=f"Dataset {name}", d=shown, page_numbers=page_numbers(shown)
+        )
 
     @app.get("/files/{relative:path}")
     def media_file(relative: str) -> FileResponse:

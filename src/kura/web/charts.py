@@ -28,6 +28,8 @@ __all__ = [
 
 MAX_POINTS = 400
 WIDTH, HEIGHT = 640, 240
+WIDE = (1120, 320)
+"""The drawing size of a chart that spans the page's row (the run page's loss)."""
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 32, 40
 
 Series = list[tuple[int, float]]
@@ -136,10 +138,13 @@ def line_chart(
     empty: str,
     x_label: str = "step",
     backdrop: dict[str, Series] | None = None,
+    size: tuple[int, int] = (WIDTH, HEIGHT),
 ) -> str:
     """An SVG chart of each series (``x_label`` on x, value on y), or a paragraph saying
     ``empty``. A ``backdrop`` series (same name as a series) is drawn faintly behind it in
-    its colour: the raw values behind a smoothed line."""
+    its colour: the raw values behind a smoothed line. ``size`` is the drawing's own
+    width and height: a chart shown wide gets a wide drawing, so its text keeps its size."""
+    width, height = size
     drawn = {name: _thin(points) for name, points in series.items()}
     drawn = {name: points for name, points in drawn.items() if points}
     if not drawn:
@@ -149,7 +154,7 @@ def line_chart(
     values = [value for points in [*drawn.values(), *behind.values()] for _, value in points]
     x_low, x_high = min(steps), max(steps)
     y_low, y_high = value_range(values)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = width - LEFT - RIGHT, height - TOP - BOTTOM
 
     def x(step: int) -> float:
         return LEFT + (plot_w * (step - x_low) / (x_high - x_low) if x_high > x_low else plot_w)
@@ -158,7 +163,7 @@ def line_chart(
         return TOP + plot_h * (1 - (value - y_low) / (y_high - y_low))
 
     parts = [
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
         f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>',
@@ -179,7 +184,7 @@ def line_chart(
             f"{tick}</text>"
         )
     parts.append(
-        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 4}" '
+        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{height - 4}" '
         f'text-anchor="middle">{escape(x_label)}</text>'
     )
     for index, name in enumerate(drawn):

@@ -32,7 +32,13 @@ from kura.runs.results import DamagedRun, RunList, RunListEntry, RunStatus
 from kura.runs.store import list_run_ids, read_run
 from kura.runs.summaries import summary_of
 from kura.web.attempts import attempt_logs, attempt_losses, run_attempts
-from kura.web.charts import attempt_loss_series, gpu_memory_series, line_chart, lr_series
+from kura.web.charts import (
+    WIDE,
+    attempt_loss_series,
+    gpu_memory_series,
+    line_chart,
+    lr_series,
+)
 from kura.web.filecache import FileCache, FileSignature, signature_of, tree_signature
 from kura.web.markdown import render_markdown
 from kura.web.security import MEDIA_TYPES
@@ -237,6 +243,7 @@ def _live_view(workspace: Workspace, run_id: str) -> dict[str, Any]:
                 "one line per attempt",
                 empty="No loss logged yet.",
                 backdrop=raw,
+                size=WIDE,
             ),
             "lr": line_chart(
                 lr_series(rates),

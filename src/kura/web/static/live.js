@@ -26,6 +26,31 @@
     };
     window.setTimeout(refresh, every);
   }
+  for (const form of document.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.dataset.confirm)) {
+        event.preventDefault();
+      }
+    });
+  }
+  // The log box shows its newest lines: scrolled to the bottom, and kept there while new
+  // lines arrive unless the reader scrolled up to read older ones.
+  function atBottom(box) {
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 24;
+  }
+  function showNewest(box) {
+    box.scrollTop = box.scrollHeight;
+  }
+  for (const box of document.querySelectorAll("pre.log")) {
+    showNewest(box);
+  }
+  for (const details of document.querySelectorAll("details.attempt-log")) {
+    details.addEventListener("toggle", function () {
+      for (const box of details.querySelectorAll("pre.log")) {
+        showNewest(box);
+      }
+    });
+  }
   const panel = document.querySelector("[data-live]");
   if (!panel) {
     return;
@@ -76,7 +101,17 @@
       next.append(row);
     }
     panel.querySelector('[data-block="next"]').hidden = d.next.length === 0;
-    setText("log", doc.log || "No log yet.");
+    for (const box of document.querySelectorAll('[data-field="log"]')) {
+      const follow = atBottom(box);
+      box.textContent = doc.log || "No log yet.";
+      if (follow) {
+        showNewest(box);
+      }
+    }
+    const cancelForm = document.querySelector('[data-block="cancel"]');
+    if (cancelForm) {
+      cancelForm.hidden = !d.live;
+    }
     for (const name of Object.keys(doc.charts)) {
       const holder = document.querySelector('[data-chart="' + name + '"]');
       if (holder && holder.innerHTML !== doc.charts[name]) {
