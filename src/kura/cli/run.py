@@ -247,8 +247,9 @@ def render_status(console: Console, status: RunStatus) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True)
 @click.pass_obj
 def watch_command(state: AppState, run_id: str, interval: float) -> None:
-    """Follow a run with a progress bar until it ends (with --json: one JSON document per
-    line at every change, the final document last)."""
+    """Follow a run with a progress bar until it ends (with --json: JSON lines, one
+    run-status document per line at every change, the final one last); exit 11 when the
+    run failed."""
     import time
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -259,7 +260,8 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
     workspace = state.workspace()
     status = run_status(workspace, run_id)
     if state.out.json_mode:
-        _watch_json_lines(state, run_id, status, interval)
+        status = _watch_json_lines(state, run_id, status, interval)
+        _exit_if_failed(status)
         return
     if status.state is not None:
         with Progress(
@@ -283,20 +285,33 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
                 time.sleep(interval)
                 status = run_status(workspace, run_id)
     state.out.result(status, render_status)
+    _exit_if_failed(status)
 
 
-def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval: float) -> None:
-    """JSON lines: a document whenever state or progress changes, until the run ends."""
+def _exit_if_failed(status: RunStatus) -> None:
+    """A watched run that ended failed exits with :class:`~kura.errors.RunFailed`'s code
+    (its document is already printed), so a script sees the failure."""
+    from kura.errors import RunFailed
+
+    if status.state is not None and status.state.status == "failed":
+        click.get_current_context().exit(RunFailed.exit_code)
+
+
+def _watch_json_lines(
+    state: AppState, run_id: str, status: RunStatus, interval: float
+) -> RunStatus:
+    """JSON lines: a ``run-status`` document (with its ``kind`` and ``contract``) whenever
+    state or progress changes, until the run ends; returns the final status."""
     import json
     import time
 
-    from kura.cli._output import finite_json
+    from kura.cli._output import contracted, finite_json
     from kura.runs.following import run_status
 
     stream = state.out.console.file
     last = None
     while True:
-        doc = status.to_dict()
+        doc = contracted(status.to_dict())
         line = json.dumps(finite_json(doc), ensure_ascii=False, allow_nan=False, default=str)
         run_state = status.state
         current = run_state and run_state.status, json.dumps(doc["progress"])
@@ -306,7 +321,7 @@ def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval:
             stream.flush()
             last = current
         if ended:
-            return
+            return status
         time.sleep(interval)
         status = run_status(state.workspace(), run_id)
 

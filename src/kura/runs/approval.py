@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kura.errors import CheckFailed, InvalidInput
+from kura.errors import CheckFailed, InvalidInput, StateConflict
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
 from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
@@ -146,7 +146,7 @@ def _approve(
     run_id, spec = snapshot.run_id, snapshot.spec
     folder = workspace.run_dir(run_id)
     if not (folder / PLAN_NAME).is_file() or not (folder / PLAN_JSON).is_file():
-        raise CheckFailed(
+        raise StateConflict(
             f"run {run_id} has no plan to approve",
             hint=f"run `kura run plan {run_id}` and read plan.md first",
         )
@@ -333,7 +333,7 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     path = approval_path(workspace, run_id)
     again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
-        raise CheckFailed(f"run {run_id} is not approved", hint=f"run {again}")
+        raise StateConflict(f"run {run_id} is not approved", hint=f"run {again}")
     try:
         record = read_record(ApprovalRecord, path, fix=f"approve again: {again}")
     except InvalidInput as exc:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kura.errors import CheckFailed, UsageError
+from kura.errors import CheckFailed, StateConflict
 from kura.nextsteps import NextStep
 from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
@@ -184,13 +184,15 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
     run_dir = workspace.run_dir(run_id)
     state = _ran_state(workspace, run_id, "relaunch")
     if not state.is_terminal:
-        raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
+        raise StateConflict(
+            f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
+        )
     diagnosis = diagnosis_of(state)
     suggestion: Mapping[str, object] = {} if diagnosis is None else diagnosis.next
     change = None if record.contingency is None else record.contingency.change
     covered = change is not None and suggestion.get("key") in change
     if diagnosis is None or diagnosis.code != "cuda_oom" or not covered or change is None:
-        raise CheckFailed(
+        raise StateConflict(
             f"run {run_id} failed ({state.status if diagnosis is None else diagnosis.code}) "
             "and its approval carries no contingency for it",
             hint=f"suggested next step: {_describe(suggestion)}; change run.yaml, then "
@@ -232,7 +234,9 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> Lau
     check_gate(workspace, run_id)
     state = _ran_state(workspace, run_id, "resume")
     if not state.is_terminal:
-        raise UsageError(f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`")
+        raise StateConflict(
+            f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
+        )
     context = load_context(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
@@ -252,7 +256,7 @@ def _ran_state(workspace: Workspace, run_id: str, verb: str) -> RunState:
 
     run_dir = workspace.run_dir(run_id)
     if not state_path(run_dir).exists():
-        raise UsageError(
+        raise StateConflict(
             f"run {run_id} has never been launched: there is nothing to {verb}",
             hint=f"start it with `kura run launch {run_id}`",
         )
@@ -269,7 +273,7 @@ def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
         return
     state = refresh_state(run_dir)
     if not state.is_terminal:
-        raise UsageError(
+        raise StateConflict(
             f"run {run_id} is already {state.status} (attempt {state.attempt})",
             hint=f"follow it with `kura run watch {run_id}`, or stop it with "
             f"`kura run cancel {run_id}`",
@@ -279,7 +283,7 @@ def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
     if diagnosis is not None and diagnosis.code == "cuda_oom":
         options.insert(0, f"`kura run relaunch {run_id}` (apply the approved contingency)")
     options.append("a new run: `kura run new …` (copy this run's --set values)")
-    raise UsageError(
+    raise StateConflict(
         f"run {run_id} already ran (attempt {state.attempt} {state.status}); launching it "
         "again would overwrite that attempt",
         hint="use " + ", or ".join(options),

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from kura.backends.base import StepCost
 from kura.bounded import load_json
-from kura.errors import CheckFailed, UsageError
+from kura.errors import CheckFailed, StateConflict, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import validate_spec
 from kura.spec.machine import MachineFile, machine_text, read_machine_file
@@ -346,7 +346,7 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     folder = sweep_dir(workspace, sweep_id)
     path = folder / APPROVAL
     if not path.is_file():
-        raise CheckFailed(
+        raise StateConflict(
             f"sweep {sweep_id} is not approved",
             hint=f"`kura sweep plan {sweep_id}`, read plan.md, then "
             f"`kura sweep approve {sweep_id}`",
