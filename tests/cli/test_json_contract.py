@@ -34,7 +34,7 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
     ws = ["-w", str(filled)]
     new = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
     assert new.exit_code == 0, new.stdout
-    run_id = new.json()["id"]
+    run_id = new.json()["run"]
     expectations = [
         (["dataset", "list"], "dataset-list"),
         (["dataset", "inspect", "myaku"], "dataset-inspection"),
@@ -106,7 +106,7 @@ def test_documents_with_a_next_action_say_what_to_run(kura, filled: Path) -> Non
     command has a natural follow-up."""
     ws = ["-w", str(filled)]
     run_id = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
-    run_id = run_id.json()["id"]
+    run_id = run_id.json()["run"]
     commands = [
         ["run", "new", "--dataset", "myaku", "--base", "zimage-base"],
         ["dataset", "validate", "myaku"],

@@ -77,7 +77,7 @@ DECISIONS: dict[str, Decision] = {
     "run launch": Decision("run-launch", True),
     "run list": Decision("run-list", False, NO_FOLLOW_UP + " (each run's is in its status)"),
     "run logs": Decision("run-logs", False, "the diagnosis and its next are in run status"),
-    "run new": Decision("run", True),
+    "run new": Decision("run-new", True),
     "run plan": Decision("run-plan", True),
     "run relaunch": Decision("run-launch", True, "needs a failed attempt: tests/runs"),
     "run resume": Decision("run-launch", True, "needs a saved state: tests/runs"),
@@ -180,7 +180,7 @@ def test_every_document_run_here_matches_its_decision(web: WebWorkspace, tmp_pat
         "--set",
         "training.sample_prompts=[]",
     )
-    run = new["id"]
+    run = new["run"]
     commands: list[tuple[str, list[str | Path]]] = [
         ("init", ["init", tmp_path / "fresh"]),
         ("run new", [*ws, "run", "new", "--dataset", "myaku", "--base", BUNDLE]),
@@ -366,7 +366,11 @@ def test_an_image_build_says_run_it_then_check_it() -> None:
 
 
 def test_a_whatif_estimate_leads_to_a_run() -> None:
-    doc = {"whatif": {"base": "zimage-base"}, "backend": "musubi-tuner", "verdict": {"fits": False}}
+    doc = {
+        "whatif": {"bundle": "zimage-base"},
+        "backend": "musubi-tuner",
+        "verdict": {"fits": False},
+    }
     (step,) = nexts.after_whatif(doc)
     assert step["command"] == (
         "kura run new --dataset NAME --base zimage-base --backend musubi-tuner"

@@ -57,7 +57,7 @@ def test_knowledge_regret_with_markup_is_recorded_once_and_printed(
     new = kura(
         "-w", workspace, "--json", "run", "new", "--dataset", "myaku", "--base", "zimage-base"
     )
-    run_id = new.json()["id"]
+    run_id = new.json()["run"]
     result = kura("-w", workspace, "knowledge", "regret", run_id, "[/x] fp8 -> [bold red]check")
     assert result.exit_code == 0, result.stderr
     assert "regret recorded: [/x] fp8" in result.stdout
@@ -134,7 +134,7 @@ def test_control_characters_in_file_names_are_shown_escaped_by_several_commands(
     new = kura(
         "-w", workspace, "--json", "run", "new", "--dataset", "myaku", "--base", "zimage-base"
     )
-    regret = kura("-w", workspace, "knowledge", "regret", new.json()["id"], "fp8 \x1b[2J -> broke")
+    regret = kura("-w", workspace, "knowledge", "regret", new.json()["run"], "fp8 \x1b[2J -> broke")
     assert regret.exit_code == 0, regret.stderr
     assert _raw_control(regret.stdout + regret.stderr) == []
     assert "regret recorded: fp8 \\x1b[2J" in regret.stdout

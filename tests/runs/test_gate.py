@@ -256,8 +256,9 @@ def test_launching_a_finished_run_again_is_refused_with_the_commands_that_apply(
     before = lora.read_bytes()
     with pytest.raises(StateConflict, match="already ran") as info:
         launch_run(host_ws, run_id, detach=False)
-    assert f"kura run resume {run_id}" in info.value.hint
-    assert "kura run new" in info.value.hint
+    # A finished run trains no further on resume: a new run from it is the way on.
+    assert f"kura run new --from {run_id}" in info.value.hint
+    assert "resume" not in info.value.hint
     assert lora.read_bytes() == before
 
 

@@ -171,7 +171,7 @@ class Session:
         code = main([*argv, "--json"], stdout=out)
         document = _parsed(out.getvalue())
         if code == 0 and path == "run new" and isinstance(document, dict):
-            self.run = str(document["id"])
+            self.run = str(document["run"])
         return Outcome(command, argv, code, document, parsed_only=False)
 
 

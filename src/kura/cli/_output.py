@@ -200,8 +200,14 @@ def and_next(render: Callable[[Console, Any], None]) -> Callable[[Console, Any],
 
 
 def contracted(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The document with the contract version after its ``kind`` (a copy)."""
-    return {"kind": document["kind"], "contract": CONTRACT, **document}
+    """The document with the contract version right after its ``kind`` (a copy; the
+    other keys keep their order)."""
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        out[key] = value
+        if key == "kind":
+            out["contract"] = CONTRACT
+    return out
 
 
 def escape_control(text: str) -> str:

@@ -261,15 +261,15 @@ def after_compile(doc: dict[str, Any]) -> Steps:
 
 
 def after_run_estimate(doc: dict[str, Any]) -> Steps:
-    run = doc["run"]
+    """The plan for the GPU class the estimate was judged against."""
+    from kura.runs.plan import plan_command
+
+    plan = plan_command(doc["run"], doc.get("gpu"))
     if doc.get("fits") is False:
         return next_list(
-            NextStep(
-                f"kura run plan {run}",
-                "the run as written does not fit: the plan walks the memory aids",
-            )
+            NextStep(plan, "the run as written does not fit: the plan walks the memory aids")
         )
-    return next_list(NextStep(f"kura run plan {run}", "write plan.md for review and approval"))
+    return next_list(NextStep(plan, "write plan.md for review and approval"))
 
 
 def after_import(doc: dict[str, Any]) -> Steps:
@@ -340,8 +340,13 @@ def after_sweep_plan(doc: dict[str, Any]) -> Steps:
 
 
 def after_sweep_approve(doc: dict[str, Any]) -> Steps:
+    """The worker on the GPU class the sweep was planned (and priced) for."""
+    gpu = doc.get("gpu")
     return next_list(
-        NextStep(f"kura sweep worker {doc['sweep']}", "run trials here (one worker per GPU)"),
+        NextStep(
+            f"kura sweep worker {doc['sweep']}" + (f" --gpu {gpu}" if gpu else ""),
+            "run trials here (one worker per GPU of the class the sweep was planned for)",
+        ),
     )
 
 
@@ -459,7 +464,7 @@ def after_image_build(doc: dict[str, Any]) -> Steps:
 
 
 def after_whatif(doc: dict[str, Any]) -> Steps:
-    base, backend = _q(doc["whatif"]["base"]), doc["backend"]
+    base, backend = _q(doc["whatif"]["bundle"]), doc["backend"]
     new = f"kura run new --dataset NAME --base {base} --backend {backend}"
     if doc["verdict"]["fits"] is False:
         return next_list(

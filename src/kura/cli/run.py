@@ -27,10 +27,8 @@ def run_group() -> None:
 
 
 @run_group.command("new")
-@click.option(
-    "--dataset", "datasets", multiple=True, required=True, help="Dataset name (repeatable)."
-)
-@click.option("--base", required=True, help="Model bundle id (`kura model bundles`).")
+@click.option("--dataset", "datasets", multiple=True, help="Dataset name (repeatable).")
+@click.option("--base", help="Model bundle id (`kura model bundles`).")
 @click.option(
     "--task",
     type=click.Choice(["character", "style", "concept", "paired-edit", "video"]),
@@ -38,34 +36,59 @@ def run_group() -> None:
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Any run.yaml path.")
 @click.option("--backend", default=None, help="Trainer (`kura model bundles` lists each bundle's).")
+@click.option(
+    "--from",
+    "source",
+    metavar="RUN",
+    help="Draft from RUN's intent: its datasets, bundle, trainer, task and the values you set "
+    "(the options given here override them). The way on after a run was cancelled or failed.",
+)
 @click.pass_obj
 def new_command(
     state: AppState,
     datasets: tuple[str, ...],
-    base: str,
+    base: str | None,
     task: str | None,
     sets: tuple[str, ...],
     backend: str | None,
+    source: str | None,
 ) -> None:
     """Draft runs/<id>/run.yaml; every drafted value says where it came from."""
+    from kura.errors import UsageError
+    from kura.runs.copy import intent_of
     from kura.runs.new import create_run
 
+    workspace = state.workspace()
+    copied: tuple[str, ...] = ()
+    if source is not None:
+        intent = intent_of(workspace, source)
+        datasets = datasets or intent.datasets
+        base = base or intent.base
+        backend = backend or intent.backend
+        task = task or intent.task
+        copied = intent.sets
+    if not datasets or base is None:
+        raise UsageError(
+            "a new run needs --dataset and --base (or --from RUN)",
+            hint="e.g. `kura run new --dataset NAME --base BUNDLE`; `kura model bundles` lists "
+            "the bundles",
+        )
     created = create_run(
-        state.workspace(),
+        workspace,
         datasets=list(datasets),
         base=base,
         task=task,
-        sets=list(sets),
+        sets=[*copied, *sets],
         backend=backend,
     )
     state.out.result(created.to_dict(), _render_new)
 
 
+@and_next
 def _render_new(console: Console, doc: dict[str, Any]) -> None:
-    console.print(f"Run [bold]{doc['id']}[/] drafted at {doc['path']} ({doc['architecture']})")
+    console.print(f"Run [bold]{doc['run']}[/] drafted at {doc['path']} ({doc['architecture']})")
     console.print(f"task: {doc['task'] or 'unset'} — {doc['task_evidence']}")
     console.print(f"[dim]{doc['provenance']}[/]")
-    console.print(f"next: `kura run compile {doc['id']}` or `kura run plan {doc['id']}`")
 
 
 @run_group.command("compile")

@@ -31,7 +31,14 @@ from typing import Any
 
 from kura.errors import CheckFailed, InvalidInput, StateConflict
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace, lock_path
-from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
+from kura.runs.plan import (
+    PLAN_JSON,
+    PLAN_NAME,
+    compiled_digest,
+    plan_again,
+    plan_command,
+    read_plan,
+)
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
 from kura.spec.approval import AcceptedRisk, ApprovalRecord
 from kura.spec.dataset import DatasetSpec
@@ -110,9 +117,8 @@ def _record_digest(record: ApprovalRecord) -> str:
 
 def read_lock(workspace: Workspace, run_id: str) -> RunLock:
     """compiled/run.lock through its schema (damage names the file and the fix)."""
-    return read_record(
-        RunLock, lock_path(workspace, run_id), fix=f"recompile with `kura run plan {run_id}`"
-    )
+    again = plan_again(workspace, run_id)
+    return read_record(RunLock, lock_path(workspace, run_id), fix=f"recompile with `{again}`")
 
 
 # ---------------------------------------------------------------------------------------
@@ -148,7 +154,7 @@ def _approve(
     if not (folder / PLAN_NAME).is_file() or not (folder / PLAN_JSON).is_file():
         raise StateConflict(
             f"run {run_id} has no plan to approve",
-            hint=f"run `kura run plan {run_id}` and read plan.md first",
+            hint=f"run `{plan_again(workspace, run_id)}` and read plan.md first",
         )
     plan = read_plan(workspace, run_id)
     _check_plan_pair(workspace, run_id, plan)
@@ -157,7 +163,7 @@ def _approve(
     if compiled.changed or plan.compiled_digest != compiled_digest(workspace, run_id):
         raise CheckFailed(
             f"run {run_id} changed since its plan was made (the compiled commands differ)",
-            hint=f"run `kura run plan {run_id}` again, read it, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, read it, then approve",
         )
     lock = read_lock(workspace, run_id)
     _check_datasets_now(workspace, snapshot, lock, plan)
@@ -197,7 +203,7 @@ def _check_plan_pair(workspace: Workspace, run_id: str, plan: PlanRecord) -> Non
         raise CheckFailed(
             f"runs/{run_id}/plan.md and plan.json are not from the same plan (plan {plan.plan_id} "
             "in plan.json; plan.md was edited, or a `run plan` was interrupted between them)",
-            hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, read plan.md, then approve",
         )
 
 
@@ -213,7 +219,7 @@ def _check_planned_run_yaml(run_id: str, plan: PlanRecord, digest: str, *, after
     )
     raise CheckFailed(
         f"run {run_id} changed {after} ({why})",
-        hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
+        hint=f"run `{plan_command(run_id, plan.gpu.get('id'))}` again, read plan.md, then approve",
     )
 
 
@@ -224,7 +230,8 @@ def _accepted_risk(run_id: str, plan: PlanRecord, reason: str | None) -> Accepte
     if reason is None or not reason.strip():
         raise CheckFailed(
             f"run {run_id}'s plan is not known to fit: " + "; ".join(problems),
-            hint=f"change the run (plan.md lists the options) and `kura run plan {run_id}` again; "
+            hint="change the run (plan.md lists the options) and "
+            f"`{plan_command(run_id, plan.gpu.get('id'))}` again; "
             f'or approve anyway with `kura run approve {run_id} --accept-risk "why"`',
         )
     return AcceptedRisk(reason=reason.strip(), problems=problems)
@@ -273,19 +280,20 @@ def _check_datasets_now(
             raise CheckFailed(
                 f"dataset {entry.name} changed since the plan was made"
                 + _changed_files(before, checked.files),
-                hint=f"run `kura run plan {run_id}` again (it re-checks the files), then approve",
+                hint=f"run `{plan_again(workspace, run_id)}` again (it re-checks the files), "
+                "then approve",
             )
         if not checked.ok:
             raise CheckFailed(
                 f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
                 hint=f"fix them (`kura dataset validate {entry.name}` lists each), then "
-                f"`kura run plan {run_id}` and approve",
+                f"`{plan_again(workspace, run_id)}` and approve",
             )
     failed = [c for c in plan.checks if c.status == "failed" and c.blocking]
     if failed:
         raise CheckFailed(
             "the plan's own checks failed: " + "; ".join(f"{c.check}: {c.detail}" for c in failed),
-            hint=f"fix what they name, then `kura run plan {run_id}` and approve",
+            hint=f"fix what they name, then `{plan_again(workspace, run_id)}` and approve",
         )
 
 
@@ -302,7 +310,7 @@ def _check_dataset_path(
         raise CheckFailed(
             f"dataset {name} now points at {now} but run {run_id} reads {media} (its "
             "dataset.yaml `media:`/`control:` changed after the plan)",
-            hint=f"run `kura run plan {run_id}` again, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, then approve",
         )
 
 
@@ -331,7 +339,7 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     what changed and the way back (plan, then approve)."""
     text, spec = read_run_text(workspace, run_id)
     path = approval_path(workspace, run_id)
-    again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
+    again = f"`{plan_again(workspace, run_id)}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
         raise StateConflict(f"run {run_id} is not approved", hint=f"run {again}")
     try:
@@ -350,7 +358,7 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     if changes:
         raise CheckFailed(
             "run.yaml changed after approval: " + "; ".join(changes[:5]),
-            hint=f"run `kura run plan {run_id}` and approve again",
+            hint=f"run `{plan_again(workspace, run_id)}` and approve again",
         )
     current = _file_digests(workspace, run_id)
     approved = record.files
@@ -360,7 +368,7 @@ def check_approval(workspace: Workspace, run_id: str) -> ApprovalRecord:
     if changed or _combined(current) != record.digest:
         raise CheckFailed(
             f"run {run_id} changed after approval: {', '.join(changed) or 'the approval record'}",
-            hint=f"run `kura run plan {run_id}` and approve again",
+            hint=f"run `{plan_again(workspace, run_id)}` and approve again",
         )
     # plan.json is the approved one (its digest is bound above): its run.yaml digest holds.
     plan = read_plan(workspace, run_id)
@@ -383,13 +391,13 @@ def check_gate(workspace: Workspace, run_id: str) -> ApprovalRecord:
 
     record = check_approval(workspace, run_id)
     lock = read_lock(workspace, run_id)
-    verify_locked_models(lock.models, run_id=run_id)
+    verify_locked_models(lock.models, run_id=run_id, plan=plan_again(workspace, run_id))
     _check_datasets_at_launch(workspace, run_id, lock)
-    _check_inputs_at_launch(run_id, lock)
+    _check_inputs_at_launch(workspace, run_id, lock)
     return record
 
 
-def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
+def _check_inputs_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:
     """Every other file the trainer opens (a sample prompt's image) is the one approved."""
     from kura.runs.compile import file_sha256
 
@@ -400,8 +408,8 @@ def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
             what = "is gone" if now is None else "changed"
             raise CheckFailed(
                 f"{entry.purpose}: {entry.path} {what} after approval",
-                hint=f"put the approved file back, or run `kura run plan {run_id}` and approve "
-                "again",
+                hint="put the approved file back, or run "
+                f"`{plan_again(workspace, run_id)}` and approve again",
                 path=path,
             )
 
@@ -417,12 +425,12 @@ def _check_datasets_at_launch(workspace: Workspace, run_id: str, lock: RunLock) 
             raise CheckFailed(
                 f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
                 hint=f"fix them (`kura dataset validate {entry.name}`), then "
-                f"`kura run plan {run_id}` and approve again",
+                f"`{plan_again(workspace, run_id)}` and approve again",
             )
         if checked.digest != entry.digest:
             raise CheckFailed(
                 f"dataset {entry.name} changed after approval (digest {checked.digest[:19]}…)",
-                hint=f"run `kura run plan {run_id}` and approve again",
+                hint=f"run `{plan_again(workspace, run_id)}` and approve again",
             )
 
 

@@ -37,11 +37,13 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     backend = get_backend(spec.backend.name)
     labels = backend.loss_labels()
     if not (run_dir / "state.json").exists():
-        never = NextStep(
-            f"kura run launch {run_id}", "it was never launched (plan and approve it first)"
-        )
         return RunStatus(
-            run_id, state=None, progress=None, scalars=None, next=(never,), labels=labels
+            run_id,
+            state=None,
+            progress=None,
+            scalars=None,
+            next=(_before_launch(workspace, run_id),),
+            labels=labels,
         )
     summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
     return RunStatus(
@@ -49,13 +51,29 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
         state=summary.state,
         progress=summary.progress,
         scalars=summary.scalars,
-        next=_after_status(run_id, summary.state),
+        next=_after_status(workspace, run_id, summary.state),
         labels=labels,
     )
 
 
-def _after_status(run_id: str, state: RunState) -> tuple[NextStep, ...]:
-    """What follows a run's state: watch it, read why it failed, evaluate and export it."""
+def _before_launch(workspace: Workspace, run_id: str) -> NextStep:
+    """A run never launched: the step its files say comes next (approved: launch; planned:
+    approve; drafted: plan)."""
+    from kura.runs.approval import approval_path
+    from kura.runs.plan import PLAN_JSON, plan_again
+
+    if approval_path(workspace, run_id).is_file():
+        return NextStep(f"kura run launch {run_id}", "approved and never launched: run it")
+    if (workspace.run_dir(run_id) / PLAN_JSON).is_file():
+        return NextStep(f"kura run approve {run_id}", "planned, not approved: read plan.md")
+    return NextStep(plan_again(workspace, run_id), "drafted: plan it, then approve it")
+
+
+def _after_status(workspace: Workspace, run_id: str, state: RunState) -> tuple[NextStep, ...]:
+    """What follows a run's state: watch it; evaluate and export it; after a failure, why
+    it failed and the ways on that work (:func:`kura.runs.launching.ways_on`)."""
+    from kura.runs.launching import ways_on
+
     if state.status in ("queued", "caching", "training"):
         return (NextStep(f"kura run watch {run_id}", "follow it until it ends"),)
     if state.status == "succeeded":
@@ -68,9 +86,12 @@ def _after_status(run_id: str, state: RunState) -> tuple[NextStep, ...]:
         logs = NextStep(
             f"kura run logs {run_id}", (diagnosis and diagnosis.message) or "read why it failed"
         )
-        if diagnosis is not None and diagnosis.code == "cuda_oom":
-            return (NextStep(f"kura run relaunch {run_id}", "apply the approved contingency"), logs)
-        return (logs,)
+        ways = ways_on(workspace, run_id, state)
+        if ways[0].command.startswith("kura run relaunch "):  # the approved contingency first
+            return (ways[0], logs, *ways[1:])
+        return (logs, *ways)
+    if state.status == "cancelled":
+        return ways_on(workspace, run_id, state)
     return ()
 
 
@@ -116,12 +137,13 @@ def cancel(workspace: Workspace, run_id: str) -> CancelResult:
     from kura.execution.runs import cancel_run
 
     load_run(workspace, run_id)
+    from kura.runs.launching import ways_on
+
     state = cancel_run(workspace.run_dir(run_id))
-    steps = (
-        NextStep(f"kura run resume {run_id}", "continue from its last saved state"),
-        NextStep(f"kura run status {run_id}", "what it reached before it stopped"),
-    )
-    return CancelResult(run_id, state=state, next=steps)
+    status = NextStep(f"kura run status {run_id}", "what it reached before it stopped")
+    if state.status not in ("cancelled", "failed"):  # it had succeeded before the cancel
+        return CancelResult(run_id, state=state, next=(status,))
+    return CancelResult(run_id, state=state, next=(*ways_on(workspace, run_id, state), status))
 
 
 def list_runs(workspace: Workspace) -> RunList:

@@ -21,7 +21,7 @@ from kura.nextsteps import NextStep
 from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
 from kura.runs.context import RunContext, load_context
-from kura.runs.plan import record_applied
+from kura.runs.plan import plan_again, record_applied
 from kura.runs.results import LaunchResult, diagnosis_of
 from kura.runs.store import load_run, run_file
 from kura.workspace import Workspace
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from kura.execution import LaunchSpec
     from kura.spec.state import RunState
 
-__all__ = ["launch_run", "relaunch_run", "resume_run"]
+__all__ = ["launch_run", "relaunch_run", "resume_run", "ways_on"]
 
 CONTAINER_RUN_DIR = "/kura/run"
 
@@ -48,7 +48,7 @@ def _launch_spec(
     spec = context.spec
     run_id = spec.id
     folder = workspace.run_dir(run_id) / COMPILED_DIR
-    remedy = f"run `kura run plan {run_id}` and approve again"
+    remedy = f"run `{plan_again(workspace, run_id)}` and approve again"
     steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
     steps = [
         Step(
@@ -192,11 +192,11 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
     change = None if record.contingency is None else record.contingency.change
     covered = change is not None and suggestion.get("key") in change
     if diagnosis is None or diagnosis.code != "cuda_oom" or not covered or change is None:
+        ended = state.status if diagnosis is None else diagnosis.code
         raise StateConflict(
-            f"run {run_id} failed ({state.status if diagnosis is None else diagnosis.code}) "
-            "and its approval carries no contingency for it",
-            hint=f"suggested next step: {_describe(suggestion)}; change run.yaml, then "
-            f"`kura run plan {run_id}` and approve again",
+            f"run {run_id} ended {ended} and its approval carries no contingency for it",
+            hint=f"suggested change: {_describe(suggestion)}; use "
+            + _options(ways_on(workspace, run_id, state)),
         )
     with workspace.lock():
         _, document = load_run(workspace, run_id)
@@ -240,7 +240,13 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> Lau
     context = load_context(workspace, run_id)
     run_dir = workspace.run_dir(run_id)
     seen = str(run_dir) if context.spec.execution.executor == "host" else CONTAINER_RUN_DIR
-    extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
+    try:
+        extra = context.backend.resume_arguments(run_dir, trainer_run_dir=seen)
+    except CheckFailed as error:
+        raise StateConflict(
+            error.message,
+            hint="use " + _options(ways_on(workspace, run_id, state)),
+        ) from None
     return _start(
         workspace,
         run_id,
@@ -278,16 +284,62 @@ def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
             hint=f"follow it with `kura run watch {run_id}`, or stop it with "
             f"`kura run cancel {run_id}`",
         )
-    options = [f"`kura run resume {run_id}` (continue from its last saved state)"]
-    diagnosis = diagnosis_of(state)
-    if diagnosis is not None and diagnosis.code == "cuda_oom":
-        options.insert(0, f"`kura run relaunch {run_id}` (apply the approved contingency)")
-    options.append("a new run: `kura run new …` (copy this run's --set values)")
     raise StateConflict(
         f"run {run_id} already ran (attempt {state.attempt} {state.status}); launching it "
         "again would overwrite that attempt",
-        hint="use " + ", or ".join(options),
+        hint="use " + _options(ways_on(workspace, run_id, state)),
     )
+
+
+def ways_on(workspace: Workspace, run_id: str, state: RunState) -> tuple[NextStep, ...]:
+    """What works after a run ended, each a command that will not be refused for the state
+    the run is in: relaunch where the approval holds a contingency for its out-of-memory,
+    resume where the trainer saved a state, and always a new run with this run's intent
+    (``kura run new --from RUN``, then plan and approve it)."""
+    steps: list[NextStep] = []
+    if _contingency_covers(workspace, run_id, state):
+        steps.append(NextStep(f"kura run relaunch {run_id}", "apply the approved contingency"))
+    if state.status != "succeeded" and _saved_state(workspace, run_id):
+        steps.append(NextStep(f"kura run resume {run_id}", "continue from its last saved state"))
+    steps.append(
+        NextStep(
+            f"kura run new --from {run_id}",
+            "a new run with this run's datasets, bundle, task and your --set values; "
+            "plan and approve it next",
+        )
+    )
+    return tuple(steps)
+
+
+def _options(steps: tuple[NextStep, ...]) -> str:
+    return ", or ".join(f"`{s.command}` ({s.why})" for s in steps)
+
+
+def _contingency_covers(workspace: Workspace, run_id: str, state: RunState) -> bool:
+    """Whether relaunch would apply the approval's contingency to this attempt's failure."""
+    from kura.runs.approval import approval_path
+    from kura.spec.approval import ApprovalRecord
+    from kura.spec.records import read_record
+
+    diagnosis = diagnosis_of(state)
+    path = approval_path(workspace, run_id)
+    if diagnosis is None or diagnosis.code != "cuda_oom" or not path.is_file():
+        return False
+    record = read_record(ApprovalRecord, path, fix=f"approve again: `kura run approve {run_id}`")
+    change = None if record.contingency is None else record.contingency.change
+    return change is not None and diagnosis.next.get("key") in change
+
+
+def _saved_state(workspace: Workspace, run_id: str) -> bool:
+    """Whether the trainer saved a state that resume can continue from (the backend's
+    ``resume_arguments`` finds one)."""
+    context = load_context(workspace, run_id)
+    run_dir = workspace.run_dir(run_id)
+    try:
+        context.backend.resume_arguments(run_dir, trainer_run_dir=str(run_dir))
+    except CheckFailed:
+        return False
+    return True
 
 
 def _archive_attempt(run_dir: Path, *, keep_outputs: bool) -> None:

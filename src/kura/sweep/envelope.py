@@ -341,6 +341,15 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     return record.model_dump(mode="json")
 
 
+def planned_gpu(workspace: Workspace, sweep_id: str) -> str | None:
+    """The GPU class the sweep's plan was made for (its workers are priced on it)."""
+    path = sweep_dir(workspace, sweep_id) / PLAN_JSON
+    if not path.is_file():
+        return None
+    gpu = load_json(path).get("gpu") or {}
+    return str(gpu["id"]) if isinstance(gpu, dict) and gpu.get("id") else None
+
+
 def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     """The approved plan, after checking nothing it binds changed."""
     folder = sweep_dir(workspace, sweep_id)
