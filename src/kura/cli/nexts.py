@@ -301,8 +301,8 @@ def after_export(doc: dict[str, Any]) -> Steps:
             "record your verdict of its samples (and the chosen epoch)",
         ),
         NextStep(
-            f"kura knowledge promote {run} --arch {doc.get('architecture') or 'ARCH'} --task TASK",
-            "keep what worked in the knowledge card",
+            f"kura knowledge promote {run}",
+            "keep what worked in the knowledge card (its architecture's, its task's section)",
         ),
     )
 
@@ -321,7 +321,7 @@ def after_ema(doc: dict[str, Any]) -> Steps:
 def after_knowledge_promote(doc: dict[str, Any]) -> Steps:
     return next_list(
         NextStep(
-            f"kura knowledge show {doc['architecture']}",
+            f"kura knowledge show {doc['architecture']} --backend {doc['backend']}",
             f"the card the values went to ({doc['card']}); new runs start from it",
         ),
     )

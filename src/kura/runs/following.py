@@ -42,7 +42,7 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
             state=None,
             progress=None,
             scalars=None,
-            next=(_before_launch(workspace, run_id),),
+            next=_before_launch(workspace, run_id),
             labels=labels,
         )
     summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
@@ -56,17 +56,24 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     )
 
 
-def _before_launch(workspace: Workspace, run_id: str) -> NextStep:
+def _before_launch(workspace: Workspace, run_id: str) -> tuple[NextStep, ...]:
     """A run never launched: the step its files say comes next (approved: launch; planned:
-    approve; drafted: plan)."""
+    the plan's own next, approve or its ways round a misfit; drafted, or run.yaml changed
+    since its plan: plan, for the plan's GPU class)."""
     from kura.runs.approval import approval_path
-    from kura.runs.plan import PLAN_JSON, plan_again
+    from kura.runs.plan import PLAN_JSON, plan_again, read_plan
+    from kura.runs.snapshot import read_run_text, text_digest
 
+    again = plan_again(workspace, run_id)
+    if not (workspace.run_dir(run_id) / PLAN_JSON).is_file():
+        return (NextStep(again, "drafted: plan it, then approve it"),)
+    text, _ = read_run_text(workspace, run_id)
+    plan = read_plan(workspace, run_id)
+    if plan.run_yaml_digest != text_digest(text):
+        return (NextStep(again, "run.yaml changed since its plan: plan again, then approve"),)
     if approval_path(workspace, run_id).is_file():
-        return NextStep(f"kura run launch {run_id}", "approved and never launched: run it")
-    if (workspace.run_dir(run_id) / PLAN_JSON).is_file():
-        return NextStep(f"kura run approve {run_id}", "planned, not approved: read plan.md")
-    return NextStep(plan_again(workspace, run_id), "drafted: plan it, then approve it")
+        return (NextStep(f"kura run launch {run_id}", "approved and never launched: run it"),)
+    return tuple(NextStep(s["command"], s["why"]) for s in plan.next)
 
 
 def _after_status(workspace: Workspace, run_id: str, state: RunState) -> tuple[NextStep, ...]:
