@@ -384,6 +384,7 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, DatasetChecked]) -
             + ", ".join(f"{p.get('path')} ({p.get('code')})" for p in checked.blocking[:8])
             if checked.blocking
             else f"0 blocking problems, {len(checked.warnings)} warning(s)"
+            + _trigger_note(checked.warnings)
         )
         checks.append(
             PlanCheck(
@@ -533,6 +534,15 @@ def _last_look(workspace: Workspace, context: RunContext, gpu_id: str) -> list[d
         words.add(spec.task)
     words |= {k for k, v in spec.backend.config.items() if v is True}
     return [r.to_dict() for r in matching_regrets(read_regrets(workspace), words)]
+
+
+def _trigger_note(warnings: list[dict[str, Any]]) -> str:
+    """The warnings a plan names itself: captions without the recorded trigger word."""
+    missing = [str(w.get("path")) for w in warnings if w.get("code") == "missing-trigger"]
+    if not missing:
+        return ""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return f"; {len(missing)} caption(s) lack the trigger word: {shown}"
 
 
 def _downloads(compiled: CompileReport) -> dict[str, Any]:
