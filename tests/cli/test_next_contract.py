@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 import pytest
+from tests.cli.vocabulary import synonyms
 from tests.web.workspace_builder import BUNDLE, WebWorkspace, build_workspace
 
 from kura.cli import nexts
@@ -237,6 +238,7 @@ def test_every_document_run_here_matches_its_decision(web: WebWorkspace, tmp_pat
             )
         elif "next" in doc and not _well_formed(doc["next"]):
             wrong.append(f"{name}: next is not a list of {{command, why}}: {doc['next']}")
+        wrong += [f"{name}: {synonym}" for synonym in synonyms(doc)]
     assert wrong == []
     assert {name for name, _ in commands} | {
         name for name, d in DECISIONS.items() if d.why and d.next

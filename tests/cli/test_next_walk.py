@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
+from tests.cli.vocabulary import synonyms
 
 from kura.cli.main import main
 from kura.models.bundles import get_bundle
@@ -177,6 +178,8 @@ def _fresh(walk: Walk) -> None:
     walk.follow(json.loads(out.getvalue()))
     assert walk.dead_ends == []
     assert walk.exported(), f"no LoRA was exported; the walk ran {list(walk.ran)}"
+    spoken = {k: synonyms(doc) for k, (_, doc) in walk.ran.items() if "error" not in doc}
+    assert {k: found for k, found in spoken.items() if found} == {}, "one name per concept"
 
 
 def _drafted(walk: Walk, *sets: str) -> str:
