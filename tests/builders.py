@@ -31,3 +31,19 @@ def character_workspace(
     if intent:
         set_dataset_values(workspace, "myaku", list(intent))
     return workspace
+
+
+def mark_trained(workspace: Workspace, run_id: str) -> None:
+    """What a finished launch leaves for the verbs that follow it (evaluate, promote): a
+    succeeded state.json and a saved LoRA file. For tests of those verbs, not of a launch."""
+    from kura.execution.state import new_state, write_state
+
+    run_dir = workspace.run_dir(run_id)
+    state = new_state(run_id, run_dir, "host", ["train"], [])
+    state.status = "succeeded"
+    state.steps[0].status = "succeeded"
+    write_state(run_dir, state)
+    (run_dir / "output").mkdir(parents=True, exist_ok=True)
+    (run_dir / "output" / f"{run_id}.safetensors").write_bytes(
+        b"\x02\x00\x00\x00\x00\x00\x00\x00{}"
+    )

@@ -13,7 +13,12 @@ shows a traceback unless ``KURA_DEBUG=1``.
     │   └── SpecError                     run.yaml / dataset.yaml does not match its schema
     ├── NotFound                 exit 6   a named dataset, run, model or file does not exist
     ├── Unsupported              exit 7   a valid request Kura cannot carry out (yet)
-    └── FileSystemError          exit 8   the disk refused: full, read-only, permission denied
+    ├── FileSystemError          exit 8   the disk refused: full, read-only, permission denied
+    ├── StateConflict            exit 9   the run (or sweep) is not in a state the command needs
+    ├── NetworkError             exit 10  a remote service could not be reached or answered an error
+    └── RunFailed                exit 11  `run watch` followed the run to a failed end
+
+Each code means one thing; ``tests/test_errors.py`` compares this tree with the README's table.
 """
 
 from __future__ import annotations
@@ -28,8 +33,11 @@ __all__ = [
     "InvalidInput",
     "KuraError",
     "LockBusy",
+    "NetworkError",
     "NotFound",
+    "RunFailed",
     "SpecError",
+    "StateConflict",
     "Unsupported",
     "UsageError",
     "WorkspaceNotFound",
@@ -101,6 +109,27 @@ class FileSystemError(KuraError):
     """An operating-system error of a file operation, with its path, cause and fix."""
 
     exit_code = 8
+
+
+class StateConflict(KuraError):
+    """The command is valid, but the run is in the wrong state for it: never launched,
+    still running, already ran, not planned or not approved. The hint names the command
+    that applies in the state the run is in."""
+
+    exit_code = 9
+
+
+class NetworkError(KuraError):
+    """A remote service (the model hub, a cloud CLI) could not be reached or refused."""
+
+    exit_code = 10
+
+
+class RunFailed(KuraError):
+    """``run watch`` followed a run that ended failed: its document was printed, and the
+    exit code says so to a script."""
+
+    exit_code = 11
 
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)

@@ -17,7 +17,7 @@ import pytest
 from tests.backends.test_seam import TOY_DIR, _new, toy_ws  # noqa: F401  (the fixture)
 
 from kura.backends.base import Diagnosis, LoraExport, StepProgress
-from kura.cli._output import Output, escape_value, finite_json
+from kura.cli._output import Output, contracted, escape_value, finite_json
 from kura.cli.main import main
 from kura.errors import InvalidInput
 from kura.execution.state import RunState, read_state, write_state
@@ -37,7 +37,8 @@ from kura.runs.results import (
 )
 from kura.workspace import Workspace
 
-STATE_KEYS = {f.name for f in dataclasses.fields(RunState)}
+STATE_KEYS = {f.name for f in dataclasses.fields(RunState)} - {"run_id"} | {"run"}
+"""A document names the run ``run`` (state.json keeps its ``run_id``)."""
 PROGRESS_KEYS = {f.name for f in dataclasses.fields(StepProgress)} | {"fraction"}
 
 
@@ -49,7 +50,7 @@ def _cli(ws: Workspace, *args: str) -> dict[str, object]:
 
 
 def _same_json(value: LaunchResult | RunStatus | RunList | LogTail | CancelResult) -> object:
-    return json.loads(json.dumps(finite_json(value.to_dict()), allow_nan=False))
+    return json.loads(json.dumps(finite_json(contracted(value.to_dict())), allow_nan=False))
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_status_is_typed_and_the_cli_writes_its_document(ran) -> None:  # type: 
     document = _cli(ws, "run", "status", run_id)
     assert document == _same_json(status)
     assert list(document) == [
-        "kind", "run", "state", "progress", "scalars", "labels", "cloud", "next"
+        "kind", "contract", "run", "state", "progress", "scalars", "labels", "cloud", "next"
     ]  # fmt: skip
     assert document["labels"] == {
         "loss": "Last loss (toy step line)",
@@ -121,6 +122,7 @@ def test_a_failed_status_names_the_relaunch_from_its_typed_diagnosis(
     assert [step.command for step in status.next] == [
         f"kura run relaunch {run_id}",
         f"kura run logs {run_id}",
+        f"kura run new --from {run_id}",
     ]
     assert status.next[1].why == "the toy ran out of memory"
 
@@ -136,6 +138,7 @@ def test_a_status_before_launch_has_no_state(toy_ws: Workspace) -> None:  # noqa
     )
     assert _cli(toy_ws, "run", "status", run_id) == {
         "kind": "run-status",
+        "contract": 2,
         "run": run_id,
         "state": None,
         "progress": None,
@@ -147,12 +150,14 @@ def test_a_status_before_launch_has_no_state(toy_ws: Workspace) -> None:  # noqa
         },
         "cloud": None,
         "next": [
-            {
-                "command": f"kura run launch {run_id}",
-                "why": "it was never launched (plan and approve it first)",
-            }
+            {"command": f"kura run plan {run_id}", "why": "drafted: plan it, then approve it"}
         ],
     }
+    # planned: approve it; approved: launch it (a launch before approval is refused)
+    plan_run(toy_ws, run_id, gpu="h100-pcie")
+    assert [s.command for s in run_status(toy_ws, run_id).next] == [f"kura run approve {run_id}"]
+    approve_run(toy_ws, run_id)
+    assert [s.command for s in run_status(toy_ws, run_id).next] == [f"kura run launch {run_id}"]
 
 
 def test_list_logs_and_cancel_are_typed(ran) -> None:  # type: ignore[no-untyped-def]
@@ -166,8 +171,8 @@ def test_list_logs_and_cancel_are_typed(ran) -> None:  # type: ignore[no-untyped
     assert document == _same_json(listing)
     (row,) = document["runs"]  # type: ignore[misc]
     assert list(row) == [
-        "id",
-        "base",
+        "run",
+        "bundle",
         "architecture",
         "task",
         "status",
@@ -187,12 +192,18 @@ def test_list_logs_and_cancel_are_typed(ran) -> None:  # type: ignore[no-untyped
     tail = tail_logs(ws, run_id, step=None, lines=2)
     assert isinstance(tail, LogTail) and tail.text.endswith("toy: done")
     logs = _cli(ws, "run", "logs", run_id, "-n", "2")
-    assert logs == _same_json(tail) and list(logs) == ["kind", "run", "path", "text"]
+    assert logs == _same_json(tail) and list(logs) == ["kind", "contract", "run", "path", "text"]
 
     stopped = cancel(ws, run_id)  # a finished run is returned unchanged
     assert isinstance(stopped, CancelResult) and stopped.state.status == "succeeded"
     cancelled = _cli(ws, "run", "cancel", run_id)
-    assert cancelled == _same_json(stopped) and list(cancelled) == ["kind", "run", "state", "next"]
+    assert cancelled == _same_json(stopped) and list(cancelled) == [
+        "kind",
+        "contract",
+        "run",
+        "state",
+        "next",
+    ]
     assert set(cancelled["state"]) == STATE_KEYS  # type: ignore[arg-type]
 
 
@@ -201,6 +212,7 @@ def test_export_through_the_seam_is_a_lora_export(ran) -> None:  # type: ignore[
     document = _cli(ws, "export", run_id)
     assert list(document) == [
         "kind",
+        "contract",
         "run",
         "epoch",
         "step",

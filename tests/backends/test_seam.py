@@ -141,7 +141,7 @@ def test_model_bundles_lists_each_bundles_backends(toy_ws: Workspace) -> None:
     bundles = json.loads(out.getvalue())["bundles"]
     # each bundle names only the backends that accept it: AI-Toolkit loads its own layout
     # (aitk-*), Musubi and the toy take Musubi's files
-    by_id = {b["id"]: b["backends"] for b in bundles}
+    by_id = {b["bundle"]: b["backends"] for b in bundles}
     assert by_id["zimage-base"] == ["musubi-tuner", "toy-trainer"]
     assert by_id["aitk-zimage-base"] == ["ai-toolkit"]
     assert {b["backend"] for b in bundles} == {"musubi-tuner", "ai-toolkit"}

@@ -183,7 +183,7 @@ def test_run_estimate_renders_every_step_and_the_verdict(kura, workspace: Path, 
     assert kura(*ws, "dataset", "add", "myaku", source).exit_code == 0
     new = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "aitk-zimage-base", "--json")
     assert new.exit_code == 0, new.stdout
-    shown = kura(*ws, "run", "estimate", new.json()["id"], "--gpu", "l40s")
+    shown = kura(*ws, "run", "estimate", new.json()["run"], "--gpu", "l40s")
     assert shown.exit_code == 0, shown.stderr
     # Kura writes gradient_checkpointing: false: as written the 1024-px step (AI-Toolkit's
     # bucket of these 1024-px pictures) does not fit.

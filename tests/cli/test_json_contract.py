@@ -34,7 +34,7 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
     ws = ["-w", str(filled)]
     new = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
     assert new.exit_code == 0, new.stdout
-    run_id = new.json()["id"]
+    run_id = new.json()["run"]
     expectations = [
         (["dataset", "list"], "dataset-list"),
         (["dataset", "inspect", "myaku"], "dataset-inspection"),
@@ -48,7 +48,6 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
         (["run", "approve", run_id], "run-approval"),
         (["run", "status", run_id], "run-status"),
         (["run", "list"], "run-list"),
-        (["run", "evaluate", run_id, "--rating", "3"], "run-evaluation"),
         (["image", "build", "musubi"], "image-build"),
         (["schema", "run"], "schema"),
     ]
@@ -56,6 +55,8 @@ def test_commands_answer_with_their_kind(kura, filled: Path) -> None:
         result = kura(*ws, *argv, "--json")
         assert result.exit_code == 0, (argv, result.stdout, result.stderr[-500:])
         assert strict_json(result.stdout)["kind"] == kind, argv
+    never_ran = kura(*ws, "run", "evaluate", run_id, "--rating", "3", "--json")
+    assert never_ran.exit_code == 9 and never_ran.json()["error"]["type"] == "state-conflict"
 
 
 def test_estimate_calculator_without_a_gpu_gives_no_verdict(kura) -> None:
@@ -106,7 +107,7 @@ def test_documents_with_a_next_action_say_what_to_run(kura, filled: Path) -> Non
     command has a natural follow-up."""
     ws = ["-w", str(filled)]
     run_id = kura(*ws, "run", "new", "--dataset", "myaku", "--base", "zimage-base", "--json")
-    run_id = run_id.json()["id"]
+    run_id = run_id.json()["run"]
     commands = [
         ["run", "new", "--dataset", "myaku", "--base", "zimage-base"],
         ["dataset", "validate", "myaku"],
@@ -114,7 +115,6 @@ def test_documents_with_a_next_action_say_what_to_run(kura, filled: Path) -> Non
         ["run", "plan", run_id, "--gpu", "l40s"],
         ["run", "approve", run_id],
         ["run", "status", run_id],
-        ["run", "evaluate", run_id, "--rating", "3"],
     ]
     for argv in commands:
         result = kura(*ws, *argv, "--json")

@@ -94,7 +94,7 @@ def test_bundles(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert doc["kind"] == "model-bundles"
     first = doc["bundles"][0]
-    assert {"id", "architecture", "backend", "roles", "trainer"} <= set(first)
+    assert {"bundle", "architecture", "backend", "roles", "trainer"} <= set(first)
     code, doc = run(capsys, "model", "bundles", "--arch", "flux2")
     assert {b["architecture"] for b in doc["bundles"]} == {"flux2"}
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from kura.cli._output import Output, escape_markup
+from kura.cli._output import CONTRACT, Output, escape_markup
 from kura.errors import InvalidInput
 
 HOSTILE = ["[/x]", "[bold red]LOUD[/bold red]", "a[/]b", "back\\[/x]slash"]
@@ -57,7 +57,7 @@ def test_knowledge_regret_with_markup_is_recorded_once_and_printed(
     new = kura(
         "-w", workspace, "--json", "run", "new", "--dataset", "myaku", "--base", "zimage-base"
     )
-    run_id = new.json()["id"]
+    run_id = new.json()["run"]
     result = kura("-w", workspace, "knowledge", "regret", run_id, "[/x] fp8 -> [bold red]check")
     assert result.exit_code == 0, result.stderr
     assert "regret recorded: [/x] fp8" in result.stdout
@@ -92,6 +92,7 @@ def test_non_finite_floats_are_null_in_json_output() -> None:
     Output(json_mode=True, stdout=stdout).result(document, lambda c, d: None)
     assert _strict(stdout.getvalue()) == {
         "kind": "x",
+        "contract": CONTRACT,
         "alpha": None,
         "rows": [None, None, 1.5],
         "t": [1.0],
@@ -133,7 +134,7 @@ def test_control_characters_in_file_names_are_shown_escaped_by_several_commands(
     new = kura(
         "-w", workspace, "--json", "run", "new", "--dataset", "myaku", "--base", "zimage-base"
     )
-    regret = kura("-w", workspace, "knowledge", "regret", new.json()["id"], "fp8 \x1b[2J -> broke")
+    regret = kura("-w", workspace, "knowledge", "regret", new.json()["run"], "fp8 \x1b[2J -> broke")
     assert regret.exit_code == 0, regret.stderr
     assert _raw_control(regret.stdout + regret.stderr) == []
     assert "regret recorded: fp8 \\x1b[2J" in regret.stdout
@@ -143,3 +144,11 @@ def test_a_note_under_json_is_escaped_too() -> None:
     stderr = io.StringIO()
     Output(json_mode=True, stdout=io.StringIO(), stderr=stderr).note("copied \x1b]0;t\x07.png")
     assert stderr.getvalue() == "copied \\x1b]0;t\\x07.png\n"
+
+
+def test_every_document_and_error_names_its_contract_version() -> None:
+    results, errors = io.StringIO(), io.StringIO()
+    Output(json_mode=True, stdout=results).result({"kind": "x", "run": "r1"}, lambda c, d: None)
+    Output(json_mode=True, stdout=errors).error(InvalidInput("bad"))
+    assert json.loads(results.getvalue()) == {"kind": "x", "contract": CONTRACT, "run": "r1"}
+    assert json.loads(errors.getvalue())["contract"] == CONTRACT

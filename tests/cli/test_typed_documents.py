@@ -17,7 +17,7 @@ from tests.web.workspace_builder import BUNDLE, WebWorkspace, build_workspace
 from kura.backends.base import Finding, StepCost
 from kura.backends.install import BackendList, list_backends
 from kura.cli import nexts
-from kura.cli._output import escape_value, finite_json
+from kura.cli._output import contracted, escape_value, finite_json
 from kura.cli.main import main
 from kura.dataset.registry import (
     DatasetInspection,
@@ -78,8 +78,9 @@ def _cli(*argv: str | Path) -> dict[str, Any]:
 
 
 def _as_json(value: Any) -> Any:
-    """``value.to_dict()`` as ``--json`` writes it (tuples as lists, NaN as null)."""
-    return json.loads(json.dumps(finite_json(value.to_dict()), default=str))
+    """``value.to_dict()`` as ``--json`` writes it (tuples as lists, NaN as null, the
+    contract version after the kind)."""
+    return json.loads(json.dumps(finite_json(contracted(value.to_dict())), default=str))
 
 
 def _same(value: Any, document: dict[str, Any]) -> None:
@@ -95,7 +96,10 @@ def test_run_and_whatif_estimates_are_their_documents(web: WebWorkspace) -> None
     assert isinstance(estimate, RunEstimate) and estimate.next == ()
     assert all(isinstance(c, StepCost) for c in estimate.steps)
     followed = nexts.followed(estimate, nexts.after_run_estimate)
-    assert [step.command for step in followed.next] == [f"kura run plan {web.drafted}"]
+    # the plan is for the GPU class the estimate judged the fit against
+    assert [step.command for step in followed.next] == [
+        f"kura run plan {web.drafted} --gpu rtx-4090"
+    ]
     _same(followed, _cli(*ws, "run", "estimate", web.drafted, "--gpu", "rtx-4090"))
     assert estimate.verdict == verdict(estimate.steps)
 
@@ -361,7 +365,7 @@ def test_knowledge_verbs_are_their_documents(web: WebWorkspace) -> None:
         isinstance(recorded, RegretRecorded) and recorded.regret.trigger == "zzz-typed [red]never"
     )
     _same(recorded, document)
-    assert list(document) == ["kind", "run", "trigger", "reminder", "source"]
+    assert list(document) == ["kind", "contract", "run", "trigger", "reminder", "source"]
 
 
 def test_a_card_is_escaped_for_people() -> None:

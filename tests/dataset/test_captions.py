@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kura.dataset import inspect_dataset
 from kura.dataset.captions import decode_caption, find_trigger
 
@@ -106,3 +108,37 @@ def test_duplicate_captions_and_token_estimate(build) -> None:
     assert section["tokens_estimate"]["max"] == 130
     assert section["tokens_estimate"]["over_77"] == 1
     assert section["words"] == {"min": 3, "median": 3, "max": 100}
+
+
+def test_a_caption_without_the_recorded_trigger_is_a_warning_once_it_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: the inspection found the trigger, yet a caption without it never became a
+    warning in ``dataset validate`` or the plan, even after ``intent.trigger`` was set."""
+    from tests.builders import character_workspace
+
+    from kura.dataset.registry import set_dataset_values, validate_dataset
+    from kura.runs.new import create_run
+    from kura.runs.plan import plan_run
+
+    workspace = character_workspace(tmp_path)
+    caption = workspace.dataset_dir("myaku") / "media" / "2.txt"
+    if not caption.exists():  # a linked dataset: the caption is in the source folder
+        caption = tmp_path / "incoming" / "2.txt"
+    caption.write_text("a portrait in soft light\n")
+    before = validate_dataset(workspace, "myaku")
+    assert [w["code"] for w in before.warnings if w["code"] == "missing-trigger"] == []
+    set_dataset_values(workspace, "myaku", ["intent.trigger=myaku"])
+    after = validate_dataset(workspace, "myaku")
+    assert after.ok
+    (warning,) = [w for w in after.warnings if w["code"] == "missing-trigger"]
+    assert warning["path"] == "2.txt" and "'myaku'" in warning["message"]
+    run = create_run(workspace, datasets=["myaku"], base="flux2-klein-base-4b").run_id
+    (check,) = [
+        c for c in plan_run(workspace, run, gpu="rtx-4090").checks if c.check == "dataset myaku"
+    ]
+    assert "1 caption(s) lack the trigger word: 2.txt" in check.detail
+    set_dataset_values(workspace, "myaku", ["intent.trigger=none"])
+    assert not [
+        w for w in validate_dataset(workspace, "myaku").warnings if w["code"] == "missing-trigger"
+    ]

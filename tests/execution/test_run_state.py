@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from run_helpers import make_spec
 
-from kura.errors import InvalidInput, UsageError
+from kura.errors import InvalidInput, StateConflict, UsageError
 from kura.execution.launch_spec import LaunchRecord, save_launch_record
 from kura.execution.runs import refresh_state
 from kura.execution.state import (
@@ -108,8 +108,8 @@ def test_damaged_state_names_file_and_fix(damage: str, tmp_path: Path) -> None:
     assert "relaunch" in caught.value.hint
 
 
-def test_missing_state_is_invalid_input(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="does not exist"):
+def test_a_missing_state_is_a_run_never_launched(tmp_path: Path) -> None:
+    with pytest.raises(StateConflict, match="does not exist"):
         read_state(tmp_path / "nowhere")
 
 

@@ -4,16 +4,17 @@ from datetime import datetime
 
 import pytest
 
-from kura.errors import InvalidInput, UsageError
+from kura.errors import InvalidInput, StateConflict, UsageError
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card
 from kura.runs.evidence import Checkpoint, evaluate_run, promote_run
 from kura.runs.new import create_run
 from kura.workspace import Workspace
+from tests.builders import mark_trained
 
 
 @pytest.fixture
-def run_id(ws: Workspace) -> str:
+def drafted(ws: Workspace) -> str:
     return create_run(
         ws,
         datasets=["myaku"],
@@ -23,6 +24,39 @@ def run_id(ws: Workspace) -> str:
     ).run_id
 
 
+@pytest.fixture
+def run_id(ws: Workspace, drafted: str) -> str:
+    mark_trained(ws, drafted)
+    return drafted
+
+
+def test_evaluate_and_promote_need_a_run_that_ran(ws: Workspace, drafted: str) -> None:
+    with pytest.raises(StateConflict, match="never launched"):
+        evaluate_run(ws, drafted, rating=4, notes="never trained")
+    with pytest.raises(StateConflict, match="never launched"):
+        promote_run(ws, drafted)
+    assert not (ws.run_dir(drafted) / "notes.md").exists()
+    mark_trained(ws, drafted)
+    (lora,) = (ws.run_dir(drafted) / "output").glob("*.safetensors")
+    lora.unlink()
+    with pytest.raises(StateConflict, match="without saving a LoRA"):
+        promote_run(ws, drafted)
+
+
+def test_promote_writes_the_runs_own_architecture_and_refuses_another(
+    ws: Workspace, run_id: str
+) -> None:
+    """A never-run FLUX.2 run once went into the Wan card (issue 26): the card is the run's."""
+    with pytest.raises(UsageError, match="trained flux2, not wan"):
+        promote_run(ws, run_id, architecture="wan", task="character")
+    promoted = promote_run(ws, run_id)
+    assert (promoted.architecture, promoted.task, promoted.backend) == (
+        "flux2",
+        "character",
+        "musubi-tuner",
+    )
+
+
 def test_evaluate_appends_words_settings_and_hardware(ws: Workspace, run_id: str) -> None:
     evaluate_run(ws, run_id, rating=4, notes="likeness good\nhands still odd")
     evaluate_run(ws, run_id, rating=2, notes="epoch 12 overcooked")
@@ -30,7 +64,7 @@ def test_evaluate_appends_words_settings_and_hardware(ws: Workspace, run_id: str
     assert text.count("- rating:") == 2
     assert "  > hands still odd" in text
     assert "network.rank=24" in text
-    assert "- hardware: unknown × 1; state not launched" in text
+    assert "- hardware: unknown × 1; state succeeded" in text
 
 
 def test_evaluate_refuses_out_of_range_ratings(ws: Workspace, run_id: str) -> None:

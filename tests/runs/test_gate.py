@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from kura.errors import CheckFailed, UsageError
+from kura.errors import CheckFailed, StateConflict
 from kura.runs.approval import approve_run, check_approval
 from kura.runs.launching import launch_run, relaunch_run, resume_run
 from kura.runs.new import create_run
@@ -254,10 +254,11 @@ def test_launching_a_finished_run_again_is_refused_with_the_commands_that_apply(
     assert launch_run(host_ws, run_id, detach=False).state.status == "succeeded"
     lora = host_ws.run_dir(run_id) / "output" / f"{run_id}.safetensors"
     before = lora.read_bytes()
-    with pytest.raises(UsageError, match="already ran") as info:
+    with pytest.raises(StateConflict, match="already ran") as info:
         launch_run(host_ws, run_id, detach=False)
-    assert f"kura run resume {run_id}" in info.value.hint
-    assert "kura run new" in info.value.hint
+    # A finished run trains no further on resume: a new run from it is the way on.
+    assert f"kura run new --from {run_id}" in info.value.hint
+    assert "resume" not in info.value.hint
     assert lora.read_bytes() == before
 
 
@@ -267,7 +268,7 @@ def test_each_attempt_keeps_its_own_logs_and_outputs(host_ws: Workspace) -> None
     set_mode(checkout, "oom")
     assert launch_run(host_ws, run_id, detach=False).state.status == "failed"
     first_log = (host_ws.run_dir(run_id) / "logs" / "train.log").read_text()
-    with pytest.raises(UsageError, match="already ran") as info:
+    with pytest.raises(StateConflict, match="already ran") as info:
         launch_run(host_ws, run_id, detach=False)
     assert f"kura run relaunch {run_id}" in info.value.hint
     set_mode(checkout, "ok")
@@ -281,7 +282,7 @@ def test_each_attempt_keeps_its_own_logs_and_outputs(host_ws: Workspace) -> None
 
 def test_resume_needs_a_run_that_ran(host_ws: Workspace) -> None:
     run_id = _approved(host_ws)
-    with pytest.raises(UsageError, match="never been launched"):
+    with pytest.raises(StateConflict, match="never been launched"):
         resume_run(host_ws, run_id, detach=False)
 
 
@@ -356,3 +357,18 @@ def test_watch_json_follows_with_one_document_per_line_and_the_final_last(
     assert all(d["kind"] == "run-status" for d in documents)
     assert documents[-1]["state"]["status"] == "cancelled"
     assert all(d["state"]["status"] != "cancelled" for d in documents[:-1])
+
+
+def test_watch_exits_11_on_a_failed_run_after_its_final_document(kura, host_ws: Workspace) -> None:
+    from tests.cli.test_json_contract import strict_json
+
+    run_id = _approved(host_ws)
+    set_mode(Path(host_ws.config().executor.musubi_checkout or ""), "crash")
+    assert launch_run(host_ws, run_id, detach=False).state.status == "failed"
+    watched = kura("-w", host_ws.root, "run", "watch", run_id, "--json")
+    assert watched.exit_code == 11, watched.stdout
+    (line,) = watched.stdout.splitlines()
+    document = strict_json(line)
+    assert (document["kind"], document["contract"]) == ("run-status", 2)
+    assert document["state"]["status"] == "failed"
+    assert kura("-w", host_ws.root, "run", "watch", run_id).exit_code == 11

@@ -73,7 +73,7 @@ def test_a_kill_at_any_write_of_run_new_plan_and_approve_leaves_a_usable_workspa
     assert kills >= 1, "run new was never killed: the harness reached no write"
     code, created = _kura(ws, *new)
     assert code == 0
-    run_id = created["id"]
+    run_id = created["run"]
 
     for command in (("run", "plan", run_id, "--gpu", "h100-pcie"), ("run", "approve", run_id)):
         kills = 0

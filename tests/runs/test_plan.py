@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from kura.errors import CheckFailed
+from kura.errors import CheckFailed, StateConflict
 from kura.runs.approval import approve_run, check_approval
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run
@@ -91,13 +91,15 @@ def test_planning_twice_gives_the_same_plan(ws: Workspace) -> None:
 
 def test_approve_needs_a_plan_and_refuses_a_stale_one(ws: Workspace) -> None:
     run_id = _run(ws)
-    with pytest.raises(CheckFailed, match="no plan"):
+    with pytest.raises(StateConflict, match="no plan"):
         approve_run(ws, run_id)
     plan_run(ws, run_id, gpu="rtx-4090")
     path = ws.run_dir(run_id) / "run.yaml"
     path.write_text(path.read_text().replace("  learning_rate: 0.0001", "  learning_rate: 0.0002"))
-    with pytest.raises(CheckFailed, match="changed since its plan"):
+    with pytest.raises(CheckFailed, match="changed since its plan") as info:
         approve_run(ws, run_id)
+    # The way back plans for the GPU class the plan was made for, not this machine's.
+    assert f"`kura run plan {run_id} --gpu rtx-4090`" in info.value.hint
     plan_run(ws, run_id, gpu="rtx-4090")
     approval = approve_run(ws, run_id)
     record = check_approval(ws, run_id)

@@ -41,8 +41,8 @@ def test_run_list_json_exits_0_and_names_the_damaged_files(ws: Workspace) -> Non
     out = io.StringIO()
     assert main(["-w", str(ws.root), "--json", "run", "list"], stdout=out) == 0
     document = json.loads(out.getvalue())
-    assert [run["id"] for run in document["runs"]] == [good]
-    assert [(d["id"], d["file"]) for d in document["damaged"]] == [
+    assert [run["run"] for run in document["runs"]] == [good]
+    assert [(d["run"], d["file"]) for d in document["damaged"]] == [
         (bad_yaml, f"runs/{bad_yaml}/run.yaml"),
         (bad_state, f"runs/{bad_state}/state.json"),
     ]

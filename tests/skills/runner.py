@@ -51,8 +51,11 @@ PARSED_ONLY = frozenset(
 """Commands that start a trainer, a download, an install, a build, a server or a machine
 check: parsed, never run."""
 
-FINISHED = frozenset({"export", "export merge-ema", "run logs"})
-"""Commands whose RUN is the demo's finished run (they read a trained LoRA or its log)."""
+FINISHED = frozenset(
+    {"export", "export merge-ema", "run logs", "run evaluate", "knowledge promote"}
+)
+"""Commands whose RUN is the demo's finished run (they read a trained LoRA or its log, or
+judge and promote a run that ran)."""
 
 
 @dataclass(frozen=True)
@@ -164,14 +167,16 @@ class Session:
         path = command_path(argv)
         self.monkeypatch.chdir(self.cwd)
         out = io.StringIO()
-        if path in PARSED_ONLY or not path:
+        elsewhere = self.cwd.resolve() != self.demo.workspace.root.resolve()
+        if path in PARSED_ONLY or not path or (path in FINISHED and elsewhere):
+            # (a command on a trained run, in a workspace the document made: none ran there)
             with _callbacks_do_nothing(path.split(" ")[0] if path else ""):
                 code = main([*argv, "--json"], stdout=out)
             return Outcome(command, argv, code, _parsed(out.getvalue()), parsed_only=True)
         code = main([*argv, "--json"], stdout=out)
         document = _parsed(out.getvalue())
         if code == 0 and path == "run new" and isinstance(document, dict):
-            self.run = str(document["id"])
+            self.run = str(document["run"])
         return Outcome(command, argv, code, document, parsed_only=False)
 
 

@@ -117,7 +117,7 @@ def test_from_a_folder_to_a_promoted_sweep_winner(
     assert {q["key"] for q in added["inspection"]["questions"]} == set(ANSWERS)
     agent.follow()  # kura dataset set myaku intent.trigger=… intent.task=…
     agent.follow()  # kura dataset validate myaku
-    run = agent.follow(*QUICK)["id"]  # kura run new --dataset myaku --base BUNDLE
+    run = agent.follow(*QUICK)["run"]  # kura run new --dataset myaku --base BUNDLE
     agent.follow()  # kura run plan RUN --gpu GPU: the base run fits
     assert agent.last["fits"] is True
 

@@ -44,11 +44,12 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     assert code == 0 and created["kind"] == "sweep"
     sweep_id = created["id"]
     code, error = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie")
-    assert code == 1 and "not approved" in error["error"]["message"]
+    assert code == 9 and "not approved" in error["error"]["message"]  # a state conflict
     code, plan = _json("-w", root, "sweep", "plan", sweep_id, "--gpu", "h100-pcie")
     assert code == 0 and _commands(plan) == [f"kura sweep approve {sweep_id}"]
     code, approval = _json("-w", root, "sweep", "approve", sweep_id)
-    assert code == 0 and _commands(approval) == [f"kura sweep worker {sweep_id}"]
+    # the worker on the GPU class the sweep was planned and priced for
+    assert code == 0 and _commands(approval) == [f"kura sweep worker {sweep_id} --gpu h100-pcie"]
     code, worker = _json(
         "-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie", "--seed", "5"
     )

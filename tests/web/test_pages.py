@@ -164,14 +164,15 @@ def test_a_rating_posted_lands_in_notes_md_as_evaluate_writes_it(web: WebWorkspa
 
 
 def test_the_form_writes_the_same_lines_as_the_library(web: WebWorkspace) -> None:
-    path = web.workspace.run_dir(web.drafted) / "notes.md"
-    evaluate_run(web.workspace, web.drafted, rating=2, notes="too warm")
+    path = web.workspace.run_dir(web.finished) / "notes.md"
+    path.unlink(missing_ok=True)
+    evaluate_run(web.workspace, web.finished, rating=2, notes="too warm")
     by_library = path.read_text()
     path.unlink()
     site = client(web.workspace)
-    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    token = csrf_of(site.get(f"/runs/{web.finished}").text)
     site.post(
-        f"/runs/{web.drafted}/evaluate",
+        f"/runs/{web.finished}/evaluate",
         data={"rating": "2", "notes": "too warm", "csrf": token},
     )
     by_form = path.read_text()
@@ -197,16 +198,16 @@ def test_an_empty_or_out_of_range_rating_is_refused_and_writes_nothing(
 
 def test_notes_are_escaped_not_rendered_as_html(web: WebWorkspace) -> None:
     site = client(web.workspace)
-    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    token = csrf_of(site.get(f"/runs/{web.finished}").text)
     site.post(
-        f"/runs/{web.drafted}/evaluate",
+        f"/runs/{web.finished}/evaluate",
         data={"notes": "<script>alert(1)</script> [x](javascript:alert(1))", "csrf": token},
     )
-    page = site.get(f"/runs/{web.drafted}").text
+    page = site.get(f"/runs/{web.finished}").text
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert 'href="javascript:' not in page
-    (web.workspace.run_dir(web.drafted) / "notes.md").unlink()
+    (web.workspace.run_dir(web.finished) / "notes.md").unlink()
 
 
 def test_video_samples_show_as_video_and_unnamed_prompts_by_number(web: WebWorkspace) -> None:
@@ -287,9 +288,11 @@ def test_a_rating_on_a_read_only_workspace_says_why_and_writes_nothing(
     web: WebWorkspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = client(web.workspace)
-    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    token = csrf_of(site.get(f"/runs/{web.finished}").text)
+    notes = web.workspace.run_dir(web.finished) / "notes.md"
+    before = notes.read_text() if notes.exists() else None
     with refused_writes(web.workspace.root, monkeypatch, errno.EROFS):
-        answer = site.post(f"/runs/{web.drafted}/evaluate", data={"rating": "4", "csrf": token})
+        answer = site.post(f"/runs/{web.finished}/evaluate", data={"rating": "4", "csrf": token})
     assert answer.status_code == 507
     assert "notes.md" in answer.text
-    assert not (web.workspace.run_dir(web.drafted) / "notes.md").exists()
+    assert (notes.read_text() if notes.exists() else None) == before

@@ -201,11 +201,12 @@ def test_a_token_login_sets_a_cookie_and_drops_the_token_from_the_url(
 
 def test_posts_need_the_csrf_token_and_the_same_origin(web: WebWorkspace) -> None:
     site = client(web.workspace)
-    notes = web.workspace.run_dir(web.drafted) / "notes.md"
-    url = f"/runs/{web.drafted}/evaluate"
+    notes = web.workspace.run_dir(web.finished) / "notes.md"
+    notes.unlink(missing_ok=True)
+    url = f"/runs/{web.finished}/evaluate"
     assert site.post(url, data={"rating": "3"}).status_code == 403
     assert site.post(url, data={"rating": "3", "csrf": "forged"}).status_code == 403
-    token = csrf_of(site.get(f"/runs/{web.drafted}").text)
+    token = csrf_of(site.get(f"/runs/{web.finished}").text)
     for origin in ("http://evil.example", "null", "http://127.0.0.1:9999"):
         cross = site.post(url, data={"rating": "3", "csrf": token}, headers={"Origin": origin})
         assert cross.status_code == 403, origin

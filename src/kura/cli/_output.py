@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from kura.nextsteps import NextStep
 
 __all__ = [
+    "CONTRACT",
     "Document",
     "Output",
     "ProgressFn",
     "and_next",
+    "contracted",
     "escape_control",
     "escape_markup",
     "escape_value",
@@ -46,6 +48,10 @@ _CONTROL = {
 }
 """C0 and C1 control characters and DEL, each as its visible ``\\xNN``: ESC, BEL and the
 8-bit CSI/OSC starters in a file name would otherwise clear the screen or set the title."""
+
+CONTRACT = 2
+"""The version of the JSON vocabulary, written as ``contract`` in every document: it changes
+when a key is renamed or removed (2: the run is ``run`` and a bundle ``bundle`` everywhere)."""
 
 ProgressFn = Callable[[int, int], None]
 Renderer = Callable[["Console", dict[str, Any]], None]
@@ -102,7 +108,7 @@ class Output:
         if self.json_mode:
             self._stdout.write(
                 json.dumps(
-                    finite_json(data),
+                    finite_json(contracted(data)),
                     indent=2,
                     ensure_ascii=False,
                     allow_nan=False,
@@ -116,7 +122,8 @@ class Output:
 
     def error(self, error: KuraError) -> None:
         if self.json_mode:
-            self._stdout.write(json.dumps({"error": error.to_dict()}, ensure_ascii=False) + "\n")
+            document = {"error": error.to_dict(), "contract": CONTRACT}
+            self._stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
             self._stdout.flush()
         else:
             from rich.markup import escape
@@ -200,6 +207,17 @@ def and_next(render: Callable[[Console, Any], None]) -> Callable[[Console, Any],
             console.print(f"next: `{command}` — {why}", soft_wrap=True)
 
     return both
+
+
+def contracted(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with the contract version right after its ``kind`` (a copy; the
+    other keys keep their order)."""
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        out[key] = value
+        if key == "kind":
+            out["contract"] = CONTRACT
+    return out
 
 
 def escape_control(text: str) -> str:

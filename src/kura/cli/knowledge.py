@@ -72,16 +72,21 @@ def _render_card(console: Console, card: KnowledgeCard) -> None:
 
 @knowledge_group.command("promote")
 @click.argument("run_id")
-@click.option("--arch", "architecture", required=True, help="Card (architecture id).")
-@click.option("--task", required=True, help="Card section: character, style, concept, …")
+@click.option(
+    "--arch",
+    "architecture",
+    help="The run's architecture (the default; another is refused: a recipe belongs in the "
+    "card of what it trained).",
+)
+@click.option("--task", help="Card section: character, style, concept, … (default: the run's).")
 @click.option("--epoch", type=int, help="The epoch judged best (default: `run evaluate`'s).")
 @click.option("--step", type=int, help="The step judged best, instead of an epoch.")
 @click.pass_obj
 def promote_command(
     state: AppState,
     run_id: str,
-    architecture: str,
-    task: str,
+    architecture: str | None,
+    task: str | None,
     epoch: int | None,
     step: int | None,
 ) -> None:

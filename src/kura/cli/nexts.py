@@ -261,15 +261,15 @@ def after_compile(doc: dict[str, Any]) -> Steps:
 
 
 def after_run_estimate(doc: dict[str, Any]) -> Steps:
-    run = doc["run"]
+    """The plan for the GPU class the estimate was judged against."""
+    from kura.runs.plan import plan_command
+
+    plan = plan_command(doc["run"], doc.get("gpu"))
     if doc.get("fits") is False:
         return next_list(
-            NextStep(
-                f"kura run plan {run}",
-                "the run as written does not fit: the plan walks the memory aids",
-            )
+            NextStep(plan, "the run as written does not fit: the plan walks the memory aids")
         )
-    return next_list(NextStep(f"kura run plan {run}", "write plan.md for review and approval"))
+    return next_list(NextStep(plan, "write plan.md for review and approval"))
 
 
 def after_import(doc: dict[str, Any]) -> Steps:
@@ -303,10 +303,8 @@ def after_export(doc: dict[str, Any], *, task: str | None = None) -> Steps:
             "record your verdict of its samples (and the chosen epoch)",
         ),
         NextStep(
-            f"kura knowledge promote {run} --arch {doc.get('architecture') or 'ARCH'} "
-            f"--task {task or 'TASK'}",
-            "keep what worked in the knowledge card"
-            + ("" if task else " (TASK: the card section, e.g. character)"),
+            f"kura knowledge promote {run}",
+            "keep what worked in the knowledge card (its architecture's, its task's section)",
         ),
     )
 
@@ -325,7 +323,7 @@ def after_ema(doc: dict[str, Any]) -> Steps:
 def after_knowledge_promote(doc: dict[str, Any]) -> Steps:
     return next_list(
         NextStep(
-            f"kura knowledge show {doc['architecture']}",
+            f"kura knowledge show {doc['architecture']} --backend {doc['backend']}",
             f"the card the values went to ({doc['card']}); new runs start from it",
         ),
     )
@@ -344,8 +342,13 @@ def after_sweep_plan(doc: dict[str, Any]) -> Steps:
 
 
 def after_sweep_approve(doc: dict[str, Any]) -> Steps:
+    """The worker on the GPU class the sweep was planned (and priced) for."""
+    gpu = doc.get("gpu")
     return next_list(
-        NextStep(f"kura sweep worker {doc['sweep']}", "run trials here (one worker per GPU)"),
+        NextStep(
+            f"kura sweep worker {doc['sweep']}" + (f" --gpu {gpu}" if gpu else ""),
+            "run trials here (one worker per GPU of the class the sweep was planned for)",
+        ),
     )
 
 
@@ -463,7 +466,7 @@ def after_image_build(doc: dict[str, Any]) -> Steps:
 
 
 def after_whatif(doc: dict[str, Any]) -> Steps:
-    base, backend = _q(doc["whatif"]["base"]), doc["backend"]
+    base, backend = _q(doc["whatif"]["bundle"]), doc["backend"]
     new = f"kura run new --dataset NAME --base {base} --backend {backend}"
     if doc["verdict"]["fits"] is False:
         return next_list(

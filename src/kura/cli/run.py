@@ -28,10 +28,8 @@ def run_group() -> None:
 
 
 @run_group.command("new")
-@click.option(
-    "--dataset", "datasets", multiple=True, required=True, help="Dataset name (repeatable)."
-)
-@click.option("--base", required=True, help="Model bundle id (`kura model bundles`).")
+@click.option("--dataset", "datasets", multiple=True, help="Dataset name (repeatable).")
+@click.option("--base", help="Model bundle id (`kura model bundles`).")
 @click.option(
     "--task",
     type=click.Choice(["character", "style", "concept", "paired-edit", "video"]),
@@ -39,34 +37,59 @@ def run_group() -> None:
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Any run.yaml path.")
 @click.option("--backend", default=None, help="Trainer (`kura model bundles` lists each bundle's).")
+@click.option(
+    "--from",
+    "source",
+    metavar="RUN",
+    help="Draft from RUN's intent: its datasets, bundle, trainer, task and the values you set "
+    "(the options given here override them). The way on after a run was cancelled or failed.",
+)
 @click.pass_obj
 def new_command(
     state: AppState,
     datasets: tuple[str, ...],
-    base: str,
+    base: str | None,
     task: str | None,
     sets: tuple[str, ...],
     backend: str | None,
+    source: str | None,
 ) -> None:
     """Draft runs/<id>/run.yaml; every drafted value says where it came from."""
+    from kura.errors import UsageError
+    from kura.runs.copy import intent_of
     from kura.runs.new import create_run
 
+    workspace = state.workspace()
+    copied: tuple[str, ...] = ()
+    if source is not None:
+        intent = intent_of(workspace, source)
+        datasets = datasets or intent.datasets
+        base = base or intent.base
+        backend = backend or intent.backend
+        task = task or intent.task
+        copied = intent.sets
+    if not datasets or base is None:
+        raise UsageError(
+            "a new run needs --dataset and --base (or --from RUN)",
+            hint="e.g. `kura run new --dataset NAME --base BUNDLE`; `kura model bundles` lists "
+            "the bundles",
+        )
     created = create_run(
-        state.workspace(),
+        workspace,
         datasets=list(datasets),
         base=base,
         task=task,
-        sets=list(sets),
+        sets=[*copied, *sets],
         backend=backend,
     )
     state.out.result(created.to_dict(), _render_new)
 
 
+@and_next
 def _render_new(console: Console, doc: dict[str, Any]) -> None:
-    console.print(f"Run [bold]{doc['id']}[/] drafted at {doc['path']} ({doc['architecture']})")
+    console.print(f"Run [bold]{doc['run']}[/] drafted at {doc['path']} ({doc['architecture']})")
     console.print(f"task: {doc['task'] or 'unset'} — {doc['task_evidence']}")
     console.print(f"[dim]{doc['provenance']}[/]")
-    console.print(f"next: `kura run compile {doc['id']}` or `kura run plan {doc['id']}`")
 
 
 @run_group.command("compile")
@@ -250,8 +273,9 @@ def _render_cloud(console: Console, cloud: CloudStatus) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True)
 @click.pass_obj
 def watch_command(state: AppState, run_id: str, interval: float) -> None:
-    """Follow a run with a progress bar until it ends (with --json: one JSON document per
-    line at every change, the final document last)."""
+    """Follow a run with a progress bar until it ends (with --json: JSON lines, one
+    run-status document per line at every change, the final one last); exit 11 when the
+    run failed."""
     import time
 
     from rich.progress import BarColumn, Progress, TextColumn
@@ -263,7 +287,8 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
     workspace = state.workspace()
     status = run_status(workspace, run_id)
     if state.out.json_mode:
-        _watch_json_lines(state, run_id, status, interval)
+        status = _watch_json_lines(state, run_id, status, interval)
+        _exit_if_failed(status)
         return
     if status.state is not None:
         with Progress(
@@ -285,20 +310,33 @@ def watch_command(state: AppState, run_id: str, interval: float) -> None:
                 time.sleep(interval)
                 status = run_status(workspace, run_id)
     state.out.result(status, and_next(render_status))
+    _exit_if_failed(status)
 
 
-def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval: float) -> None:
-    """JSON lines: a document whenever state or progress changes, until the run ends."""
+def _exit_if_failed(status: RunStatus) -> None:
+    """A watched run that ended failed exits with :class:`~kura.errors.RunFailed`'s code
+    (its document is already printed), so a script sees the failure."""
+    from kura.errors import RunFailed
+
+    if status.state is not None and status.state.status == "failed":
+        click.get_current_context().exit(RunFailed.exit_code)
+
+
+def _watch_json_lines(
+    state: AppState, run_id: str, status: RunStatus, interval: float
+) -> RunStatus:
+    """JSON lines: a ``run-status`` document (with its ``kind`` and ``contract``) whenever
+    state or progress changes, until the run ends; returns the final status."""
     import json
     import time
 
-    from kura.cli._output import finite_json
+    from kura.cli._output import contracted, finite_json
     from kura.runs.following import run_status
 
     stream = state.out.console.file
     last = None
     while True:
-        doc = status.to_dict()
+        doc = contracted(status.to_dict())
         line = json.dumps(finite_json(doc), ensure_ascii=False, allow_nan=False, default=str)
         run_state = status.state
         current = run_state and run_state.status, json.dumps(doc["progress"])
@@ -308,7 +346,7 @@ def _watch_json_lines(state: AppState, run_id: str, status: RunStatus, interval:
             stream.flush()
             last = current
         if ended:
-            return
+            return status
         time.sleep(interval)
         status = run_status(state.workspace(), run_id)
 

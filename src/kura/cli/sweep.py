@@ -145,9 +145,10 @@ def _render_plan(console: Console, doc: dict[str, Any]) -> None:
 @click.pass_obj
 def approve_command(state: AppState, sweep_id: str) -> None:
     """Approve the sweep's plan: every trial then runs inside it without new approvals."""
-    from kura.sweep.envelope import approve_sweep
+    from kura.sweep.envelope import approve_sweep, planned_gpu
 
-    doc = approve_sweep(state.workspace(), sweep_id)
+    workspace = state.workspace()
+    doc = {**approve_sweep(workspace, sweep_id), "gpu": planned_gpu(workspace, sweep_id)}
     state.out.result(
         with_next(doc, after_sweep_approve(doc)),
         and_next(lambda c, d: c.print(f"Sweep [bold]{d['sweep']}[/] approved")),

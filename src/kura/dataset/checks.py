@@ -16,6 +16,7 @@ __all__ = [
     "group_problems",
     "likeness_problems",
     "media_problems",
+    "trigger_problems",
     "video_problems",
 ]
 
@@ -156,6 +157,35 @@ def caption_problems(rel: str, facts: Mapping[str, Any]) -> list[Problem]:
             )
         )
     return found
+
+
+def trigger_problems(texts: Mapping[str, str], trigger: str) -> list[Problem]:
+    """Each non-empty caption that lacks ``trigger`` (the recorded ``intent.trigger``),
+    matched as a whole word in any case, as :func:`kura.dataset.captions.find_trigger`
+    counts it."""
+    from kura.dataset.captions import words
+
+    wanted = words(trigger)
+    found: list[Problem] = []
+    for rel, text in sorted(texts.items()):
+        tokens = words(text)
+        if not text or not wanted or _contains(tokens, wanted):
+            continue
+        found.append(
+            Problem(
+                rel,
+                "missing-trigger",
+                f"the caption does not carry the trigger word {trigger!r} (intent.trigger)",
+                f"Add {trigger!r} to the caption, or set intent.trigger=none if the dataset "
+                "has no trigger word.",
+            )
+        )
+    return found
+
+
+def _contains(tokens: tuple[str, ...], wanted: tuple[str, ...]) -> bool:
+    size = len(wanted)
+    return any(tokens[i : i + size] == wanted for i in range(len(tokens) - size + 1))
 
 
 _COPY_MARK = re.compile(

@@ -22,6 +22,7 @@ import kura.dataset.intent as intent
 import kura.dataset.sections as sections
 from kura.dataset.buckets import BucketRule
 from kura.dataset.captions import find_trigger
+from kura.dataset.checks import trigger_problems
 from kura.dataset.context import Context
 from kura.dataset.facts import add_pixel_facts, gather_facts
 from kura.dataset.likeness import Likeness, Picture, find_likenesses
@@ -108,8 +109,10 @@ def inspect_dataset(
     bucket_no_upscale: bool = False,
     cache: StatCache | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trigger: str | None = None,
 ) -> Inspection:
-    """Inspect ``media_dir`` (and ``control_dir`` for paired-edit data).
+    """Inspect ``media_dir`` (and ``control_dir`` for paired-edit data); ``trigger`` is the
+    recorded ``intent.trigger``, whose absence from a caption is a warning.
 
     Raises ``NotFound`` for a missing folder and ``InvalidInput`` for a path that is not a
     folder or a bad setting; every problem with the files themselves is a ``Problem``."""
@@ -129,7 +132,9 @@ def inspect_dataset(
     phases = _Phases(progress, reading=len(jobs), comparing=len(scan.images))
     facts = gather_facts(jobs, cache=cache, progress=phases.reading)
     add_pixel_facts(hash_candidates(scan, facts), facts, cache=cache)
-    return _build(root, control_root, scan, controls, facts, rule, caption_ext, phases.comparing)
+    return _build(
+        root, control_root, scan, controls, facts, rule, caption_ext, phases.comparing, trigger
+    )
 
 
 class _Phases:
@@ -199,6 +204,7 @@ def _build(
     rule: BucketRule,
     caption_ext: str,
     comparing: Callable[[int, int], None],
+    recorded_trigger: str | None = None,
 ) -> Inspection:
     ctx = Context(root, control_root, scan, controls, facts, rule, caption_ext)
     texts = sections.caption_texts(ctx)
@@ -206,6 +212,8 @@ def _build(
     duplicates, near = _similar_media(ctx, comparing)
     pairing = pair_controls(scan.images, controls.images) if controls is not None else None
     problems = findings.problems(ctx, duplicates, near, pairing)
+    if recorded_trigger and recorded_trigger.lower() != "none":
+        problems += trigger_problems(texts, recorded_trigger)
     task = intent.task_suggestion(ctx, pairing)
     return Inspection(
         root=str(root),

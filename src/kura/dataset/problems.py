@@ -19,7 +19,9 @@ learns; everything else is a warning a person may accept:
   whatever colour hides under it.
 
 Warnings: ``empty-caption``, ``orphan-caption``, ``orphan-control``, ``duplicate``,
-``near-duplicate``, ``video-frames`` and ``nested-media``.
+``near-duplicate``, ``video-frames``, ``nested-media`` and ``missing-trigger`` (a caption
+without the trigger word dataset.yaml's ``intent.trigger`` records: that item teaches the
+look without the word that calls it up).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ ALL_CODES = frozenset(
         "video-frames",
         "unsupported-format",
         "nested-media",
+        "missing-trigger",
     }
 )
 

@@ -562,6 +562,7 @@ def _inspect_folder(
             resolution=resolution,
             cache=cache,
             progress=progress,
+            trigger=spec.intent.trigger,
         )
 
 

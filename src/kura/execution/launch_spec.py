@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kura.backends.base import ContainerSpec, Mount, Step
-from kura.errors import InvalidInput
+from kura.errors import StateConflict
 
 __all__ = [
     "CACHE_STEPS",
@@ -88,7 +88,7 @@ def load_launch_record(run_dir: Path) -> LaunchRecord:
 
     path = Path(run_dir) / LAUNCH_RECORD
     if not path.is_file():
-        raise InvalidInput(
+        raise StateConflict(
             f"{path} does not exist",
             hint="the run was never launched from this folder; launch it with `kura run launch`",
             path=path,

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
-from kura.errors import InvalidInput
+from kura.errors import InvalidInput, StateConflict
 from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
 from kura.spec.state import (
@@ -99,7 +99,7 @@ def read_state_file(path: Path) -> RunState:
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InvalidInput(
+        raise StateConflict(
             f"{path} does not exist",
             hint="this run has not been launched; start it with `kura run launch`",
             path=path,

@@ -20,7 +20,8 @@ class BundleListEntry:
     backends: tuple[str, ...]
 
     def to_dict(self) -> dict[str, object]:
-        return {**self.bundle.to_dict(), "backends": list(self.backends)}
+        document = self.bundle.to_dict()
+        return {"bundle": document.pop("id"), **document, "backends": list(self.backends)}
 
 
 @dataclass(frozen=True)

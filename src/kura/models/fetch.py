@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kura.errors import KuraError, NotFound, Unsupported, UsageError
+from kura.errors import NetworkError, NotFound, Unsupported, UsageError, file_system_error
 from kura.models.bundles import Bundle, FileSpec, get_bundle
 from kura.models.digests import DigestCache
 from kura.models.hfcache import hf_cache_dir, hf_endpoint, hf_token
@@ -243,13 +243,13 @@ def _download(
     try:
         return Path(hf_hub_download(spec.repo, filename, **kwargs))
     except GatedRepoError:
-        raise KuraError(
+        raise NetworkError(
             f"{spec.repo} is gated: the hub refused {where}",
             hint=f"accept the licence at https://huggingface.co/{spec.repo} and export HF_TOKEN "
             "with a token that can read it",
         ) from None
     except LocalEntryNotFoundError as error:
-        raise KuraError(
+        raise NetworkError(
             f"cannot reach the hub for {where}: {error}",
             hint="check the network (or HF_ENDPOINT) and try again",
         ) from None
@@ -263,12 +263,14 @@ def _download(
             f"the hub has no file {where}", hint="the bundle table may be out of date: report it"
         ) from None
     except HfHubHTTPError as error:
-        raise KuraError(
+        raise NetworkError(
             f"the hub answered an error for {where}: {error}",
             hint="try again later; partial data is not kept",
         ) from None
     except OSError as error:
-        raise KuraError(
+        if error.errno is not None:  # the disk refused (a connection error carries none)
+            raise file_system_error(error) from None
+        raise NetworkError(
             f"downloading {where} failed: {error}",
             hint="check free disk space and the network, then run the command again",
         ) from None

@@ -20,16 +20,22 @@ __all__ = ["verify_locked_models"]
 
 
 def verify_locked_models(
-    models: LockedModels, *, run_id: str, digests: DigestCache | None = None
+    models: LockedModels,
+    *,
+    run_id: str,
+    digests: DigestCache | None = None,
+    plan: str | None = None,
 ) -> None:
-    """CheckFailed naming the first file (and its role) that is not as locked."""
+    """CheckFailed naming the first file (and its role) that is not as locked; ``plan`` is
+    the command that plans the run again (with the GPU class it was planned for)."""
     digests = digests or DigestCache()
-    again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
+    plan = plan or f"kura run plan {run_id}"
+    again = f"`{plan}`, read plan.md, then `kura run approve {run_id}`"
     pending = sorted(slot for slot, r in models.roles.items() if r.sha256 == "pending")
     if pending:
         raise CheckFailed(
             f"model files not downloaded yet: {', '.join(pending)}",
-            hint=f"`kura model fetch {models.bundle}`, then plan and approve again",
+            hint=f"`kura model fetch {models.bundle}`, then {again}",
         )
     try:
         for slot, role in sorted(models.roles.items()):

@@ -29,10 +29,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kura.errors import CheckFailed, InvalidInput
+from kura.errors import CheckFailed, InvalidInput, StateConflict
 from kura.runs.compile import COMPILED_DIR, LOCK_NAME, compile_in_workspace, lock_path
 from kura.runs.diffs import diff_values
-from kura.runs.plan import PLAN_JSON, PLAN_NAME, compiled_digest, read_plan
+from kura.runs.plan import (
+    PLAN_JSON,
+    PLAN_NAME,
+    compiled_digest,
+    plan_again,
+    plan_command,
+    read_plan,
+)
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
 from kura.spec.approval import APPROVAL_NAME, AcceptedRisk, ApprovalRecord
 from kura.spec.dataset import DatasetSpec
@@ -114,9 +121,8 @@ def _record_digest(record: ApprovalRecord) -> str:
 
 def read_lock(workspace: Workspace, run_id: str) -> RunLock:
     """compiled/run.lock through its schema (damage names the file and the fix)."""
-    return read_record(
-        RunLock, lock_path(workspace, run_id), fix=f"recompile with `kura run plan {run_id}`"
-    )
+    again = plan_again(workspace, run_id)
+    return read_record(RunLock, lock_path(workspace, run_id), fix=f"recompile with `{again}`")
 
 
 # ---------------------------------------------------------------------------------------
@@ -152,9 +158,9 @@ def _approve(
     run_id, spec = snapshot.run_id, snapshot.spec
     folder = workspace.run_dir(run_id)
     if not (folder / PLAN_NAME).is_file() or not (folder / PLAN_JSON).is_file():
-        raise CheckFailed(
+        raise StateConflict(
             f"run {run_id} has no plan to approve",
-            hint=f"run `kura run plan {run_id}` and read plan.md first",
+            hint=f"run `{plan_again(workspace, run_id)}` and read plan.md first",
         )
     plan = read_plan(workspace, run_id)
     _check_plan_pair(workspace, run_id, plan)
@@ -163,7 +169,7 @@ def _approve(
     if compiled.changed or plan.compiled_digest != compiled_digest(workspace, run_id):
         raise CheckFailed(
             f"run {run_id} changed since its plan was made (the compiled commands differ)",
-            hint=f"run `kura run plan {run_id}` again, read it, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, read it, then approve",
         )
     lock = read_lock(workspace, run_id)
     _check_datasets_now(workspace, snapshot, lock, plan)
@@ -204,7 +210,7 @@ def _check_plan_pair(workspace: Workspace, run_id: str, plan: PlanRecord) -> Non
         raise CheckFailed(
             f"runs/{run_id}/plan.md and plan.json are not from the same plan (plan {plan.plan_id} "
             "in plan.json; plan.md was edited, or a `run plan` was interrupted between them)",
-            hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, read plan.md, then approve",
         )
 
 
@@ -220,7 +226,7 @@ def _check_planned_run_yaml(run_id: str, plan: PlanRecord, digest: str, *, after
     )
     raise CheckFailed(
         f"run {run_id} changed {after} ({why})",
-        hint=f"run `kura run plan {run_id}` again, read plan.md, then approve",
+        hint=f"run `{plan_command(run_id, plan.gpu.get('id'))}` again, read plan.md, then approve",
     )
 
 
@@ -231,7 +237,8 @@ def _accepted_risk(run_id: str, plan: PlanRecord, reason: str | None) -> Accepte
     if reason is None or not reason.strip():
         raise CheckFailed(
             f"run {run_id}'s plan is not known to fit: " + "; ".join(problems),
-            hint=f"change the run (plan.md lists the options) and `kura run plan {run_id}` again; "
+            hint="change the run (plan.md lists the options) and "
+            f"`{plan_command(run_id, plan.gpu.get('id'))}` again; "
             f'or approve anyway with `kura run approve {run_id} --accept-risk "why"`',
         )
     return AcceptedRisk(reason=reason.strip(), problems=problems)
@@ -280,19 +287,20 @@ def _check_datasets_now(
             raise CheckFailed(
                 f"dataset {entry.name} changed since the plan was made"
                 + _changed_files(before, checked.files),
-                hint=f"run `kura run plan {run_id}` again (it re-checks the files), then approve",
+                hint=f"run `{plan_again(workspace, run_id)}` again (it re-checks the files), "
+                "then approve",
             )
         if not checked.ok:
             raise CheckFailed(
                 f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
                 hint=f"fix them (`kura dataset validate {entry.name}` lists each), then "
-                f"`kura run plan {run_id}` and approve",
+                f"`{plan_again(workspace, run_id)}` and approve",
             )
     failed = [c for c in plan.checks if c.status == "failed" and c.blocking]
     if failed:
         raise CheckFailed(
             "the plan's own checks failed: " + "; ".join(f"{c.check}: {c.detail}" for c in failed),
-            hint=f"fix what they name, then `kura run plan {run_id}` and approve",
+            hint=f"fix what they name, then `{plan_again(workspace, run_id)}` and approve",
         )
 
 
@@ -309,7 +317,7 @@ def _check_dataset_path(
         raise CheckFailed(
             f"dataset {name} now points at {now} but run {run_id} reads {media} (its "
             "dataset.yaml `media:`/`control:` changed after the plan)",
-            hint=f"run `kura run plan {run_id}` again, then approve",
+            hint=f"run `{plan_again(workspace, run_id)}` again, then approve",
         )
 
 
@@ -351,9 +359,9 @@ def _checked(
     else:
         text, spec = snapshot.text, snapshot.spec
     path = approval_path(workspace, run_id)
-    again = f"`kura run plan {run_id}`, read plan.md, then `kura run approve {run_id}`"
+    again = f"`{plan_again(workspace, run_id)}`, read plan.md, then `kura run approve {run_id}`"
     if not path.exists():
-        raise CheckFailed(f"run {run_id} is not approved", hint=f"run {again}")
+        raise StateConflict(f"run {run_id} is not approved", hint=f"run {again}")
     try:
         record = read_record(ApprovalRecord, path, fix=f"approve again: {again}")
     except InvalidInput as exc:
@@ -370,7 +378,7 @@ def _checked(
     if changes:
         raise CheckFailed(
             "run.yaml changed after approval: " + "; ".join(changes[:5]),
-            hint=f"run `kura run plan {run_id}` and approve again",
+            hint=f"run `{plan_again(workspace, run_id)}` and approve again",
         )
     files = _bound_files(workspace, run_id)
     current = _digests(files)
@@ -381,7 +389,7 @@ def _checked(
     if changed or _combined(current) != record.digest:
         raise CheckFailed(
             f"run {run_id} changed after approval: {', '.join(changed) or 'the approval record'}",
-            hint=f"run `kura run plan {run_id}` and approve again",
+            hint=f"run `{plan_again(workspace, run_id)}` and approve again",
         )
     # plan.json is the approved one (its digest is bound above): its run.yaml digest holds.
     plan = parse_record(
@@ -422,9 +430,9 @@ def check_gate(
         if lock_name in files
         else read_lock(workspace, run_id)
     )
-    verify_locked_models(lock.models, run_id=run_id)
+    verify_locked_models(lock.models, run_id=run_id, plan=plan_again(workspace, run_id))
     _check_datasets_at_launch(workspace, run_id, lock, snapshot)
-    _check_inputs_at_launch(run_id, lock)
+    _check_inputs_at_launch(workspace, run_id, lock)
     return record
 
 
@@ -444,7 +452,7 @@ def _check_cloud_at_launch(
     check_cloud_binding(workspace, spec, gpu_id, record.cloud)
 
 
-def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
+def _check_inputs_at_launch(workspace: Workspace, run_id: str, lock: RunLock) -> None:
     """Every other file the trainer opens (a sample prompt's image) is the one approved."""
     from kura.runs.compile import file_sha256
 
@@ -455,8 +463,8 @@ def _check_inputs_at_launch(run_id: str, lock: RunLock) -> None:
             what = "is gone" if now is None else "changed"
             raise CheckFailed(
                 f"{entry.purpose}: {entry.path} {what} after approval",
-                hint=f"put the approved file back, or run `kura run plan {run_id}` and approve "
-                "again",
+                hint="put the approved file back, or run "
+                f"`{plan_again(workspace, run_id)}` and approve again",
                 path=path,
             )
 
@@ -475,10 +483,10 @@ def _check_datasets_at_launch(
             raise CheckFailed(
                 f"dataset {entry.name} has blocking problems: " + _problem_files(checked.blocking),
                 hint=f"fix them (`kura dataset validate {entry.name}`), then "
-                f"`kura run plan {run_id}` and approve again",
+                f"`{plan_again(workspace, run_id)}` and approve again",
             )
         if checked.digest != entry.digest:
             raise CheckFailed(
                 f"dataset {entry.name} changed after approval (digest {checked.digest[:19]}…)",
-                hint=f"run `kura run plan {run_id}` and approve again",
+                hint=f"run `{plan_again(workspace, run_id)}` and approve again",
             )

@@ -86,6 +86,8 @@ class RunEstimate:
     estimate: Mapping[str, object]
     steps: tuple[StepCost, ...]
     next: tuple[NextStep, ...] = ()
+    gpu_class: str | None = None
+    """The GPU class id the fit was judged against (``--gpu``, run.yaml, this machine)."""
 
     kind: ClassVar[str] = "run-estimate"
 
@@ -103,6 +105,8 @@ class RunEstimate:
         document["steps"] = [cost_row(c) for c in self.steps]
         document.setdefault("kind", self.kind)  # a backend's own document may carry none
         document["run"] = self.run
+        if self.gpu_class is not None:  # the id every document names a GPU class by
+            document["gpu"] = self.gpu_class
         document["next"] = next_list(*self.next)
         return document
 
@@ -119,4 +123,9 @@ def estimate_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -
     except UsageError:
         gpu_class = None
     written = context.backend.estimate(context.spec, plan_inputs(workspace, context), gpu_class)
-    return RunEstimate(run=run_id, estimate=backend_estimate(written), steps=written.costs)
+    return RunEstimate(
+        run=run_id,
+        estimate=backend_estimate(written),
+        steps=written.costs,
+        gpu_class=None if gpu_class is None else gpu_class.id,
+    )

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from kura.bounded import read_text
-from kura.errors import UsageError
+from kura.errors import StateConflict, UsageError
 from kura.fsutil import atomic_write_text
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import SECTIONS, entry_line, insert_entry, parse_card, read_card
@@ -133,6 +133,8 @@ class Promotion:
     chosen: Checkpoint | None
     card: str
     next: tuple[NextStep, ...] = ()
+    backend: str = ""
+    """The trainer whose card it is (a card is per trainer × architecture)."""
 
     kind: ClassVar[str] = "knowledge-promote"
 
@@ -140,6 +142,7 @@ class Promotion:
         return {
             "kind": self.kind,
             "run": self.run,
+            "backend": self.backend,
             "architecture": self.architecture,
             "task": self.task,
             "added": dict(self.added),
@@ -206,6 +209,30 @@ def chosen_checkpoint(workspace: Workspace, run_id: str) -> tuple[str, int] | No
     return (found[-1][0], int(found[-1][1])) if found else None
 
 
+def require_ran(workspace: Workspace, run_id: str, verb: str) -> None:
+    """A run judged or promoted must have run: launched, ended, and saved a LoRA. A run
+    that never trained has no samples to judge and no recipe that is known to work."""
+    from kura.execution.state import read_state, state_path
+
+    run_dir = workspace.run_dir(run_id)
+    if not state_path(run_dir).exists():
+        raise StateConflict(
+            f"run {run_id} was never launched: there is nothing to {verb}",
+            hint=f"`kura run status {run_id}` names its next step (plan, approve, launch)",
+        )
+    state = read_state(run_dir)
+    if not state.is_terminal:
+        raise StateConflict(
+            f"run {run_id} is still {state.status}: {verb} it once it ends",
+            hint=f"follow it with `kura run watch {run_id}`",
+        )
+    if not any((run_dir / "output").rglob("*.safetensors")):
+        raise StateConflict(
+            f"run {run_id} ended {state.status} without saving a LoRA: there is nothing to {verb}",
+            hint=f"`kura run status {run_id}` names the ways on",
+        )
+
+
 def _architecture(spec: RunSpec) -> str:
     from kura.models.bundles import get_bundle
 
@@ -231,6 +258,7 @@ def evaluate_run(
     if rating is not None and not 1 <= rating <= 5:
         raise UsageError(f"--rating {rating} is outside 1-5", hint="1 = unusable … 5 = excellent")
     spec = read_run(workspace, run_id)
+    require_ran(workspace, run_id, "evaluate")
     measured = _measured(workspace, run_id, spec.backend.name)
     flags = {k: v for k, v in spec.backend.config.items() if v not in (False, None, 0)}
     stamp = datetime.now(UTC).replace(microsecond=0).isoformat()
@@ -269,8 +297,7 @@ def evaluate_run(
         path=workspace.relative(path),
         next=(
             NextStep(
-                f"kura knowledge promote {run_id} --arch {_architecture(spec)} "
-                f"--task {spec.task or 'TASK'}",
+                f"kura knowledge promote {run_id}" + ("" if spec.task else " --task TASK"),
                 "write this run's recipe (and the chosen checkpoint) into the card",
             ),
         ),
@@ -281,8 +308,8 @@ def promote_run(
     workspace: Workspace,
     run_id: str,
     *,
-    architecture: str,
-    task: str,
+    architecture: str | None = None,
+    task: str | None = None,
     epoch: int | None = None,
     step: int | None = None,
 ) -> Promotion:
@@ -290,11 +317,25 @@ def promote_run(
     (``epoch``/``step`` here, else the latest ``- chosen:`` of ``kura run evaluate``), not
     the configured length, when one was chosen."""
     chosen = _chosen_label(epoch, step) or chosen_checkpoint(workspace, run_id)
+    spec = read_run(workspace, run_id)
+    own = _architecture(spec)
+    if architecture is not None and architecture != own:
+        raise UsageError(
+            f"run {run_id} trained {own}, not {architecture}: its recipe belongs in the {own} card",
+            hint=f"`kura knowledge promote {run_id}` (the architecture is the run's)",
+        )
+    architecture = own
+    task = task or spec.task
+    if task is None:
+        raise UsageError(
+            f"run {run_id} records no task: name the card section",
+            hint=f"pass --task, one of {', '.join(SECTIONS)}",
+        )
     if task not in SECTIONS:
         raise UsageError(
             f"--task {task!r} is not a card section", hint=f"one of {', '.join(SECTIONS)}"
         )
-    spec = read_run(workspace, run_id)
+    require_ran(workspace, run_id, "promote")
     source = f"run {run_id}"
     added: dict[str, object] = {}
     with workspace.lock():
@@ -322,4 +363,5 @@ def promote_run(
         added=added,
         chosen=None if chosen is None else Checkpoint(*chosen),
         card=workspace.relative(path),
+        backend=spec.backend.name,
     )

@@ -36,19 +36,6 @@ __all__ = [
 ]
 
 
-def _before_launch(run_dir: Path) -> str:
-    """Why to launch a run that never ran, as far as its files have come: an approved
-    run is told to launch, not to plan and approve it first."""
-    from kura.runs.approval import APPROVAL_NAME
-    from kura.runs.plan import PLAN_JSON
-
-    if (run_dir / APPROVAL_NAME).is_file():
-        return "it is approved and was never launched"
-    if (run_dir / PLAN_JSON).is_file():
-        return "it was never launched (approve its plan first)"
-    return "it was never launched (plan and approve it first)"
-
-
 def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     """State (re-attached if the run was detached), progress, last scalars, diagnosis."""
     from kura.backends.registry import get_backend
@@ -59,9 +46,13 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
     backend = get_backend(spec.backend.name)
     labels = backend.loss_labels()
     if not (run_dir / "state.json").exists():
-        never = NextStep(f"kura run launch {run_id}", _before_launch(run_dir))
         return RunStatus(
-            run_id, state=None, progress=None, scalars=None, next=(never,), labels=labels
+            run_id,
+            state=None,
+            progress=None,
+            scalars=None,
+            next=_before_launch(workspace, run_id),
+            labels=labels,
         )
     cloud = _cloud_job(workspace, run_id)  # before the summary: it reads collected logs
     summary = run_summary(run_dir, progress=backend.progress, loss_history=backend.loss_history)
@@ -70,7 +61,7 @@ def run_status(workspace: Workspace, run_id: str) -> RunStatus:
         state=summary.state,
         progress=summary.progress,
         scalars=summary.scalars,
-        next=_after_status(run_id, summary.state, cloud),
+        next=_after_status(workspace, run_id, summary.state, cloud),
         labels=labels,
         cloud=cloud,
     )
@@ -84,13 +75,37 @@ def _cloud_job(workspace: Workspace, run_id: str) -> CloudStatus | None:
     return follow_cloud_job(workspace, run_id, refresh_state(workspace.run_dir(run_id)))
 
 
+def _before_launch(workspace: Workspace, run_id: str) -> tuple[NextStep, ...]:
+    """A run never launched: the step its files say comes next (approved: launch; planned:
+    the plan's own next, approve or its ways round a misfit; drafted, or run.yaml changed
+    since its plan: plan, for the plan's GPU class)."""
+    from kura.runs.approval import approval_path
+    from kura.runs.plan import PLAN_JSON, plan_again, read_plan
+    from kura.runs.snapshot import read_run_text, text_digest
+
+    again = plan_again(workspace, run_id)
+    if not (workspace.run_dir(run_id) / PLAN_JSON).is_file():
+        return (NextStep(again, "drafted: plan it, then approve it"),)
+    text, _ = read_run_text(workspace, run_id)
+    plan = read_plan(workspace, run_id)
+    if plan.run_yaml_digest != text_digest(text):
+        return (NextStep(again, "run.yaml changed since its plan: plan again, then approve"),)
+    if approval_path(workspace, run_id).is_file():
+        return (NextStep(f"kura run launch {run_id}", "approved and never launched: run it"),)
+    return tuple(NextStep(s["command"], s["why"]) for s in plan.next)
+
+
 def _after_status(
-    run_id: str, state: RunState, cloud: CloudStatus | None = None
+    workspace: Workspace, run_id: str, state: RunState, cloud: CloudStatus | None = None
 ) -> tuple[NextStep, ...]:
-    """What follows a run's state: watch it, read why it failed, evaluate and export it
-    (a cloud job that ended but whose outputs are not here yet: collect them)."""
+    """What follows a run's state: watch it; evaluate and export it; after a failure, why
+    it failed and the ways on that work (:func:`kura.runs.launching.ways_on`); a cloud job
+    that ended but whose outputs are not here yet: collect them."""
+    from kura.runs.launching import ways_on
+
     if cloud is not None and cloud.collect_error is not None:
         return (NextStep(f"kura run collect {run_id}", cloud.collect_error),)
+
     if state.status in ("queued", "caching", "training"):
         return (NextStep(f"kura run watch {run_id}", "follow it until it ends"),)
     if state.status == "succeeded":
@@ -103,9 +118,12 @@ def _after_status(
         logs = NextStep(
             f"kura run logs {run_id}", (diagnosis and diagnosis.message) or "read why it failed"
         )
-        if diagnosis is not None and diagnosis.code == "cuda_oom":
-            return (NextStep(f"kura run relaunch {run_id}", "apply the approved contingency"), logs)
-        return (logs,)
+        ways = ways_on(workspace, run_id, state)
+        if ways[0].command.startswith("kura run relaunch "):  # the approved contingency first
+            return (ways[0], logs, *ways[1:])
+        return (logs, *ways)
+    if state.status == "cancelled":
+        return ways_on(workspace, run_id, state)
     return ()
 
 
@@ -151,12 +169,13 @@ def cancel(workspace: Workspace, run_id: str) -> CancelResult:
     from kura.execution.executors import cancel_run
 
     read_run(workspace, run_id)
+    from kura.runs.launching import ways_on
+
     state = cancel_run(workspace.run_dir(run_id))
-    steps = (
-        NextStep(f"kura run resume {run_id}", "continue from its last saved state"),
-        NextStep(f"kura run status {run_id}", "what it reached before it stopped"),
-    )
-    return CancelResult(run_id, state=state, next=steps)
+    status = NextStep(f"kura run status {run_id}", "what it reached before it stopped")
+    if state.status not in ("cancelled", "failed"):  # it had succeeded before the cancel
+        return CancelResult(run_id, state=state, next=(status,))
+    return CancelResult(run_id, state=state, next=(*ways_on(workspace, run_id, state), status))
 
 
 def list_runs(workspace: Workspace) -> RunList:

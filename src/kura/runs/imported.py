@@ -51,7 +51,9 @@ class RunImport:
         }
 
     def to_dict(self) -> dict[str, object]:
-        return {**self.record_document(), "next": next_list(*self.next)}
+        """The record as a document: the run is ``run`` here (import.json keeps ``id``)."""
+        document = self.record_document()
+        return {**document, "run": document.pop("id"), "next": next_list(*self.next)}
 
 
 def import_run(

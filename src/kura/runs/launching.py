@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kura.errors import CheckFailed, UsageError
+from kura.errors import CheckFailed, StateConflict, Unsupported
 from kura.nextsteps import NextStep
 from kura.runs.approval import approve_run, check_gate
 from kura.runs.compile import COMPILED_DIR, compile_in_workspace
-from kura.runs.context import RunContext, context_of
-from kura.runs.plan import record_applied
+from kura.runs.context import RunContext, context_of, load_context
+from kura.runs.plan import plan_again, record_applied
 from kura.runs.results import LaunchResult, diagnosis_of
 from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.runs.store import run_file
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from kura.spec.plan import ContingencyRecord
     from kura.spec.state import RunState
 
-__all__ = ["launch_run", "relaunch_run", "resume_run"]
+__all__ = ["launch_run", "relaunch_run", "resume_run", "ways_on"]
 
 CONTAINER_RUN_DIR = "/kura/run"
 
@@ -52,7 +52,7 @@ def _launch_spec(
     spec = context.spec
     run_id = spec.id
     folder = workspace.run_dir(run_id) / COMPILED_DIR
-    remedy = f"run `kura run plan {run_id}` and approve again"
+    remedy = f"run `{plan_again(workspace, run_id)}` and approve again"
     steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
     steps = [
         replace(step, argv=step.argv + extra_train) if step.kind == "train" else step
@@ -193,8 +193,6 @@ def _sky_options(workspace: Workspace, context: RunContext) -> dict[str, object]
 def _sky_resume(context: RunContext) -> ResumeRule | None:
     """The trainer's resume rule for a recovered job (None: it cannot resume, so a
     recovered job starts over, as the plan's trainer says)."""
-    from kura.errors import Unsupported
-
     try:
         return context.backend.resume_rule(context.spec.id).under(CONTAINER_RUN_DIR)
     except Unsupported:
@@ -213,10 +211,10 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
         run_dir = workspace.run_dir(run_id)
         state = _ran_state(workspace, run_id, "relaunch")
         if not state.is_terminal:
-            raise UsageError(
+            raise StateConflict(
                 f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
             )
-        change = _covered_contingency(run_id, state, record.contingency)
+        change = _covered_contingency(workspace, run_id, state, record.contingency)
         snapshot, before = _apply_contingency(workspace, snapshot, change, state.attempt)
         compile_in_workspace(workspace, run_id, snapshot)
         record_applied(
@@ -234,7 +232,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
 
 
 def _covered_contingency(
-    run_id: str, state: RunState, contingency: ContingencyRecord | None
+    workspace: Workspace, run_id: str, state: RunState, contingency: ContingencyRecord | None
 ) -> Mapping[str, object]:
     """The approved contingency's change, when it covers the failure's suggested fix (an
     out-of-memory whose next rung the approval carries); else CheckFailed with that fix."""
@@ -243,11 +241,11 @@ def _covered_contingency(
     change = None if contingency is None else contingency.change
     covered = change is not None and suggestion.get("key") in change
     if diagnosis is None or diagnosis.code != "cuda_oom" or not covered or change is None:
-        raise CheckFailed(
-            f"run {run_id} failed ({state.status if diagnosis is None else diagnosis.code}) "
-            "and its approval carries no contingency for it",
-            hint=f"suggested next step: {_describe(suggestion)}; change run.yaml, then "
-            f"`kura run plan {run_id}` and approve again",
+        ended = state.status if diagnosis is None else diagnosis.code
+        raise StateConflict(
+            f"run {run_id} ended {ended} and its approval carries no contingency for it",
+            hint=f"suggested change: {_describe(suggestion)}; use "
+            + _options(ways_on(workspace, run_id, state)),
         )
     return change
 
@@ -295,13 +293,18 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> Lau
         check_gate(workspace, run_id, snapshot)
         state = _ran_state(workspace, run_id, "resume")
         if not state.is_terminal:
-            raise UsageError(
+            raise StateConflict(
                 f"run {run_id} is still {state.status}", hint="wait, or `kura run cancel`"
             )
         run_dir = workspace.run_dir(run_id)
         in_container = _in_container(snapshot.spec.execution.executor)
         seen = CONTAINER_RUN_DIR if in_container else str(run_dir)
-        extra = context_of(snapshot).backend.resume_arguments(run_dir, trainer_run_dir=seen)
+        try:
+            extra = context_of(snapshot).backend.resume_arguments(run_dir, trainer_run_dir=seen)
+        except (CheckFailed, Unsupported) as error:
+            raise StateConflict(
+                error.message, hint="use " + _options(ways_on(workspace, run_id, state))
+            ) from None
         ready = _ready(
             workspace, snapshot, skip=_cached_steps(run_dir), extra_train=extra, keep_outputs=True
         )
@@ -313,7 +316,7 @@ def _ran_state(workspace: Workspace, run_id: str, verb: str) -> RunState:
 
     run_dir = workspace.run_dir(run_id)
     if not state_path(run_dir).exists():
-        raise UsageError(
+        raise StateConflict(
             f"run {run_id} has never been launched: there is nothing to {verb}",
             hint=f"start it with `kura run launch {run_id}`",
         )
@@ -330,21 +333,67 @@ def _refuse_ran_before(workspace: Workspace, run_id: str) -> None:
         return
     state = refresh_state(run_dir)
     if not state.is_terminal:
-        raise UsageError(
+        raise StateConflict(
             f"run {run_id} is already {state.status} (attempt {state.attempt})",
             hint=f"follow it with `kura run watch {run_id}`, or stop it with "
             f"`kura run cancel {run_id}`",
         )
-    options = [f"`kura run resume {run_id}` (continue from its last saved state)"]
-    diagnosis = diagnosis_of(state)
-    if diagnosis is not None and diagnosis.code == "cuda_oom":
-        options.insert(0, f"`kura run relaunch {run_id}` (apply the approved contingency)")
-    options.append("a new run: `kura run new …` (copy this run's --set values)")
-    raise UsageError(
+    raise StateConflict(
         f"run {run_id} already ran (attempt {state.attempt} {state.status}); launching it "
         "again would overwrite that attempt",
-        hint="use " + ", or ".join(options),
+        hint="use " + _options(ways_on(workspace, run_id, state)),
     )
+
+
+def ways_on(workspace: Workspace, run_id: str, state: RunState) -> tuple[NextStep, ...]:
+    """What works after a run ended, each a command that will not be refused for the state
+    the run is in: relaunch where the approval holds a contingency for its out-of-memory,
+    resume where the trainer saved a state, and always a new run with this run's intent
+    (``kura run new --from RUN``, then plan and approve it)."""
+    steps: list[NextStep] = []
+    if _contingency_covers(workspace, run_id, state):
+        steps.append(NextStep(f"kura run relaunch {run_id}", "apply the approved contingency"))
+    if state.status != "succeeded" and _saved_state(workspace, run_id):
+        steps.append(NextStep(f"kura run resume {run_id}", "continue from its last saved state"))
+    steps.append(
+        NextStep(
+            f"kura run new --from {run_id}",
+            "a new run with this run's datasets, bundle, task and your --set values; "
+            "plan and approve it next",
+        )
+    )
+    return tuple(steps)
+
+
+def _options(steps: tuple[NextStep, ...]) -> str:
+    return ", or ".join(f"`{s.command}` ({s.why})" for s in steps)
+
+
+def _contingency_covers(workspace: Workspace, run_id: str, state: RunState) -> bool:
+    """Whether relaunch would apply the approval's contingency to this attempt's failure."""
+    from kura.runs.approval import approval_path
+    from kura.spec.approval import ApprovalRecord
+    from kura.spec.records import read_record
+
+    diagnosis = diagnosis_of(state)
+    path = approval_path(workspace, run_id)
+    if diagnosis is None or diagnosis.code != "cuda_oom" or not path.is_file():
+        return False
+    record = read_record(ApprovalRecord, path, fix=f"approve again: `kura run approve {run_id}`")
+    change = None if record.contingency is None else record.contingency.change
+    return change is not None and diagnosis.next.get("key") in change
+
+
+def _saved_state(workspace: Workspace, run_id: str) -> bool:
+    """Whether the trainer saved a state that resume can continue from (the backend's
+    ``resume_arguments`` finds one)."""
+    context = load_context(workspace, run_id)
+    run_dir = workspace.run_dir(run_id)
+    try:
+        context.backend.resume_arguments(run_dir, trainer_run_dir=str(run_dir))
+    except (CheckFailed, Unsupported):
+        return False
+    return True
 
 
 def _archive_attempt(run_dir: Path, *, keep_outputs: bool) -> None:

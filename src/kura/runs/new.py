@@ -48,11 +48,13 @@ class RunCreated:
     task_evidence: str
     provenance: str
     decisions: list[dict[str, Any]]
+    gpu_class: str | None = None
+    """run.yaml's ``execution.gpu_class``: the GPU class its plan is for by default."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": "run",
-            "id": self.run_id,
+            "kind": "run-new",
+            "run": self.run_id,
             "path": self.path,
             "architecture": self.architecture,
             "task": self.task,
@@ -61,8 +63,9 @@ class RunCreated:
             "decisions": self.decisions,
             "next": [
                 {
-                    "command": f"kura run plan {self.run_id} --gpu GPU",
-                    "why": "compile, size every step and write plan.md for review",
+                    "command": f"kura run plan {self.run_id} --gpu {self.gpu_class or 'GPU'}",
+                    "why": "compile, size every step and write plan.md for review"
+                    + ("" if self.gpu_class else " (GPU: the class it trains on, `kura gpus`)"),
                 }
             ],
         }
@@ -265,6 +268,7 @@ def create_run(
             {k: d for k, d in decisions.items() if d.origin != "default"}, architecture
         ),
         decisions=[d.to_dict() for d in decisions.values()],
+        gpu_class=(document.get("execution") or {}).get("gpu_class"),
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kura.errors import KuraError
 from kura.fsutil import atomic_write_text
 from kura.runs.compile import COMPILED_DIR, CompileReport, compile_in_workspace
 from kura.runs.context import RunContext, context_of
@@ -41,6 +42,8 @@ __all__ = [
     "PLAN_NAME",
     "PlanReport",
     "compiled_digest",
+    "plan_again",
+    "plan_command",
     "plan_run",
     "read_plan",
     "record_applied",
@@ -116,7 +119,11 @@ class PlanReport:
 
 
 def _next_steps(report: PlanReport) -> list[dict[str, str]]:
+    """What follows a plan: the fix of each blocking check; the download of missing model
+    files and the plan again after it (an approval without the files could never launch);
+    else approve (or plan for a larger GPU, or accept the risk)."""
     run_id = report.run_id
+    again = plan_command(run_id, report.gpu.get("id"))
     blocking = [c for c in report.checks if c.status == "failed" and c.blocking]
     if blocking:
         return [
@@ -125,32 +132,50 @@ def _next_steps(report: PlanReport) -> list[dict[str, str]]:
                 "why": f"{c.check} failed: {c.detail}",
             }
             if c.check.startswith("dataset ")
-            else {"command": f"kura run plan {run_id}", "why": f"{c.check}: {c.detail}"}
+            else {"command": again, "why": f"{c.check}: {c.detail}"}
             if c.check == "skypilot launch"
             else {"command": f"kura run compile {run_id}", "why": f"{c.check}: {c.detail}"}
             for c in blocking
         ]
-    steps = []
     if report.downloads.get("files"):
-        steps.append({"command": report.downloads["hint"], "why": "model files still missing"})
+        missing = ", ".join(report.downloads["files"])
+        return [
+            {"command": report.downloads["hint"], "why": f"model files still missing: {missing}"},
+            {"command": again, "why": "after the download: plan with the files' own digests"},
+        ]
     fits = report.fit.get("fits") and report.estimate.get("fits") is not False
     if fits:
-        steps.append({"command": f"kura run approve {run_id}", "why": "read plan.md, then approve"})
-    else:
-        steps.append(
-            {
-                "command": f"kura run plan {run_id} --gpu GPU",
-                "why": "the run does not fit this GPU class: plan for a larger one "
-                "(`kura gpus`) or change the recipe options plan.md lists",
-            }
-        )
-        steps.append(
-            {
-                "command": f'kura run approve {run_id} --accept-risk "why"',
-                "why": "launch it anyway, with the reason recorded in the approval",
-            }
-        )
-    return steps
+        return [{"command": f"kura run approve {run_id}", "why": "read plan.md, then approve"}]
+    return [
+        {
+            "command": f"kura run plan {run_id} --gpu GPU",
+            "why": "the run does not fit this GPU class: plan for a larger one "
+            "(`kura gpus`) or change the recipe options plan.md lists",
+        },
+        {
+            "command": f'kura run approve {run_id} --accept-risk "why"',
+            "why": "launch it anyway, with the reason recorded in the approval",
+        },
+    ]
+
+
+def plan_command(run_id: str, gpu: object = None) -> str:
+    """``kura run plan RUN --gpu G``: the command that plans ``run_id`` again for the GPU
+    class ``gpu`` (its last plan's), so a hint never re-plans for whatever GPU the machine
+    that reads it happens to have (or fails on one without any)."""
+    return f"kura run plan {run_id}" + (f" --gpu {gpu}" if gpu else "")
+
+
+def plan_again(workspace: Workspace, run_id: str) -> str:
+    """:func:`plan_command` for the GPU class of ``run_id``'s last plan, when it has a
+    readable one; without one the plan's own default applies (run.yaml, then this machine)."""
+    path = workspace.run_dir(run_id) / PLAN_JSON
+    if not path.is_file():
+        return plan_command(run_id)
+    try:
+        return plan_command(run_id, read_plan(workspace, run_id).gpu.get("id"))
+    except KuraError:  # damaged: the command that reads it says so; plan again from scratch
+        return plan_command(run_id)
 
 
 def read_plan(workspace: Workspace, run_id: str) -> PlanRecord:
@@ -371,6 +396,7 @@ def _plan_checks(compiled: CompileReport, datasets: dict[str, DatasetChecked]) -
             + ", ".join(f"{p.get('path')} ({p.get('code')})" for p in checked.blocking[:8])
             if checked.blocking
             else f"0 blocking problems, {len(checked.warnings)} warning(s)"
+            + _trigger_note(checked.warnings)
         )
         checks.append(
             PlanCheck(
@@ -508,6 +534,15 @@ def _last_look(workspace: Workspace, context: RunContext, gpu_id: str) -> list[d
         words.add(spec.task)
     words |= {k for k, v in spec.backend.config.items() if v is True}
     return [r.to_dict() for r in matching_regrets(read_regrets(workspace), words)]
+
+
+def _trigger_note(warnings: list[dict[str, Any]]) -> str:
+    """The warnings a plan names itself: captions without the recorded trigger word."""
+    missing = [str(w.get("path")) for w in warnings if w.get("code") == "missing-trigger"]
+    if not missing:
+        return ""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return f"; {len(missing)} caption(s) lack the trigger word: {shown}"
 
 
 def _downloads(compiled: CompileReport) -> dict[str, Any]:

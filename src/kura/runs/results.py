@@ -32,7 +32,15 @@ __all__ = [
     "RunSettings",
     "RunStatus",
     "diagnosis_of",
+    "state_document",
 ]
+
+
+def state_document(state: RunState) -> dict[str, object]:
+    """The run's state as documents spell it: the run is ``run`` there as in every other
+    document (state.json on disk keeps its own ``run_id``)."""
+    document = asdict(state)
+    return {"run": document.pop("run_id"), **document}
 
 
 def diagnosis_of(state: RunState | None) -> Diagnosis | None:
@@ -73,7 +81,7 @@ class LaunchResult:
             "kind": self.kind,
             "run": self.run,
             "detached": self.detached,
-            "state": asdict(self.state),
+            "state": state_document(self.state),
             "next": next_list(*self.next),
         }
 
@@ -93,7 +101,7 @@ class CancelResult:
         return {
             "kind": self.kind,
             "run": self.run,
-            "state": asdict(self.state),
+            "state": state_document(self.state),
             "next": next_list(*self.next),
         }
 
@@ -124,7 +132,7 @@ class RunStatus:
         return {
             "kind": self.kind,
             "run": self.run,
-            "state": None if self.state is None else asdict(self.state),
+            "state": None if self.state is None else state_document(self.state),
             "progress": None if self.progress is None else self.progress.to_dict(),
             "scalars": None if self.scalars is None else dict(self.scalars),
             "labels": None if self.labels is None else self.labels.to_dict(),
@@ -175,8 +183,8 @@ class RunListEntry:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "id": self.id,
-            "base": self.base,
+            "run": self.id,
+            "bundle": self.base,
             "architecture": self.architecture,
             "task": self.task,
             "status": self.status,
@@ -198,7 +206,7 @@ class DamagedRun:
     hint: str
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "file": self.file, "error": self.error, "hint": self.hint}
+        return {"run": self.id, "file": self.file, "error": self.error, "hint": self.hint}
 
 
 @dataclass(frozen=True)

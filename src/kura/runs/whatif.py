@@ -168,7 +168,7 @@ class WhatIfSettings:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "base": self.base,
+            "bundle": self.base,
             "resolution": list(self.resolution),
             "frames": self.frames,
             "effective_batch": self.effective_batch,

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from kura.backends.base import StepCost
 from kura.bounded import load_json
-from kura.errors import CheckFailed, UsageError
+from kura.errors import CheckFailed, StateConflict, UsageError
 from kura.fsutil import atomic_write_text
 from kura.spec.base import validate_spec
 from kura.spec.machine import MachineFile, machine_text, read_machine_file
@@ -341,12 +341,21 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     return record.model_dump(mode="json")
 
 
+def planned_gpu(workspace: Workspace, sweep_id: str) -> str | None:
+    """The GPU class the sweep's plan was made for (its workers are priced on it)."""
+    path = sweep_dir(workspace, sweep_id) / PLAN_JSON
+    if not path.is_file():
+        return None
+    gpu = load_json(path).get("gpu") or {}
+    return str(gpu["id"]) if isinstance(gpu, dict) and gpu.get("id") else None
+
+
 def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     """The approved plan, after checking nothing it binds changed."""
     folder = sweep_dir(workspace, sweep_id)
     path = folder / APPROVAL
     if not path.is_file():
-        raise CheckFailed(
+        raise StateConflict(
             f"sweep {sweep_id} is not approved",
             hint=f"`kura sweep plan {sweep_id}`, read plan.md, then "
             f"`kura sweep approve {sweep_id}`",

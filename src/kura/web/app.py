@@ -21,7 +21,14 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from starlette.middleware.base import RequestResponseEndpoint
 
-from kura.errors import FileSystemError, InvalidInput, KuraError, NotFound, UsageError
+from kura.errors import (
+    FileSystemError,
+    InvalidInput,
+    KuraError,
+    NotFound,
+    StateConflict,
+    UsageError,
+)
 from kura.runs.evidence import evaluate_run
 from kura.runs.following import cancel
 from kura.runs.store import list_run_ids
@@ -64,6 +71,7 @@ _STATUS_BY_ERROR: list[tuple[type[KuraError], int]] = [
     (UsageError, 400),
     (InvalidInput, 422),
     (FileSystemError, 507),  # the disk refused the write (full, read-only): the page says why
+    (StateConflict, 409),  # e.g. rating a run that never ran: the hint says what to run
 ]
 
 

@@ -72,10 +72,10 @@ def test_import_reads_job_and_loss_log(tmp_path: Path) -> None:
     assert doc["config"]["quantize"] is True and doc["config"]["qtype"] == "uint3"
     assert doc["config"]["gradient_checkpointing"] is True
     assert doc["seconds_per_step"] is not None
-    record = ws.run_dir(doc["id"])
+    record = ws.run_dir(doc["run"])
     assert (record / "imported-job.yaml").read_text() == job.read_text()
     evidence = past_runs(ws, exclude="", base="aitk-qwen-image", gpu="rtx-4090")
-    assert [r.run_id for r in evidence] == [doc["id"]]
+    assert [r.run_id for r in evidence] == [doc["run"]]
     assert evidence[0].measured_step == doc["seconds_per_step"]
     assert past_runs(ws, exclude="", base="aitk-qwen-image", gpu="h100-pcie") == []
 

@@ -81,7 +81,7 @@ def _train(kura: Kura, tiny: TinyPipeline) -> tuple[str, dict[str, Any]]:
     _, created = kura(
         "run", "new", "--dataset", "kura", "--base", TINY_BASE, "--backend", "ai-toolkit", *sets
     )
-    run = created["id"]
+    run = created["run"]
     _, plan = kura("run", "plan", run, "--gpu", "rtx-4090")  # the plan is for a GPU class
     # Sized as the bundle's SDXL (2.6 B parameters; the tiny UNet has 1 M): every step has a
     # peak and a verdict, and the run fits a 24 GB card, so it approves without a risk.

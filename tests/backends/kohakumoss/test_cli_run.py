@@ -96,10 +96,10 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
 
     # Bad input first: a wrong type is Kura's error naming the key, before KohakuMoss runs.
     _, bad = kura(*argv, "--set", "backend.config.MAX_TOKENS=big")
-    code, refused = kura("run", "plan", bad["id"], "--gpu", "cpu", ok=False)
+    code, refused = kura("run", "plan", bad["run"], "--gpu", "cpu", ok=False)
     assert code != 0
     assert "MAX_TOKENS: expects int, got str 'big'" in refused["error"]["message"]
-    assert not (workspace / "runs" / bad["id"] / "plan.md").exists()
+    assert not (workspace / "runs" / bad["run"] / "plan.md").exists()
 
     # Sampling on a non-released shape without SAMPLE_SKIP_LAYERS would stop the run at its
     # first sample: compile refuses it, naming the knob.
@@ -124,7 +124,7 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     assert "missing ['layers.1.norm1.weight'" in message
 
     _, created = kura(*argv)
-    run = created["id"]
+    run = created["run"]
     run_dir = workspace / "runs" / run
     _, plan = kura("run", "plan", run, "--gpu", "cpu")
     assert plan["fits"] is True and plan["estimate"]["peak_vram_gib"] > 0

@@ -80,7 +80,7 @@ def lora_modules(path: Path) -> dict[str, tuple[int, ...]]:
 def new_run(kura: Kura, sets: tuple[str, ...]) -> str:
     argv = ["run", "new", "--dataset", "kura", "--base", "qwen-image", "--backend"]
     _, created = kura(*argv, "musubi-tuner", *[x for s in sets for x in ("--set", s)])
-    return str(created["id"])
+    return str(created["run"])
 
 
 def plan_approve_launch(kura: Kura, run: str) -> tuple[dict[str, Any], dict[str, Any]]:

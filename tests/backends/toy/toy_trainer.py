@@ -6,7 +6,8 @@ prints ``toy: step i/N loss=x`` lines, ``toy: val_loss=x`` when validation datas
 given, and writes ``output/toy-lora.safetensors``. Its losses are a smooth function of the
 learning rate and rank (best near lr 3e-4, rank 32), so a search has something to find.
 A file ``mode`` beside this script set to ``oom`` makes training fail the way the toy's
-device would: ``ToyOOM: device memory exhausted at batch B`` and exit 3.
+device would: ``ToyOOM: device memory exhausted at batch B`` and exit 3; ``crash`` makes it
+fail for a reason no memory aid fixes (``ToyError: the toy device fell over``, exit 5).
 """
 
 import json
@@ -31,6 +32,9 @@ mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
 if not (cache / "prepared.txt").is_file():
     print(f"ToyError: no cache at {cache}; run the prepare step first", flush=True)
     sys.exit(4)
+if mode == "crash":
+    print("ToyError: the toy device fell over", flush=True)
+    sys.exit(5)
 if mode == "oom" and not config["shrink_activations"]:
     print(f"ToyOOM: device memory exhausted at batch {config['batch']}", flush=True)
     sys.exit(3)
