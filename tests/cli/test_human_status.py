@@ -115,7 +115,7 @@ def test_watch_of_an_ended_run_prints_its_status_and_next_steps(
     assert "next: `" in shown.stdout
 
 
-def test_a_never_launched_run_shows_how_to_launch_it(
+def test_a_never_launched_run_shows_the_step_its_files_say_comes_next(
     runs: tuple[Workspace, Path], kura: Callable[..., CliResult]
 ) -> None:
     workspace, _ = runs
@@ -123,7 +123,7 @@ def test_a_never_launched_run_shows_how_to_launch_it(
         workspace, datasets=["myaku"], base=BUNDLE, sets=["execution.executor=host"]
     ).run_id
     shown = kura("-w", workspace.root, "run", "status", run_id)
-    assert f"next: `kura run launch {run_id}`" in shown.stdout
+    assert f"next: `kura run plan {run_id}` — drafted: plan it, then approve it" in shown.stdout
 
 
 def test_sweep_status_counts_read_as_a_sentence(

@@ -68,9 +68,9 @@ def test_an_approved_run_is_not_told_to_plan_and_approve_first(web: WebWorkspace
     run_id = approved_run(web.workspace, datetime(2026, 11, 30, 12, 0), [])
     page = client(web.workspace).get(f"/runs/{run_id}").text
     assert "plan and approve it first" not in page
-    assert f"kura run launch {run_id}</code> — it is approved and was never launched" in page
+    assert f"kura run launch {run_id}</code> — approved and never launched: run it" in page
 
 
 def test_a_drafted_run_is_told_to_plan_and_approve_first(web: WebWorkspace) -> None:
     page = client(web.workspace).get(f"/runs/{web.drafted}").text
-    assert "plan and approve it first" in page
+    assert f"kura run plan {web.drafted}</code> — drafted: plan it, then approve it" in page

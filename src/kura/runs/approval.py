@@ -359,19 +359,22 @@ def _checked(
     else:
         text, spec = snapshot.text, snapshot.spec
     path = approval_path(workspace, run_id)
-    again = f"`{plan_again(workspace, run_id)}`, read plan.md, then `kura run approve {run_id}`"
+
+    def again() -> str:  # read plan.json for its GPU class only on the way to a refusal
+        return f"`{plan_again(workspace, run_id)}`, read plan.md, then `kura run approve {run_id}`"
+
     if not path.exists():
-        raise StateConflict(f"run {run_id} is not approved", hint=f"run {again}")
+        raise StateConflict(f"run {run_id} is not approved", hint=f"run {again()}")
     try:
-        record = read_record(ApprovalRecord, path, fix=f"approve again: {again}")
+        record = read_record(ApprovalRecord, path, fix="approve again")
     except InvalidInput as exc:
         raise CheckFailed(
-            f"{path} cannot be read ({exc.message})", hint=exc.hint, path=path
+            f"{path} cannot be read ({exc.message})", hint=f"approve again: {again()}", path=path
         ) from None
     if record.run != run_id or record.record_digest != _record_digest(record):
         raise CheckFailed(
             f"{path} was edited after approval (its digest does not match its content)",
-            hint=f"an approval is written only by `kura run approve`: run {again}",
+            hint=f"an approval is written only by `kura run approve`: run {again()}",
             path=path,
         )
     changes = diff_values(record.run_yaml, spec.model_dump(mode="json"))
@@ -404,7 +407,7 @@ def _checked(
     ):
         raise CheckFailed(
             f"{path} does not match the plan it approved (plan id or contingency differ)",
-            hint=f"run {again}",
+            hint=f"run {again()}",
             path=path,
         )
     return record, files
@@ -430,7 +433,15 @@ def check_gate(
         if lock_name in files
         else read_lock(workspace, run_id)
     )
-    verify_locked_models(lock.models, run_id=run_id, plan=plan_again(workspace, run_id))
+    planned = parse_record(
+        PlanRecord,
+        files[PLAN_JSON],
+        workspace.run_dir(run_id) / PLAN_JSON,
+        fix=f"run `kura run plan {run_id}` again (Kura writes this file)",
+    )
+    verify_locked_models(
+        lock.models, run_id=run_id, plan=plan_command(run_id, planned.gpu.get("id"))
+    )
     _check_datasets_at_launch(workspace, run_id, lock, snapshot)
     _check_inputs_at_launch(workspace, run_id, lock)
     return record

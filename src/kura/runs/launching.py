@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kura.errors import CheckFailed, StateConflict, Unsupported
 from kura.nextsteps import NextStep
@@ -37,6 +37,21 @@ if TYPE_CHECKING:
 __all__ = ["launch_run", "relaunch_run", "resume_run", "ways_on"]
 
 CONTAINER_RUN_DIR = "/kura/run"
+_M = TypeVar("_M")
+
+
+def _compiled_file(model: type[_M], path: Path, workspace: Workspace, run_id: str) -> _M:
+    """A compiled file the gate has just bound; the way back from damage (which the gate's
+    digests make all but impossible) is worked out only when it is needed, since it reads
+    plan.json for the plan's GPU class."""
+    from kura.errors import InvalidInput
+    from kura.spec.machine import read_machine_file
+
+    try:
+        return read_machine_file(model, path, remedy="plan and approve the run again")
+    except InvalidInput as damaged:
+        remedy = f"run `{plan_again(workspace, run_id)}` and approve again"
+        raise InvalidInput(damaged.message, hint=remedy, path=path) from None
 
 
 def _launch_spec(
@@ -47,20 +62,18 @@ def _launch_spec(
     from kura.execution import LaunchSpec
     from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
     from kura.spec.compiled import ContainerSpec, StepsFile
-    from kura.spec.machine import read_machine_file
 
     spec = context.spec
     run_id = spec.id
     folder = workspace.run_dir(run_id) / COMPILED_DIR
-    remedy = f"run `{plan_again(workspace, run_id)}` and approve again"
-    steps_doc = read_machine_file(StepsFile, folder / STEPS_NAME, remedy=remedy)
+    steps_doc = _compiled_file(StepsFile, folder / STEPS_NAME, workspace, run_id)
     steps = [
         replace(step, argv=step.argv + extra_train) if step.kind == "train" else step
         for step in steps_doc.steps
     ]
     container = None
     if (folder / CONTAINER_NAME).is_file():
-        found = read_machine_file(ContainerSpec, folder / CONTAINER_NAME, remedy=remedy)
+        found = _compiled_file(ContainerSpec, folder / CONTAINER_NAME, workspace, run_id)
         bound = tuple(m for m in found.mounts if not m.baked and m.source)
         container = replace(found, mounts=bound)
     run_dir = workspace.run_dir(run_id)
