@@ -10,13 +10,14 @@ same facts.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from kura.dataset.captions import read_caption_facts
 from kura.dataset.images import read_image_facts, read_pixel_facts
+from kura.dataset.onelook import current_look
 from kura.dataset.pool import read_in_processes
 from kura.dataset.statcache import FileKey, StatCache
 from kura.dataset.videos import read_video_facts
@@ -64,16 +65,18 @@ def gather_facts(
 ) -> dict[str, Facts]:
     """Facts for every ``(path, kind)`` job, keyed by path; new facts go into ``cache``.
 
-    A file that could not be opened at all is not cached, so it is retried next time."""
+    A file that could not be opened at all is not cached, so it is retried next time.
+    Inside :func:`kura.dataset.onelook.one_look`, each file is stat'ed once and facts this
+    command already gathered are taken without asking the cache again."""
     total = len(jobs)
     results: dict[str, Facts] = {}
     keys: dict[str, FileKey] = {}
     for path, kind in jobs:
         try:
-            keys[path] = FileKey.of(path)
+            keys[path] = _file_key(path)
         except OSError as exc:
             results[path] = _unreadable(kind, exc)
-    cached = cache.get_many(keys.values()) if cache is not None else {}
+    cached = _known(keys.values(), cache)
     pending: list[tuple[str, str]] = []
     for path, kind in jobs:
         key = keys.get(path)
@@ -90,7 +93,52 @@ def gather_facts(
     fresh = _read_all(pending, done, total, progress)
     results.update(fresh)
     _store(cache, keys, fresh)
+    _remember(keys, results)
     return results
+
+
+def _file_key(path: str) -> FileKey:
+    """The file's stat, once per look (see :mod:`kura.dataset.onelook`)."""
+    look = current_look()
+    if look is None:
+        return FileKey.of(path)
+    key = look.keys.get(path)
+    if key is None:
+        key = look.keys[path] = FileKey.of(path)
+    return key
+
+
+def _forget(keys: dict[str, FileKey]) -> None:
+    """Drop the look's facts of these files (their pixel facts were just added)."""
+    look = current_look()
+    if look is not None:
+        for key in keys.values():
+            look.facts.pop(key, None)
+
+
+def _unopened(facts: Facts) -> bool:
+    return str(facts.get("error", "")).startswith("cannot read")
+
+
+def _known(keys: Iterable[FileKey], cache: StatCache | None) -> dict[FileKey, Facts]:
+    """Facts for the keys this command has already seen, then for the rest from ``cache``."""
+    keys = list(keys)
+    look = current_look()
+    seen = {key: look.facts[key] for key in keys if key in look.facts} if look else {}
+    if cache is None:
+        return seen
+    return {**cache.get_many(key for key in keys if key not in seen), **seen}
+
+
+def _remember(keys: dict[str, FileKey], results: dict[str, Facts]) -> None:
+    look = current_look()
+    if look is None:
+        return
+    known = look.facts
+    for path, facts in results.items():
+        key = keys.get(path)
+        if key is not None and key not in known and not _unopened(facts):
+            known[key] = facts
 
 
 def add_pixel_facts(
@@ -110,6 +158,8 @@ def add_pixel_facts(
     merged = {path: {**facts[path], **update} for path, update in extra.items()}
     facts.update(merged)
     _store(cache, keys, merged)
+    _forget(keys)
+    _remember(keys, merged)
 
 
 def _unreadable(kind: str, exc: OSError) -> Facts:
