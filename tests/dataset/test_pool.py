@@ -42,9 +42,9 @@ def pool_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = facts_module.read_in_processes
 
-    def counting(jobs, on_batch):  # type: ignore[no-untyped-def]
+    def counting(jobs, reader_for, on_batch):  # type: ignore[no-untyped-def]
         calls.append(len(jobs))
-        return real(jobs, on_batch)
+        return real(jobs, reader_for, on_batch)
 
     monkeypatch.setattr(facts_module, "read_in_processes", counting)
     return calls

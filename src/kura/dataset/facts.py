@@ -204,7 +204,7 @@ def _read_in_processes(
         if progress is not None:
             progress(done + len(fresh), total)
 
-    read_in_processes(pending, take)
+    read_in_processes(pending, reader_for, take)
     return fresh
 
 

@@ -19,32 +19,28 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from kura.dataset.scan import Scan
     from kura.dataset.statcache import FileKey
 
 __all__ = ["Look", "current_look", "one_look"]
 
-ScanKey = tuple[Path, str, Path | None]
 T = TypeVar("T")
 
 
 @dataclass
 class Look:
-    """What one command has already read: scans by (folder, caption extension, skipped
-    folder), each path's stat, and facts by the file's stat."""
+    """What one command has already read: each path's stat, facts by the file's stat, and
+    values made from the files (a folder's scan, its image sizes) by what they are of."""
 
-    scans: dict[ScanKey, Scan] = field(default_factory=dict)
     keys: dict[str, FileKey] = field(default_factory=dict)
     facts: dict[FileKey, dict[str, Any]] = field(default_factory=dict)
     derived: dict[Hashable, Any] = field(default_factory=dict)
 
     def once(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``'s value, computed on the first call with ``key`` in this look: for
-        a value made only from the look's files (each image's size of one folder)."""
+        a value made only from the look's files (a folder's scan, its image sizes)."""
         if key not in self.derived:
             self.derived[key] = compute()
         value: T = self.derived[key]

@@ -76,10 +76,13 @@ def process_count() -> int:
 
 
 def read_in_processes(
-    jobs: Sequence[Job], on_batch: Callable[[list[tuple[str, Facts]]], None]
+    jobs: Sequence[Job],
+    reader_for: Callable[[str], Callable[[Path], Facts]],
+    on_batch: Callable[[list[tuple[str, Facts]]], None],
 ) -> None:
-    """Read every ``(path, kind)`` job in worker processes, handing each finished batch's
-    ``(path, facts)`` pairs to ``on_batch`` (in completion order)."""
+    """Read every ``(path, kind)`` job in worker processes with ``reader_for(kind)``, handing
+    each finished batch's ``(path, facts)`` pairs to ``on_batch`` (in completion order).
+    ``reader_for`` must be a module-level function: it travels to the workers by name."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     workers = max(1, min(process_count(), -(-len(jobs) // BATCH)))
@@ -92,7 +95,7 @@ def read_in_processes(
     ) as pool:
         running: set[Future[list[tuple[str, Facts]]]] = set()
         for batch in batches:
-            running.add(pool.submit(read_batch, batch))
+            running.add(pool.submit(read_batch, reader_for, batch))
             if len(running) >= 2 * workers:
                 running = _hand_over_finished(running, on_batch)
         while running:
@@ -119,8 +122,8 @@ def _adopt_settings(settings: PillowSettings) -> None:
     settings.adopt()
 
 
-def read_batch(batch: list[Job]) -> list[tuple[str, Facts]]:
+def read_batch(
+    reader_for: Callable[[str], Callable[[Path], Facts]], batch: list[Job]
+) -> list[tuple[str, Facts]]:
     """Facts of each job in ``batch`` (runs in a worker process)."""
-    from kura.dataset.facts import reader_for
-
     return [(path, reader_for(kind)(Path(path))) for path, kind in batch]

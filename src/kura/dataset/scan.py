@@ -115,10 +115,8 @@ def scan_dataset(root: Path, caption_ext: str, *, skip: Path | None = None) -> S
     look = current_look()
     if look is None:
         return _scan_dataset(root, caption_ext, skip)
-    key = (Path(root), caption_ext, None if skip is None else Path(skip))
-    if key not in look.scans:
-        look.scans[key] = _scan_dataset(root, caption_ext, skip)
-    return look.scans[key]
+    key = ("scan", Path(root), caption_ext, None if skip is None else Path(skip))
+    return look.once(key, lambda: _scan_dataset(root, caption_ext, skip))
 
 
 def _scan_dataset(root: Path, caption_ext: str, skip: Path | None) -> Scan:
