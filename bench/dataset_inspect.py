@@ -80,6 +80,30 @@ def read_and_hash(folder: Path) -> tuple[float, int]:
     return time.perf_counter() - started, len(paths)
 
 
+def _inflate(compressed: bytes) -> int:
+    import zlib
+
+    return sum(len(zlib.decompress(compressed)) for _ in range(20))
+
+
+def parallel_ceiling() -> float:
+    """How much faster ``os.cpu_count()`` processes inflate zlib data than one, right now:
+    the most any process pool can gain on this machine under its current load."""
+    import zlib
+
+    compressed = zlib.compress(random.Random(0).randbytes(1 << 16) * 64, 1)
+    workers = os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(_inflate, [compressed] * workers))
+        started = time.perf_counter()
+        list(pool.map(_inflate, [compressed] * workers))
+        parallel_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(workers):
+        _inflate(compressed)
+    return (time.perf_counter() - started) / parallel_s
+
+
 def cold_in_process(folder: Path):  # type: ignore[no-untyped-def]
     """Seconds and report of a cold inspection read on threads in Kura's own process."""
     from kura.dataset import facts as facts_module
@@ -107,6 +131,7 @@ def run(folder: Path) -> None:
     from kura.dataset import inspect_dataset, likeness
     from kura.dataset.statcache import StatCache
 
+    ceiling_before = parallel_ceiling()
     in_process_s, in_process = cold_in_process(folder)
     decoded: list[str] = []
     confirmed: list[bool] = []
@@ -149,6 +174,7 @@ def run(folder: Path) -> None:
     images = counts["images"]
     pngs = sum(1 for p in folder.iterdir() if p.suffix == ".png")
     reference_s, files = read_and_hash(folder)
+    ceiling_after = parallel_ceiling()
     items = images + counts["videos"] + counts["captions"]
     assert warm.digest == cold.digest
     assert in_process.to_dict() == document, "the pool's report differs from the in-process one"
@@ -158,6 +184,10 @@ def run(folder: Path) -> None:
         f"cold in Kura's process (threads): {in_process_s:.2f}s  {images / in_process_s:,.0f}"
         f" images/s; worker processes ({os.cpu_count()}):"
         f" {images / cold_s:,.0f} images/s = {in_process_s / cold_s:.2f}x; reports equal"
+    )
+    print(
+        f"  reference: {os.cpu_count()} processes inflating zlib data vs one, before and after:"
+        f" {ceiling_before:.2f}x, {ceiling_after:.2f}x (the most a pool can gain under this load)"
     )
     print(
         f"  of which per-file facts + integrity: {read_s:.2f}s  {images / read_s:,.0f} images/s;"
