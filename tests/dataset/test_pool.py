@@ -101,3 +101,16 @@ def test_few_files_are_read_without_worker_processes(
     assert facts_module.POOL_THRESHOLD > 6
     inspect_dataset(build.root)
     assert calls == []
+
+
+def test_a_program_read_from_stdin_reads_in_its_own_process(
+    build: Builder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers import the main module from its file; ``python - <<EOF`` has none."""
+    varied_dataset(build)
+    calls = pool_calls(monkeypatch)
+    serial = inspect_with_threshold(build.root, tmp_path / "a.sqlite3", sys.maxsize, monkeypatch)
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
+    from_stdin = inspect_with_threshold(build.root, tmp_path / "b.sqlite3", 0, monkeypatch)
+    assert calls == []
+    assert from_stdin.to_dict() == serial.to_dict()

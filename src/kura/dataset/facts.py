@@ -18,7 +18,7 @@ from typing import Any
 from kura.dataset.captions import read_caption_facts
 from kura.dataset.images import read_image_facts, read_pixel_facts
 from kura.dataset.onelook import current_look
-from kura.dataset.pool import read_in_processes
+from kura.dataset.pool import can_start_workers, read_in_processes
 from kura.dataset.statcache import FileKey, StatCache
 from kura.dataset.videos import read_video_facts
 
@@ -48,8 +48,9 @@ each, JPEGs and captions much faster), so the pool could not pay for itself."""
 
 
 def uses_processes(count: int) -> bool:
-    """Whether ``count`` cold reads go to worker processes (see ``POOL_THRESHOLD``)."""
-    return count >= POOL_THRESHOLD
+    """Whether ``count`` cold reads go to worker processes (see ``POOL_THRESHOLD``); never
+    in a program that cannot start them (read from stdin, see ``can_start_workers``)."""
+    return count >= POOL_THRESHOLD and can_start_workers()
 
 
 def worker_count() -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATCH", "PillowSettings", "process_count", "read_in_processes"]
+__all__ = ["BATCH", "PillowSettings", "can_start_workers", "process_count", "read_in_processes"]
 
 Facts = dict[str, Any]
 Job = tuple[str, str]
@@ -68,6 +68,17 @@ class PillowSettings:
 
         Image.MAX_IMAGE_PIXELS = self.max_image_pixels
         ImageFile.LOAD_TRUNCATED_IMAGES = self.load_truncated_images
+
+
+def can_start_workers() -> bool:
+    """Whether worker processes can start from this program: each imports the main module
+    again from its file, so a program read from stdin (``python - <<EOF``, whose main
+    module's ``__file__`` is ``<stdin>``) cannot have them; Python, a ``-c`` command and any
+    script file can."""
+    import sys
+
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main_file is None or os.path.isfile(main_file)
 
 
 def process_count() -> int:
