@@ -7,7 +7,10 @@ Generates ``--count`` images (512–2048 px per side, random aspect, or all 1024
 temporary folder by default; an existing folder that already holds images is reused), then
 times one inspection with an empty stat cache (every file read, hashed and
 integrity-checked; PNGs decoded only when their shape allows them to be a copy of another
-image) and one with the cache filled (nothing read). It prints the share of PNGs decoded,
+image) and one with the cache filled (nothing read). The cold inspection runs twice, each
+with its own empty cache: in Kura's process (a thread pool, as below ``POOL_THRESHOLD``
+files) and in worker processes, one per core (as at or above it); it prints both rates
+and checks that both reports are equal. It prints the share of PNGs decoded,
 the likeness pairs found (the pictures are distinct, so there should be none) and, as the
 reference, reading and SHA-256-hashing every file on the same thread count, the floor of
 any cold inspection. The files were just written, so the cold figures read from the page
@@ -77,12 +80,59 @@ def read_and_hash(folder: Path) -> tuple[float, int]:
     return time.perf_counter() - started, len(paths)
 
 
+def _inflate(compressed: bytes) -> int:
+    import zlib
+
+    return sum(len(zlib.decompress(compressed)) for _ in range(20))
+
+
+def parallel_ceiling() -> float:
+    """How much faster ``os.cpu_count()`` processes inflate zlib data than one, right now:
+    the most any process pool can gain on this machine under its current load."""
+    import zlib
+
+    compressed = zlib.compress(random.Random(0).randbytes(1 << 16) * 64, 1)
+    workers = os.cpu_count() or 1
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(_inflate, [compressed] * workers))
+        started = time.perf_counter()
+        list(pool.map(_inflate, [compressed] * workers))
+        parallel_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(workers):
+        _inflate(compressed)
+    return (time.perf_counter() - started) / parallel_s
+
+
+def cold_in_process(folder: Path):  # type: ignore[no-untyped-def]
+    """Seconds and report of a cold inspection read on threads in Kura's own process."""
+    from kura.dataset import facts as facts_module
+    from kura.dataset import inspect_dataset
+    from kura.dataset.statcache import StatCache
+
+    threshold = facts_module.POOL_THRESHOLD
+    facts_module.POOL_THRESHOLD = sys.maxsize
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="kura-bench-cache-") as cache_dir,
+            StatCache.open(Path(cache_dir) / "stats.sqlite3") as cache,
+        ):
+            started = time.perf_counter()
+            report = inspect_dataset(folder, cache=cache)
+            return time.perf_counter() - started, report
+    finally:
+        facts_module.POOL_THRESHOLD = threshold
+
+
 def run(folder: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from kura.dataset import facts as facts_module
     from kura.dataset import inspect as inspect_module
     from kura.dataset import inspect_dataset, likeness
     from kura.dataset.statcache import StatCache
 
+    ceiling_before = parallel_ceiling()
+    in_process_s, in_process = cold_in_process(folder)
     decoded: list[str] = []
     confirmed: list[bool] = []
     real_candidates, real_confirm = inspect_module.hash_candidates, likeness.confirm
@@ -104,6 +154,7 @@ def run(folder: Path) -> None:
         tempfile.TemporaryDirectory(prefix="kura-bench-cache-") as cache_dir,
         StatCache.open(Path(cache_dir) / "stats.sqlite3") as cache,
     ):
+        facts_module.POOL_THRESHOLD = 0
         read_done: list[float] = []
 
         def note_read_phase(done: int, total: int) -> None:
@@ -123,10 +174,21 @@ def run(folder: Path) -> None:
     images = counts["images"]
     pngs = sum(1 for p in folder.iterdir() if p.suffix == ".png")
     reference_s, files = read_and_hash(folder)
+    ceiling_after = parallel_ceiling()
     items = images + counts["videos"] + counts["captions"]
     assert warm.digest == cold.digest
+    assert in_process.to_dict() == document, "the pool's report differs from the in-process one"
     print(f"files: {images} images, {counts['captions']} captions")
     print(f"cold: {cold_s:.2f}s  {images / cold_s:,.0f} images/s  (fresh stat cache, everything)")
+    print(
+        f"cold in Kura's process (threads): {in_process_s:.2f}s  {images / in_process_s:,.0f}"
+        f" images/s; worker processes ({os.cpu_count()}):"
+        f" {images / cold_s:,.0f} images/s = {in_process_s / cold_s:.2f}x; reports equal"
+    )
+    print(
+        f"  reference: {os.cpu_count()} processes inflating zlib data vs one, before and after:"
+        f" {ceiling_before:.2f}x, {ceiling_after:.2f}x (the most a pool can gain under this load)"
+    )
     print(
         f"  of which per-file facts + integrity: {read_s:.2f}s  {images / read_s:,.0f} images/s;"
         f" PNG decoding for likeness candidates, pair search and report: {cold_s - read_s:.2f}s"

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kura.dataset.onelook import current_look
 from kura.dataset.sourcecheck import printable_name, undecodable
 from kura.errors import InvalidInput, NotFound
 
@@ -110,7 +111,15 @@ def scan_dataset(root: Path, caption_ext: str, *, skip: Path | None = None) -> S
     ``skip`` is a subfolder left out of the nested walk (a control folder kept inside the
     dataset folder). A symlinked subfolder is not entered, as ``kura dataset add`` neither
     copies nor checks one (:mod:`kura.dataset.sourcecheck`): a link to ``/`` never walks
-    the filesystem."""
+    the filesystem. Inside :func:`kura.dataset.onelook.one_look` a folder is listed once."""
+    look = current_look()
+    if look is None:
+        return _scan_dataset(root, caption_ext, skip)
+    key = ("scan", Path(root), caption_ext, None if skip is None else Path(skip))
+    return look.once(key, lambda: _scan_dataset(root, caption_ext, skip))
+
+
+def _scan_dataset(root: Path, caption_ext: str, skip: Path | None) -> Scan:
     scan = Scan(root=root)
     for entry in _sorted_entries(root):
         if entry.name.startswith("."):

@@ -83,7 +83,20 @@ def image_sizes(
     """``(width, height, count)`` of the readable images of a dataset folder as inspection
     reads them (the same scan and per-file facts, from the stat cache): a trainer buckets
     each image by its own size with its own bucket step, which inspection's 16-pixel
-    buckets cannot give (HiDream-O1 buckets at 32)."""
+    buckets cannot give (HiDream-O1 buckets at 32). Computed once per
+    :func:`kura.dataset.onelook.one_look` (a plan asks for them up to five times)."""
+    from kura.dataset.onelook import current_look
+
+    look = current_look()
+    if look is None:
+        return _read_image_sizes(folder, caption_ext, control)
+    key = ("image_sizes", Path(folder), caption_ext, control)
+    return look.once(key, lambda: _read_image_sizes(folder, caption_ext, control))
+
+
+def _read_image_sizes(
+    folder: Path, caption_ext: str, control: Path | None
+) -> tuple[tuple[int, int, int], ...]:
     from collections import Counter
 
     from kura.dataset.facts import gather_facts

@@ -198,8 +198,11 @@ def compiled_digest(workspace: Workspace, run_id: str) -> str:
 
 
 def plan_run(workspace: Workspace, run_id: str, *, gpu: str | None = None) -> PlanReport:
-    """Plan run ``run_id``: one snapshot, under one hold of the workspace lock."""
-    with workspace.lock():
+    """Plan run ``run_id``: one snapshot, under one hold of the workspace lock, and one look
+    at its dataset folders (each listed once, each file's facts parsed once)."""
+    from kura.dataset.onelook import one_look
+
+    with workspace.lock(), one_look():
         return _plan(workspace, take_snapshot(workspace, run_id), gpu)
 
 
