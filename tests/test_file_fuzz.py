@@ -47,8 +47,8 @@ from kura.runs.following import list_runs, run_status
 from kura.runs.new import create_run
 from kura.runs.plan import plan_run, read_plan
 from kura.runs.store import load_run
-from kura.spec.compiled import ContainerSpec, StepsFile
-from kura.spec.machine import read_machine_file
+from kura.schema.compiled import ContainerSpec, StepsFile
+from kura.schema.machine import read_machine_file
 from kura.sweep.objective import ratings
 from kura.web.views import run_file_html
 from kura.workspace import Workspace

@@ -34,8 +34,8 @@ ABOVE_THE_SEAM = (
     "models",
 )
 BELOW = {
-    # spec validates backend.name against the registry's names (no trainer is imported).
-    "spec": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends.musubi"),
+    # schema validates backend.name against the backend names (no trainer is imported).
+    "schema": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends.musubi"),
     "models": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
     "dataset": ("kura.runs", "kura.execution", "kura.cli", "kura.web", "kura.backends"),
     "planning": ("kura.runs", "kura.execution", "kura.cli", "kura.web"),
@@ -195,7 +195,7 @@ SEAM_MAY_REACH = (
     "kura.bounded",
     "kura.constants",
     "kura.yamlio",
-    "kura.spec",
+    "kura.schema",
     "kura.models",
     "kura.backends.names",
     "kura.backends.trainer_env",

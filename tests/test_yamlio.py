@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kura.errors import InvalidInput
-from kura.spec.base import plain
+from kura.schema.base import plain
 from kura.yamlio import load_yaml, parse_plain_yaml, parse_yaml, read_yaml, write_yaml
 
 BILLION_LAUGHS = """

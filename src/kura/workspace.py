@@ -29,8 +29,8 @@ from kura.bounded import check_parsed, decode_utf8, read_limited, too_deep
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
 from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
-from kura.spec.base import StrictModel
-from kura.spec.cloud import SkyPilotSettings
+from kura.schema.base import StrictModel
+from kura.schema.cloud import SkyPilotSettings
 
 __all__ = [
     "CONFIG_NAME",

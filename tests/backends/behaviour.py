@@ -55,7 +55,7 @@ from kura.backends.registry import backend_names, get_backend
 from kura.errors import KuraError
 from kura.models.bundles import Bundle, list_bundles
 from kura.planning.gpus import GPU_CLASSES
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 __all__ = ["ENV_VARIABLES", "BackendBehaviour", "Drafted", "check_compiled_folder"]

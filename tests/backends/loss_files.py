@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kura.execution.state import new_state, write_state
-from kura.spec.state import state_adapter
+from kura.schema.state import state_adapter
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS steps (step INTEGER PRIMARY KEY, wall_time REAL NOT NULL);

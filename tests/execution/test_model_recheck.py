@@ -15,8 +15,8 @@ from run_helpers import fake_step, make_spec
 from kura.execution import launch
 from kura.execution.launch_spec import LaunchSpec, Step
 from kura.execution.modelcheck import RUN_LOCK, changed_model_file
-from kura.spec.lock import LockedModels, LockedRole, LockedSource, LockedTrainer, RunLock
-from kura.spec.records import write_record
+from kura.schema.lock import LockedModels, LockedRole, LockedSource, LockedTrainer, RunLock
+from kura.schema.records import write_record
 
 
 def _lock_model(run_dir: Path, model: Path) -> None:

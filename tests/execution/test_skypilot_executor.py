@@ -17,7 +17,7 @@ from kura.errors import Unsupported, UsageError
 from kura.execution import SkyPilotExecutor, cancel_run, launch, read_state, step_log
 from kura.execution.executors.skypilot import run_script, sky_launch_argv, sky_task
 from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
-from kura.spec.cloud import SkyPilotSettings
+from kura.schema.cloud import SkyPilotSettings
 from kura.yamlio import load_yaml
 
 HOSTILE = '/data/it\'s a "test"; rm -rf ~ $(whoami) `id` &&\n x'

@@ -11,7 +11,7 @@ from test_skypilot_executor import HOSTILE_MOUNT, _spec
 from tests.execution.skypilot_own_code import load_with_skypilot
 
 from kura.execution import SkyPilotExecutor
-from kura.spec.cloud import SkyPilotSettings
+from kura.schema.cloud import SkyPilotSettings
 from kura.yamlio import load_yaml, write_yaml
 
 PINNED = SkyPilotSettings(cloud="gcp", region="us-central1", use_spot=True, disk_size_gb=300)
@@ -103,7 +103,7 @@ def test_the_job_queue_kura_reads_is_skypilots_own(tmp_path: Path) -> None:
 
     from kura.execution.cloudjob import read_queue
     from kura.execution.executors.skypilot import SkyPilotExecutor
-    from kura.spec.state import RunState
+    from kura.schema.state import RunState
 
     recorded: list[list[str]] = []
 

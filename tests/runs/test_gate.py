@@ -146,7 +146,7 @@ def test_an_approval_with_its_digest_recomputed_still_matches_only_its_plan(
     """Even a forger who recomputes record_digest cannot approve a contingency the plan did
     not contain: the contingency must be plan.json's (and plan.json is bound by digest)."""
     from kura.runs.approval import _record_digest
-    from kura.spec.approval import ApprovalRecord
+    from kura.schema.approval import ApprovalRecord
 
     run_id = _approved(host_ws)
     path = host_ws.run_dir(run_id) / "approval.json"

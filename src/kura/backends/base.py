@@ -10,7 +10,7 @@ package need no common base class and no import of each other; mypy still checks
 registered backend against the protocol where the registry hands it out.
 
 The values that cross the seam are frozen dataclasses. The step, mount and container are
-the compiled files' own types (:mod:`kura.spec.compiled`, pydantic dataclasses), so the
+the compiled files' own types (:mod:`kura.schema.compiled`, pydantic dataclasses), so the
 files Kura writes and reads hold exactly what a backend returned. Steps are argv lists,
 never shell strings (DESIGN invariant 6); env values never hold secrets (invariant 7): a
 step names the variables it needs passed through, and the executor reads them at start.
@@ -23,15 +23,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
-from kura.spec.compiled import ContainerSpec, Mount, Step, StepKind
+from kura.schema.compiled import ContainerSpec, Mount, Step, StepKind
 
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvRecord
     from kura.gpu_class import GpuClass
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
-    from kura.spec.dataset import DatasetSpec
-    from kura.spec.run import RunSpec
+    from kura.schema.dataset import DatasetSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A compiled run as one JSON document (the golden files of the backend tests).
 
-The step, mount and container are the compiled files' own types (:mod:`kura.spec.compiled`):
+The step, mount and container are the compiled files' own types (:mod:`kura.schema.compiled`):
 ``kura run compile`` writes them as they are, so this is the only other form, and it is the
 same JSON. Env keys sort, so compiling twice gives the same document.
 """

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from kura.backends.base import TASKS, KnownValue, TrainerKnowledge
 from kura.errors import Unsupported
-from kura.spec.base import plain
-from kura.spec.run import DatasetUse, TrainingSection
+from kura.schema.base import plain
+from kura.schema.run import DatasetUse, TrainingSection
 from kura.yamlio import parse_yaml
 
 __all__ = ["SECTIONS", "recipe_keys", "trainer_knowledge"]

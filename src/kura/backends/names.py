@@ -1,7 +1,7 @@
 """The names of the registered backends, as a leaf (stdlib only).
 
 ``run.yaml``'s ``backend.name`` is checked against these when the spec is read
-(:mod:`kura.spec.run`), and the spec is what the backend seam (:mod:`kura.backends.base`)
+(:mod:`kura.schema.run`), and the spec is what the backend seam (:mod:`kura.backends.base`)
 takes: were the names read from :mod:`kura.backends.registry`, which hands out ``Backend``
 objects, the seam and the spec would import each other. The registry builds on this module.
 """

@@ -41,7 +41,7 @@ from kura.errors import KuraError, Unsupported
 if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvLocation, EnvRecord
     from kura.models.identify import ModelReport
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["CheckoutBackend", "CheckoutInstall", "StandardBackend", "configured_checkout"]

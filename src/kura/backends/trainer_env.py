@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from kura.constants import data_dir, trainer_env_override
 from kura.errors import InvalidInput, KuraError
 from kura.fsutil import atomic_write_text
-from kura.spec.base import StrictModel, describe_validation
+from kura.schema.base import StrictModel, describe_validation
 
 __all__ = [
     "RECORD_NAME",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kura.initialize import WorkspaceInit
-from kura.spec.schemas import SCHEMAS, json_schema
+from kura.schema.catalog import SCHEMAS, json_schema
 
 __all__ = ["init_command", "schema_command"]
 

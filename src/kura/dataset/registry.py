@@ -21,10 +21,10 @@ from kura.dataset.sourcecheck import check_source, printable_name, undecodable
 from kura.errors import InvalidInput, NotFound, UsageError
 from kura.fsutil import atomic_write_text
 from kura.nextsteps import NextStep, next_list
-from kura.spec.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
-from kura.spec.dataset import BucketFact, DatasetFacts, DatasetIntent, DatasetSpec, TriggerFact
-from kura.spec.inspection import InspectionFile
-from kura.spec.machine import (
+from kura.schema.base import load_spec, parse_value, read_spec, set_dotted, validate_spec
+from kura.schema.dataset import BucketFact, DatasetFacts, DatasetIntent, DatasetSpec, TriggerFact
+from kura.schema.inspection import InspectionFile
+from kura.schema.machine import (
     machine_text,
     parse_machine_text,
     read_machine_file,
@@ -703,7 +703,7 @@ def _validate_assignments(
     from pydantic import ValidationError
 
     from kura.errors import SpecError
-    from kura.spec.base import describe_validation, plain
+    from kura.schema.base import describe_validation, plain
 
     try:
         return DatasetSpec.model_validate(plain(document))

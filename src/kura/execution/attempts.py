@@ -22,7 +22,7 @@ from pathlib import Path
 from kura.backends.base import AttemptRef
 from kura.errors import InvalidInput
 from kura.execution.state import state_path
-from kura.spec.state import RunState, state_adapter
+from kura.schema.state import RunState, state_adapter
 
 __all__ = ["Attempt", "JobAttempt", "attempt_refs", "job_attempts", "run_attempts"]
 

@@ -56,8 +56,8 @@ class LaunchRecord:
 
 def save_launch_record(record: LaunchRecord) -> Path:
     """Write ``runs/<id>/launch.json`` atomically and return its path."""
-    from kura.spec.launch import LaunchFile, LaunchSpecEntry
-    from kura.spec.machine import write_machine_file
+    from kura.schema.launch import LaunchFile, LaunchSpecEntry
+    from kura.schema.machine import write_machine_file
 
     spec = record.spec
     entry = LaunchSpecEntry(
@@ -83,8 +83,8 @@ def save_launch_record(record: LaunchRecord) -> Path:
 
 def load_launch_record(run_dir: Path) -> LaunchRecord:
     """Read ``runs/<id>/launch.json`` back; a damaged file is :class:`InvalidInput`."""
-    from kura.spec.launch import LaunchFile
-    from kura.spec.machine import read_machine_file
+    from kura.schema.launch import LaunchFile
+    from kura.schema.machine import read_machine_file
 
     path = Path(run_dir) / LAUNCH_RECORD
     if not path.is_file():

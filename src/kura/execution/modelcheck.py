@@ -24,8 +24,8 @@ def changed_model_file(run_dir: Path, run_id: str) -> CheckFailed | None:
     """The refusal naming the first locked model file that is not the approved one, or None
     when every one is (or the run has no compiled lock)."""
     from kura.models.lockcheck import verify_locked_models
-    from kura.spec.lock import RunLock
-    from kura.spec.records import read_record
+    from kura.schema.lock import RunLock
+    from kura.schema.records import read_record
 
     path = Path(run_dir) / RUN_LOCK
     if not path.is_file():

@@ -22,7 +22,7 @@ from typing import Literal
 from kura.errors import InvalidInput, StateConflict
 from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
-from kura.spec.state import (
+from kura.schema.state import (
     ACTIVE,
     TERMINAL,
     RunState,
@@ -109,7 +109,7 @@ def read_state_file(path: Path) -> RunState:
     from pydantic import ValidationError
 
     from kura.bounded import parse_json
-    from kura.spec.base import describe_validation
+    from kura.schema.base import describe_validation
 
     relaunch = (
         "Kura alone writes this file; restore it from a backup, or relaunch the run "

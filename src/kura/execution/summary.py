@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kura.execution.runs import refresh_state
-from kura.spec.state import RunState
+from kura.schema.state import RunState
 
 if TYPE_CHECKING:
     from kura.backends.base import AttemptRef, LossHistory, StepProgress

@@ -20,7 +20,7 @@ from kura.workspace import Workspace
 
 if TYPE_CHECKING:
     from kura.export.runfiles import LoraFile
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["export_file", "export_metadata", "export_recipe", "export_run"]
 

@@ -95,7 +95,7 @@ def source_kind(source: str) -> str | None:
 
 
 def parse_value(raw: str) -> Any:
-    from kura.spec.base import parse_value as parse_yaml_value
+    from kura.schema.base import parse_value as parse_yaml_value
 
     try:
         return parse_yaml_value(raw)

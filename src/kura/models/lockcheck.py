@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kura.errors import CheckFailed, KuraError
 from kura.models.digests import DigestCache
-from kura.spec.lock import LockedModels, LockedRole
+from kura.schema.lock import LockedModels, LockedRole
 
 __all__ = ["verify_locked_models"]
 

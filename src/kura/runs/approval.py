@@ -1,6 +1,6 @@
 """The one gate: `kura run approve` binds an approval to the digest of what will run.
 
-The approval (``runs/<id>/approval.json``, schema :class:`kura.spec.approval.ApprovalRecord`)
+The approval (``runs/<id>/approval.json``, schema :class:`kura.schema.approval.ApprovalRecord`)
 holds the sha256 of every compiled file (the dataset TOML, the commands, the container, the
 lock), of plan.md and plan.json, a copy of run.yaml as data, the contingency the plan
 approved in advance, and the digest of the record itself, so an edited approval (its
@@ -41,11 +41,11 @@ from kura.runs.plan import (
     read_plan,
 )
 from kura.runs.snapshot import RunSnapshot, read_run_text, take_snapshot, text_digest
-from kura.spec.approval import APPROVAL_NAME, AcceptedRisk, ApprovalRecord
-from kura.spec.dataset import DatasetSpec
-from kura.spec.lock import RunLock
-from kura.spec.plan import PlanRecord
-from kura.spec.records import canonical_json, parse_record, read_record, write_record
+from kura.schema.approval import APPROVAL_NAME, AcceptedRisk, ApprovalRecord
+from kura.schema.dataset import DatasetSpec
+from kura.schema.lock import RunLock
+from kura.schema.plan import PlanRecord
+from kura.schema.records import canonical_json, parse_record, read_record, write_record
 from kura.workspace import Workspace
 
 __all__ = [

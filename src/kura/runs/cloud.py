@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kura.errors import CheckFailed, UsageError
-from kura.spec.cloud import SkyPilotLaunch, SkyPilotSettings
-from kura.spec.plan import PlanCheck
-from kura.spec.run import RunSpec
+from kura.schema.cloud import SkyPilotLaunch, SkyPilotSettings
+from kura.schema.plan import PlanCheck
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 __all__ = [
@@ -162,8 +162,8 @@ def check_cloud_binding(
 
 def approved_launch(workspace: Workspace, spec: RunSpec) -> SkyLaunch:
     """The executor's settings for the approved launch of ``spec`` (after the gate)."""
-    from kura.spec.approval import APPROVAL_NAME, ApprovalRecord
-    from kura.spec.records import read_record
+    from kura.schema.approval import APPROVAL_NAME, ApprovalRecord
+    from kura.schema.records import read_record
 
     fix = f"run `kura run plan {spec.id}` and `kura run approve {spec.id}`"
     record = read_record(ApprovalRecord, workspace.run_dir(spec.id) / APPROVAL_NAME, fix=fix)

@@ -23,8 +23,8 @@ from pathlib import Path
 from kura.errors import KuraError
 from kura.execution.attempts import JobAttempt, job_attempts
 from kura.execution.cloudjob import ENDED, CloudJob
-from kura.spec.cloud import CloudJobFile
-from kura.spec.state import RunState
+from kura.schema.cloud import CloudJobFile
+from kura.schema.state import RunState
 from kura.workspace import Workspace
 
 __all__ = ["CLOUD_JOB_FILE", "RECHECK_SECONDS", "CloudStatus", "follow_cloud_job"]
@@ -135,7 +135,7 @@ def _job_of(record: CloudJobFile) -> CloudJob:
 
 
 def _read_record(run_dir: Path) -> CloudJobFile | None:
-    from kura.spec.machine import read_machine_file
+    from kura.schema.machine import read_machine_file
 
     path = run_dir / CLOUD_JOB_FILE
     if not path.is_file():
@@ -146,6 +146,6 @@ def _read_record(run_dir: Path) -> CloudJobFile | None:
 
 
 def _write_record(run_dir: Path, record: CloudJobFile) -> None:
-    from kura.spec.machine import write_machine_file
+    from kura.schema.machine import write_machine_file
 
     write_machine_file(run_dir / CLOUD_JOB_FILE, record)

@@ -156,8 +156,8 @@ def _bucket_folders(workspace: Workspace, run_id: str) -> dict[str, tuple[str, P
     """Writable mount target → (its bucket URL in the launched task, its run folder)."""
     from kura.execution.executors.skypilot import TASK_FILE
     from kura.runs.compile import COMPILED_DIR, CONTAINER_NAME
-    from kura.spec.compiled import ContainerSpec
-    from kura.spec.machine import read_machine_file
+    from kura.schema.compiled import ContainerSpec
+    from kura.schema.machine import read_machine_file
     from kura.yamlio import load_yaml
 
     run_dir = workspace.run_dir(run_id)

@@ -21,13 +21,13 @@ from kura.errors import InvalidInput
 from kura.fsutil import write_text_if_changed
 from kura.runs.layout import PathMap
 from kura.runs.snapshot import RunSnapshot, take_snapshot
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend
     from kura.dataset.registry import DatasetSnapshot
-    from kura.spec.compiled import ContainerSpec
+    from kura.schema.compiled import ContainerSpec
 
 __all__ = [
     "COMPILED_DIR",
@@ -90,8 +90,8 @@ def _compile(workspace: Workspace, snapshot: RunSnapshot) -> CompileReport:
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
     from kura.runs.new import check_explicit_values
-    from kura.spec.compiled import StepsFile
-    from kura.spec.machine import machine_text
+    from kura.schema.compiled import StepsFile
+    from kura.schema.machine import machine_text
 
     spec, run_id, datasets = snapshot.spec, snapshot.run_id, snapshot.datasets
     backend = get_backend(spec.backend.name)
@@ -272,11 +272,11 @@ def _lock(
     release: str,
     datasets: Mapping[str, DatasetSnapshot],
 ) -> dict[str, Any]:
-    """The run lock (schema :class:`kura.spec.lock.RunLock`, written only here). Each dataset
+    """The run lock (schema :class:`kura.schema.lock.RunLock`, written only here). Each dataset
     names the folder the trainer reads, resolved, so a ``media:`` moved to a copy is seen."""
     from kura.dataset.registry import control_dir, media_dir
     from kura.models.lockdoc import build_lock
-    from kura.spec.lock import RunLock
+    from kura.schema.lock import RunLock
 
     entries = []
     for use in sorted([*spec.datasets, *spec.validation], key=lambda d: d.name):
@@ -306,7 +306,7 @@ def _input_files(compiled: Any) -> list[dict[str, Any]]:
     """The files the backend mounts with their host side already set (neither a model nor a
     dataset: a sample prompt's image), each with its size and digest for the launch gate;
     a missing one is refused here, at compile, naming it."""
-    from kura.spec.lock import LockedInput
+    from kura.schema.lock import LockedInput
 
     if compiled.container is None:
         return []
@@ -372,7 +372,7 @@ def _checks(
 
 def _container_with_hosts(container: ContainerSpec, paths: PathMap) -> ContainerSpec:
     """The backend's mounts with their host sides, plus the sibling shards of a model."""
-    from kura.spec.compiled import Mount
+    from kura.schema.compiled import Mount
 
     mounts = []
     for mount in container.mounts:

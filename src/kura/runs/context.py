@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from kura.backends.base import Backend, DatasetMedia, PlanInputs
     from kura.models.bundles import Bundle
     from kura.runs.snapshot import RunSnapshot
-    from kura.spec.dataset import DatasetSpec
-    from kura.spec.run import RunSpec
+    from kura.schema.dataset import DatasetSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["RunContext", "context_of", "load_context"]

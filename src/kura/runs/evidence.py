@@ -25,7 +25,7 @@ from kura.runs.store import read_run
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = [
     "PROMOTED_KEYS",

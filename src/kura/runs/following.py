@@ -23,7 +23,7 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.runs.cloudfollow import CloudStatus
     from kura.runs.summaries import RunSummary
-    from kura.spec.state import RunState
+    from kura.schema.state import RunState
 
 __all__ = [
     "cancel",

@@ -29,7 +29,7 @@ from kura.runs.store import list_run_ids
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.spec.state import RunState
+    from kura.schema.state import RunState
 
 __all__ = [
     "CALIBRATED_STEP_KINDS",

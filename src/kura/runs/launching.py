@@ -31,8 +31,8 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
-    from kura.spec.plan import ContingencyRecord
-    from kura.spec.state import RunState
+    from kura.schema.plan import ContingencyRecord
+    from kura.schema.state import RunState
 
 __all__ = ["launch_run", "relaunch_run", "resume_run", "ways_on"]
 
@@ -45,7 +45,7 @@ def _compiled_file(model: type[_M], path: Path, workspace: Workspace, run_id: st
     digests make all but impossible) is worked out only when it is needed, since it reads
     plan.json for the plan's GPU class."""
     from kura.errors import InvalidInput
-    from kura.spec.machine import read_machine_file
+    from kura.schema.machine import read_machine_file
 
     try:
         return read_machine_file(model, path, remedy="plan and approve the run again")
@@ -61,7 +61,7 @@ def _launch_spec(
 
     from kura.execution import LaunchSpec
     from kura.runs.compile import CONTAINER_NAME, STEPS_NAME
-    from kura.spec.compiled import ContainerSpec, StepsFile
+    from kura.schema.compiled import ContainerSpec, StepsFile
 
     spec = context.spec
     run_id = spec.id
@@ -385,8 +385,8 @@ def _options(steps: tuple[NextStep, ...]) -> str:
 def _contingency_covers(workspace: Workspace, run_id: str, state: RunState) -> bool:
     """Whether relaunch would apply the approval's contingency to this attempt's failure."""
     from kura.runs.approval import approval_path
-    from kura.spec.approval import ApprovalRecord
-    from kura.spec.records import read_record
+    from kura.schema.approval import ApprovalRecord
+    from kura.schema.records import read_record
 
     diagnosis = diagnosis_of(state)
     path = approval_path(workspace, run_id)

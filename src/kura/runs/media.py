@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kura.backends.base import DatasetMedia
-    from kura.spec.dataset import DatasetSpec
-    from kura.spec.inspection import InspectionFile
-    from kura.spec.run import RunSpec
+    from kura.schema.dataset import DatasetSpec
+    from kura.schema.inspection import InspectionFile
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["at_run_resolution", "image_sizes", "media_of"]

@@ -25,13 +25,13 @@ from kura.runs.sample_draft import (
     draft_sample_prompts,
     sample_every,
 )
-from kura.spec.base import parse_value, plain, set_dotted, validate_spec
-from kura.spec.run import RunSpec, TrainingSection
+from kura.schema.base import parse_value, plain, set_dotted, validate_spec
+from kura.schema.run import RunSpec, TrainingSection
 from kura.workspace import Workspace, new_run_id
 from kura.yamlio import dump_yaml
 
 if TYPE_CHECKING:
-    from kura.spec.dataset import DatasetSpec
+    from kura.schema.dataset import DatasetSpec
 
 __all__ = ["EXPLICIT_REASON", "RunCreated", "check_explicit_values", "create_run", "recipe_keys"]
 

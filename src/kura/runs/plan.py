@@ -28,9 +28,9 @@ from kura.runs.inputs import plan_inputs
 from kura.runs.plan_render import lora_document, render
 from kura.runs.snapshot import RunSnapshot, take_snapshot
 from kura.runs.store import run_file
-from kura.spec.cloud import SkyPilotLaunch
-from kura.spec.plan import PlanCheck, PlanRecord
-from kura.spec.records import read_record, record_text
+from kura.schema.cloud import SkyPilotLaunch
+from kura.schema.plan import PlanCheck, PlanRecord
+from kura.schema.records import read_record, record_text
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -430,7 +430,7 @@ def _apply_ladder(
     "your instruction") are fixed: left alone, and returned as ``kept`` with what the ladder
     would have chosen, so the plan says so. Returns the snapshot of the run.yaml text
     written (the same snapshot when nothing changed), so no stage reads run.yaml again."""
-    from kura.spec import RunSpec, validate_spec
+    from kura.schema import RunSpec, validate_spec
     from kura.yamlio import dump_yaml
 
     spec = snapshot.spec

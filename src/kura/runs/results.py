@@ -5,7 +5,7 @@
 ``list`` a :class:`RunList`. The CLI renders these values for people and writes
 ``to_dict()`` under ``--json``: that method alone spells each JSON document (its ``kind``
 and keys), so the library, the CLI and the web page share one shape. Nested values are the
-seam's own types: the run's :class:`~kura.spec.state.RunState`, the step's
+seam's own types: the run's :class:`~kura.schema.state.RunState`, the step's
 :class:`~kura.backends.base.StepProgress`, :class:`~kura.nextsteps.NextStep`.
 """
 
@@ -21,7 +21,7 @@ from kura.nextsteps import NextStep, next_list
 if TYPE_CHECKING:
     from kura.backends.base import Diagnosis, LossLabels, StepProgress
     from kura.runs.cloudfollow import CloudStatus
-    from kura.spec.state import RunState
+    from kura.schema.state import RunState
 
 __all__ = [
     "CancelResult",

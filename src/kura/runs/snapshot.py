@@ -20,7 +20,7 @@ from kura.runs.store import RUN_FILE, check_run_id, existing_run_file
 
 if TYPE_CHECKING:
     from kura.dataset.registry import DatasetSnapshot
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["RunSnapshot", "read_run_text", "take_snapshot", "text_digest"]
@@ -91,8 +91,8 @@ def text_digest(text: str) -> str:
 
 
 def _parse_run(text: str, run_id: str, source: str) -> RunSpec:
-    from kura.spec.base import validate_spec
-    from kura.spec.run import RunSpec
+    from kura.schema.base import validate_spec
+    from kura.schema.run import RunSpec
     from kura.yamlio import parse_plain_yaml
 
     spec = validate_spec(RunSpec, parse_plain_yaml(text, source=source), source=source)

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import NotFound
-from kura.spec.base import load_spec, read_spec
-from kura.spec.run import RunSpec
+from kura.schema.base import load_spec, read_spec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 __all__ = [

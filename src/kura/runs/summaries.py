@@ -25,7 +25,7 @@ from pathlib import Path
 from kura.constants import cache_dir
 from kura.runs.results import RunSettings
 from kura.runs.store import read_run, run_file
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 __all__ = ["SCHEMA", "RunSummary", "SummaryCache", "summary_of"]

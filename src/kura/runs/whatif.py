@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from kura.errors import UsageError
 from kura.nextsteps import NextStep, next_list
 from kura.runs.estimate import Verdict, backend_estimate, cost_row, verdict
-from kura.spec.base import parse_value, set_dotted, validate_spec
-from kura.spec.run import RunSpec
+from kura.schema.base import parse_value, set_dotted, validate_spec
+from kura.schema.run import RunSpec
 
 if TYPE_CHECKING:
     from kura.backends.base import Backend, Evaluation, PlanInputs, StepCost
@@ -103,7 +103,7 @@ def whatif_inputs(question: WhatIf) -> tuple[Backend, RunSpec, PlanInputs]:
     from kura.backends.base import PlanInputs
     from kura.backends.registry import get_backend, require_serves
     from kura.models.bundles import get_bundle
-    from kura.spec.dataset import DatasetFacts, DatasetSpec
+    from kura.schema.dataset import DatasetFacts, DatasetSpec
 
     if question.frames < 1:
         raise UsageError(f"--frames {question.frames} is below 1", hint="e.g. --frames 33")

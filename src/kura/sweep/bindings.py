@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kura.errors import CheckFailed
-from kura.spec.lock import LockedModels
+from kura.schema.lock import LockedModels
 from kura.sweep.records import SweepRecord
 from kura.workspace import Workspace
 

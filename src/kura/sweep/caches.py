@@ -48,8 +48,8 @@ def cache_key(run_dir: Path, run_dir_seen: str) -> CacheKey | None:
     from dataclasses import asdict
 
     from kura.bounded import load_json
-    from kura.spec.compiled import StepsFile
-    from kura.spec.machine import read_machine_file
+    from kura.schema.compiled import StepsFile
+    from kura.schema.machine import read_machine_file
 
     remedy = f"compile the trial again (`kura run plan {run_dir.name}`)"
     steps_doc = read_machine_file(StepsFile, compiled / "steps.json", remedy=remedy)

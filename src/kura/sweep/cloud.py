@@ -202,8 +202,8 @@ def _write_worker(
 
 def _bound_model_files(workspace: Workspace, sweep_id: str) -> list[str]:
     """The model files (and shards) the sweep's approval binds, outside the workspace."""
-    from kura.spec.lock import LockedModels
-    from kura.spec.machine import read_machine_file
+    from kura.schema.lock import LockedModels
+    from kura.schema.machine import read_machine_file
     from kura.sweep.envelope import APPROVAL, SweepApproval
 
     record = read_machine_file(

@@ -25,9 +25,9 @@ from kura.backends.base import StepCost
 from kura.bounded import load_json
 from kura.errors import CheckFailed, StateConflict, UsageError
 from kura.fsutil import atomic_write_text
-from kura.spec.base import validate_spec
-from kura.spec.machine import MachineFile, machine_text, read_machine_file
-from kura.spec.run import RunSpec
+from kura.schema.base import validate_spec
+from kura.schema.machine import MachineFile, machine_text, read_machine_file
+from kura.schema.run import RunSpec
 from kura.sweep.bindings import bound_inputs, check_bound_inputs
 from kura.sweep.new import SPACE_NAME
 from kura.sweep.records import SWEEP_NAME, SweepRecord, load_sweep, sweep_dir
@@ -86,7 +86,7 @@ def plan_sweep(
     from kura.runs.context import load_context
     from kura.runs.gpu_choice import choose_gpu
     from kura.runs.store import load_run
-    from kura.spec.base import plain
+    from kura.schema.base import plain
     from kura.sweep.study import check_resumable, load_study
     from kura.sweep.warmstart import recipe_value
 

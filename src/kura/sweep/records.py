@@ -17,7 +17,7 @@ from pydantic import Field
 from kura.bounded import load_json
 from kura.errors import InvalidInput, NotFound
 from kura.fsutil import atomic_write_text
-from kura.spec.base import StrictModel
+from kura.schema.base import StrictModel
 from kura.workspace import Workspace, check_name
 
 __all__ = [

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from kura.errors import SpecError
-from kura.spec.base import StrictModel, validate_spec
+from kura.schema.base import StrictModel, validate_spec
 from kura.yamlio import read_yaml
 
 if TYPE_CHECKING:

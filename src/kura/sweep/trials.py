@@ -17,8 +17,8 @@ from kura.errors import CheckFailed
 from kura.fsutil import atomic_write_text
 from kura.runs.diffs import diff_values
 from kura.runs.store import read_run, run_file
-from kura.spec.base import plain, set_dotted, validate_spec
-from kura.spec.run import RunSpec
+from kura.schema.base import plain, set_dotted, validate_spec
+from kura.schema.run import RunSpec
 from kura.sweep.records import SweepRecord
 from kura.workspace import Workspace
 from kura.yamlio import dump_yaml, read_yaml

@@ -21,7 +21,7 @@ from typing import Any
 from kura.errors import InvalidInput
 from kura.knowledge.baselines import card_path
 from kura.knowledge.cards import parse_card, read_card
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.sweep.space import CheckedSpace
 from kura.sweep.values import Winner
 from kura.workspace import Workspace

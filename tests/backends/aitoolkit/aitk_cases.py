@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kura.backends.base import CompileInputs, DatasetInput
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 RUN_DIR = "/work/runs/20261201-0900"
 RUN_ID = "20261201-0900"

@@ -22,7 +22,7 @@ from kura.backends.kohakumoss.steptime import (
     step_time,
 )
 from kura.planning.gpus import get_gpu_class
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 MP = 1024 * 1024
 

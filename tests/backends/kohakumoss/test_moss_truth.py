@@ -18,7 +18,7 @@ from kura.backends.kohakumoss.memory import CALIBRATION, README_SETUP, band, cal
 from kura.backends.kohakumoss.queries import MemoryEstimate, PlanAnswer
 from kura.errors import CheckFailed
 from kura.planning.gpus import get_gpu_class
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 
 def _row(name: str, profile: str, total: float, tokens: int = 8192) -> MemoryEstimate:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kura.backends.musubi import ADAPTERS, CompileInputs, DatasetInput
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 RUN_DIR = "/kura/runs/r1"
 MUSUBI_DIR = "/opt/musubi-tuner"

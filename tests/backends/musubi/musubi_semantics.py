@@ -38,7 +38,7 @@ from kura.backends.musubi.items import video_items
 from kura.dataset.inspect import inspect_dataset
 from kura.dataset.registry import facts_from_report
 from kura.runs.media import image_sizes
-from kura.spec.dataset import DatasetSpec
+from kura.schema.dataset import DatasetSpec
 
 __all__ = [
     "GOLDEN_TOML_ROOTS",

@@ -23,8 +23,8 @@ from kura.backends.musubi.estimator.steps import ENCODERS
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
 from kura.runs.timecost import TIME_BAND, time_and_cost
+from kura.schema.dataset import DatasetSpec
 from kura.sizing.shapes import MODEL_SHAPES
-from kura.spec.dataset import DatasetSpec
 
 H100 = GPU_CLASSES["h100-sxm"]
 RTX4090 = GPU_CLASSES["rtx-4090"]

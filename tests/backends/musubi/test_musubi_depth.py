@@ -14,8 +14,8 @@ from kura.backends.musubi.compile import compile_run
 from kura.backends.musubi.depth import DitDepth, count_blocks, dit_depth
 from kura.errors import InvalidInput, SpecError, Unsupported
 from kura.models.layouts import component_fixture, write_sparse_safetensors
+from kura.schema.dataset import DatasetSpec
 from kura.sizing.shapes import base_model, get_shape, with_depth
-from kura.spec.dataset import DatasetSpec
 
 
 def qwen_spec(**config: object) -> object:

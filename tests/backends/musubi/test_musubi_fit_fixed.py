@@ -16,7 +16,7 @@ from kura.backends.musubi.estimation import person_set
 from kura.runs.new import EXPLICIT_REASON, create_run
 from kura.runs.plan import _person_set, plan_run
 from kura.runs.store import load_run
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 BUNDLE = "flux2-klein-base-4b"
@@ -122,7 +122,7 @@ def test_when_nothing_fits_micro_batch_1_is_offered_as_a_recipe_option_never_app
     from kura.backends.musubi.backend import BACKEND
     from kura.models.bundles import get_bundle
     from kura.planning.gpus import GPU_CLASSES
-    from kura.spec.dataset import DatasetSpec
+    from kura.schema.dataset import DatasetSpec
 
     photos = DatasetSpec.model_validate(
         {

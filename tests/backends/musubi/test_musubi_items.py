@@ -20,7 +20,7 @@ from kura.backends.musubi.items import (
 )
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
-from kura.spec.dataset import DatasetSpec
+from kura.schema.dataset import DatasetSpec
 
 
 def test_targets_round_down_to_4n_plus_1_unique_and_sorted() -> None:

@@ -17,8 +17,8 @@ from kura.backends.musubi.estimator.steptime import forward_seconds
 from kura.backends.musubi.estimator.tokens import bucket_tokens
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
+from kura.schema.dataset import DatasetSpec
 from kura.sizing.shapes import MODEL_SHAPES, get_shape
-from kura.spec.dataset import DatasetSpec
 
 H100 = GPU_CLASSES["h100-sxm"]
 

@@ -10,7 +10,7 @@ from kura.backends.base import DatasetMedia, PlanInputs
 from kura.backends.musubi.backend import BACKEND
 from kura.models.bundles import get_bundle
 from kura.planning.gpus import GPU_CLASSES
-from kura.spec.dataset import DatasetSpec
+from kura.schema.dataset import DatasetSpec
 
 
 def _inputs(bundle: str, *, images: int = 20) -> PlanInputs:

@@ -55,7 +55,7 @@ from kura.errors import CheckFailed, SpecError, Unsupported
 from kura.models.bundles import Bundle
 from kura.planning.gpus import GpuClass
 from kura.planning.ladder import walk
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 from kura.workspace import Workspace
 
 TRAINER = Path(__file__).with_name("toy_trainer.py")
@@ -179,7 +179,7 @@ class ToyBackend(StandardBackend):
     def knowledge(self, architecture: str) -> TrainerKnowledge:
         """The run schema's defaults, as the toy's own (it reads only a few of them)."""
         from kura.backends.knowledge_data import recipe_keys
-        from kura.spec.run import TrainingSection
+        from kura.schema.run import TrainingSection
 
         if not self.serves(architecture):
             raise Unsupported(f"the toy trainer does not train {architecture}", hint="zimage")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from kura.backends.base import DatasetBuckets, PlanInputs, TrainerBucket
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 
 def toy_dataset_buckets(spec: RunSpec, inputs: PlanInputs) -> tuple[DatasetBuckets, ...]:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from kura.backends.trainer_env import EnvLocation, EnvRecord
     from kura.models.bundles import Bundle
     from kura.planning.gpus import GpuClass
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["BACKEND", "AitkBackend"]
@@ -335,8 +335,8 @@ class AitkBackend(CheckoutBackend):
         SDXL LoRA for ComfyUI is checked against the base UNet and copied (:mod:`.sdxl_export`)."""
         from kura.export.exporting import export_run
         from kura.models.bundles import get_bundle
-        from kura.spec.base import read_spec
-        from kura.spec.run import RunSpec
+        from kura.schema.base import read_spec
+        from kura.schema.run import RunSpec
 
         path = workspace.run_dir(run_id) / "run.yaml"
         if fmt == "comfyui" and path.is_file():  # a missing run: export_run says so

@@ -43,7 +43,7 @@ from kura.backends.base import (
     TrainerBucket,
 )
 from kura.errors import InvalidInput, SpecError, Unsupported
-from kura.spec.run import DatasetUse, RunSpec
+from kura.schema.run import DatasetUse, RunSpec
 
 __all__ = [
     "DIVISIBILITY",

@@ -45,7 +45,7 @@ from kura.backends.aitoolkit.schema import (
 from kura.backends.aitoolkit.yamlout import dump_job
 from kura.backends.base import CompiledRun, CompileInputs, ContainerSpec, DatasetInput, Step
 from kura.errors import SpecError, Unsupported
-from kura.spec.run import DatasetUse, RunSpec
+from kura.schema.run import DatasetUse, RunSpec
 
 __all__ = [
     "JOB_FILE",

@@ -15,7 +15,7 @@ from pathlib import Path
 from kura.backends.aitoolkit.archs import AITK_RELEASE
 from kura.backends.base import CompileInputs, ContainerSpec, ImageRecipe
 from kura.backends.container_mounts import run_mounts, unique_mounts
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = [
     "DEFAULT_IMAGE",

@@ -39,7 +39,7 @@ from kura.planning.ladder import walk
 
 if TYPE_CHECKING:
     from kura.planning.gpus import GpuClass
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["NOT_SIZEABLE", "AitkProblem", "estimate_run", "fit_run", "next_rung"]
 

@@ -13,7 +13,7 @@ from kura.backends.base import LossLabels, PlanInputs, RecipeItem, TrainerRecipe
 from kura.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["LOSS_LABELS", "aitk_recipe"]
 

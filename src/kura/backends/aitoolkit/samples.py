@@ -26,7 +26,7 @@ from kura.backends.sample_files import (
     sample_input_target,
 )
 from kura.errors import SpecError, Unsupported
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["CTRL_FLAG", "SAMPLE_INPUTS_DIR", "SamplePrompt", "SamplePrompts", "sample_prompts"]
 

@@ -27,7 +27,7 @@ from kura.backends.base import LoraExport
 from kura.errors import CheckFailed, NotFound, Unsupported, UsageError
 
 if TYPE_CHECKING:
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["UnetLinear", "check_sdxl_lora", "export_sdxl", "unet_linears"]
@@ -122,8 +122,8 @@ def check_sdxl_lora(
 def _base_unet(workspace: Workspace, run_id: str) -> tuple[dict[str, tuple[int, ...]], str]:
     """The tensor shapes of ``unet/`` in the run's locked diffusers folder."""
     from kura.models.header import read_header
-    from kura.spec.lock import RunLock
-    from kura.spec.records import read_record
+    from kura.schema.lock import RunLock
+    from kura.schema.records import read_record
 
     lock = read_record(
         RunLock,

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["BACKEND", "KohakuMossBackend", "MossFacts"]
@@ -432,8 +432,8 @@ class KohakuMossBackend(StandardBackend):
             for path in (compiled_dir / sub / n for n in ("train.py", "data.py", "val_data.py"))
             if path.name != "val_data.py" or path.is_file()
         )
-        from kura.spec.compiled import StepsFile
-        from kura.spec.machine import read_machine_file
+        from kura.schema.compiled import StepsFile
+        from kura.schema.machine import read_machine_file
 
         steps = read_machine_file(
             StepsFile, compiled_dir / "steps.json", remedy="compile the run again (`kura run plan`)"
@@ -762,8 +762,8 @@ class KohakuMossBackend(StandardBackend):
                 path=_output_dir(run_dir) / "export",
             )
         source = found[-1]
-        from kura.spec.lock import RunLock
-        from kura.spec.records import read_record
+        from kura.schema.lock import RunLock
+        from kura.schema.records import read_record
 
         lock = read_record(
             RunLock,

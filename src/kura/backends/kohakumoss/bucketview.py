@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kura.backends.base import DatasetBuckets, PlanInputs
 from kura.errors import Unsupported
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["moss_dataset_buckets"]
 

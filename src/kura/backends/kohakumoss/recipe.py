@@ -16,7 +16,7 @@ from kura.errors import KuraError
 
 if TYPE_CHECKING:
     from kura.backends.kohakumoss.env import EnvLocation
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["LOSS_LABELS", "composed_knobs", "moss_recipe"]
 
@@ -48,8 +48,8 @@ def composed_knobs(env: EnvLocation, compiled_dir: Path) -> Mapping[str, Any]:
 
 def moss_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
     from kura.backends.kohakumoss.env import EnvLocation, require_env
-    from kura.spec.compiled import StepsFile
-    from kura.spec.machine import read_machine_file
+    from kura.schema.compiled import StepsFile
+    from kura.schema.machine import read_machine_file
 
     steps = read_machine_file(
         StepsFile, compiled_dir / "steps.json", remedy="compile the run again (`kura run plan`)"

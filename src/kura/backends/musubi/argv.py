@@ -14,7 +14,7 @@ from kura.backends.musubi.adapter_model import Adapter, ConfigKey, RoleFlag, Ste
 from kura.backends.musubi.config import ExecConfig
 from kura.backends.musubi.contract import CompileInputs
 from kura.errors import SpecError
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = [
     "TrainPlan",

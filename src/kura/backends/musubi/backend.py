@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kura.models.bundles import Bundle
     from kura.models.identify import ModelReport
     from kura.planning.gpus import GpuClass
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
     from kura.workspace import Workspace
 
 __all__ = ["BACKEND", "MusubiBackend"]

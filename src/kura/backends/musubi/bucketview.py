@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from kura.backends.base import DatasetBuckets, PlanInputs, TrainerBucket
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["musubi_dataset_buckets"]
 

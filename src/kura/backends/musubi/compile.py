@@ -47,7 +47,7 @@ from kura.backends.musubi.rules import (
 )
 from kura.backends.musubi.sample_inputs import sample_inputs
 from kura.errors import SpecError, Unsupported
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["KNOWN_ROLES", "compile_run"]
 

@@ -17,7 +17,7 @@ from kura.backends.container_mounts import run_mounts, unique_mounts
 from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.contract import CompileInputs, ContainerSpec, Mount
 from kura.backends.musubi.sample_inputs import sample_inputs
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 if TYPE_CHECKING:
     from kura.workspace import Workspace

@@ -24,7 +24,7 @@ from kura.backends.musubi.adapter_model import Adapter, Variant
 from kura.backends.musubi.contract import CompileInputs, DatasetInput
 from kura.backends.musubi.items import VideoItems, framepack_min_frames, video_items
 from kura.errors import SpecError, Unsupported
-from kura.spec.run import DatasetUse, RunSpec
+from kura.schema.run import DatasetUse, RunSpec
 
 __all__ = [
     "PlannedDataset",

@@ -16,8 +16,8 @@ from typing import Any
 from kura.backends.base import DatasetMedia
 from kura.backends.musubi.estimator.config import Attention, Fp8Mode, GcMode
 from kura.errors import Unsupported
-from kura.spec.dataset import DatasetSpec
-from kura.spec.run import RunSpec
+from kura.schema.dataset import DatasetSpec
+from kura.schema.run import RunSpec
 
 __all__ = [
     "LADDER_KEYS",

@@ -14,7 +14,7 @@ from kura.backends.base import LossLabels, PlanInputs, RecipeItem, TrainerRecipe
 from kura.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["LOSS_LABELS", "musubi_recipe", "parse_flags"]
 
@@ -69,8 +69,8 @@ def _g(value: float) -> str:
 
 
 def musubi_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
-    from kura.spec.compiled import StepsFile
-    from kura.spec.machine import read_machine_file
+    from kura.schema.compiled import StepsFile
+    from kura.schema.machine import read_machine_file
 
     steps = read_machine_file(
         StepsFile, compiled_dir / "steps.json", remedy="compile the run again (`kura run plan`)"

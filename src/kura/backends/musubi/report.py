@@ -12,7 +12,7 @@ from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.config import ESCAPE_HATCH_KEYS
 from kura.backends.trainer_env import EnvLocation, read_env_record
 from kura.errors import KuraError
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["STANDIN_NAME", "trainer_section"]
 

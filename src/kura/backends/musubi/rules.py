@@ -15,7 +15,7 @@ from kura.backends.musubi.adapters import MUSUBI_RELEASE
 from kura.backends.musubi.config import ExecConfig
 from kura.backends.musubi.contract import CompileInputs
 from kura.errors import SpecError, Unsupported
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = [
     "TIMESTEP_SAMPLINGS",

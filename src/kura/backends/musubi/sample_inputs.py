@@ -24,7 +24,7 @@ from kura.backends.sample_files import (
     check_sample_path,
     sample_input_target,
 )
-from kura.spec.run import RunSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["SAMPLE_INPUTS_DIR", "SampleInputs", "sample_inputs"]
 

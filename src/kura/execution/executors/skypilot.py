@@ -25,7 +25,7 @@ step (``sky_job``). That command streams the job's output, so the job's log land
   ``.kura-sha256`` into each writable mount, ``sha256sum`` lines of every file there, which
   ``kura run collect`` checks each copied file against (:mod:`kura.runs.collect`).
 * ``resources`` carries the planned accelerator and count, and the cloud settings a person
-  gave (:class:`kura.spec.cloud.SkyPilotSettings`): ``cloud``, ``region``, ``use_spot``,
+  gave (:class:`kura.schema.cloud.SkyPilotSettings`): ``cloud``, ``region``, ``use_spot``,
   ``disk_size``. The task is checked by SkyPilot's own ``sky.Task.from_yaml`` in the tests.
 """
 
@@ -49,7 +49,7 @@ from kura.execution.commands import StepCommand
 from kura.execution.executors.host import HostExecutor
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
-from kura.spec.cloud import SkyPilotSettings
+from kura.schema.cloud import SkyPilotSettings
 from kura.yamlio import write_yaml
 
 __all__ = [

@@ -32,7 +32,7 @@ from kura.sizing.shapes import get_shape
 
 if TYPE_CHECKING:
     from kura.planning.gpus import GpuClass
-    from kura.spec.run import RunSpec
+    from kura.schema.run import RunSpec
 
 __all__ = ["AitkEstimate", "estimate_setup", "setup_for", "sizeable"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kura.spec.base import load_spec, set_dotted, validate_spec
-from kura.spec.dataset import DatasetSpec
-from kura.spec.run import RunSpec
+from kura.schema.base import load_spec, set_dotted, validate_spec
+from kura.schema.dataset import DatasetSpec
+from kura.schema.run import RunSpec
 
 __all__ = ["DatasetSpec", "RunSpec", "load_spec", "set_dotted", "validate_spec"]

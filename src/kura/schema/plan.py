@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kura.spec.base import StrictModel
-from kura.spec.cloud import SkyPilotLaunch
+from kura.schema.base import StrictModel
+from kura.schema.cloud import SkyPilotLaunch
 
 __all__ = [
     "PLAN_VERSION",

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from kura.bounded import load_json
 from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
-from kura.spec.base import validate_spec
+from kura.schema.base import validate_spec
 
 __all__ = ["canonical_json", "read_record", "record_text", "write_record"]
 

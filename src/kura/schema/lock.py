@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kura.spec.base import StrictModel
+from kura.schema.base import StrictModel
 
 __all__ = [
     "LOCK_VERSION",

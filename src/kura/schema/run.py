@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kura.spec.base import StrictModel
-from kura.spec.cloud import SkyPilotSettings
+from kura.schema.base import StrictModel
+from kura.schema.cloud import SkyPilotSettings
 
 __all__ = [
     "BackendSection",

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kura.errors import SpecError
-from kura.spec.base import validate_spec
-from kura.spec.run import RunSpec
+from kura.schema.base import validate_spec
+from kura.schema.run import RunSpec
 
 
 def run(**extra: Any) -> dict[str, Any]:

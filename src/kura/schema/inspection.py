@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kura.spec.machine import MachineFile
+from kura.schema.machine import MachineFile
 
 __all__ = ["InspectionFile", "LikenessEntry", "ProblemEntry"]
 

@@ -23,7 +23,7 @@ __all__ = ["MachineFile", "parse_machine_text", "read_machine_file", "write_mach
 
 M = TypeVar("M")
 """A file's model: a :class:`MachineFile`, or a pydantic dataclass (``compiled/container.json``
-is a :class:`kura.spec.compiled.ContainerSpec`)."""
+is a :class:`kura.schema.compiled.ContainerSpec`)."""
 
 
 class MachineFile(BaseModel):
@@ -48,7 +48,7 @@ def parse_machine_text(model: type[M], text: str, path: Path, *, remedy: str) ->
     """``text`` (the bytes of ``path`` already read) as ``model``, refused like
     :func:`read_machine_file` refuses the file."""
     from kura.bounded import parse_json
-    from kura.spec.base import describe_validation
+    from kura.schema.base import describe_validation
 
     data = parse_json(text, path)
     try:

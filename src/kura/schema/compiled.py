@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.dataclasses import dataclass
 
-from kura.spec.machine import MachineFile
+from kura.schema.machine import MachineFile
 
 __all__ = ["ContainerSpec", "Mount", "Step", "StepKind", "StepsFile"]
 

@@ -13,10 +13,10 @@ from pydantic import ValidationError
 
 import kura.backends.base as seam
 import kura.execution.launch_spec as launch_spec
-import kura.spec.compiled as compiled
+import kura.schema.compiled as compiled
 from kura.errors import InvalidInput
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, load_launch_record
-from kura.spec.machine import machine_text, read_machine_file
+from kura.schema.machine import machine_text, read_machine_file
 
 STEP = compiled.Step("train", ("python", "train.py"), {"A": "1"}, "/run", kind="train")
 CONTAINER = compiled.ContainerSpec(

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kura.spec.base import StrictModel
+from kura.schema.base import StrictModel
 
 __all__ = [
     "DatasetFacts",

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kura.spec.base import StrictModel
-from kura.spec.cloud import SkyPilotLaunch
-from kura.spec.plan import ContingencyRecord
+from kura.schema.base import StrictModel
+from kura.schema.cloud import SkyPilotLaunch
+from kura.schema.plan import ContingencyRecord
 
 __all__ = [
     "APPROVAL_NAME",

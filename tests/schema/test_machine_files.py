@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kura.errors import InvalidInput
-from kura.spec.schemas import SCHEMAS, json_schema
+from kura.schema.catalog import SCHEMAS, json_schema
 from kura.workspace import Workspace
 
 

@@ -10,16 +10,16 @@ from kura.errors import UsageError
 __all__ = ["SCHEMAS", "json_schema"]
 
 SCHEMAS: dict[str, tuple[str, str]] = {
-    "approval": ("kura.spec.approval:ApprovalRecord", "runs/<id>/approval.json"),
-    "lock": ("kura.spec.lock:RunLock", "runs/<id>/compiled/run.lock"),
-    "plan": ("kura.spec.plan:PlanRecord", "runs/<id>/plan.json"),
-    "container": ("kura.spec.compiled:ContainerSpec", "runs/<id>/compiled/container.json"),
-    "dataset": ("kura.spec.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
-    "inspection": ("kura.spec.inspection:InspectionFile", "datasets/<name>/inspection.json"),
-    "launch": ("kura.spec.launch:LaunchFile", "runs/<id>/launch.json"),
-    "run": ("kura.spec.run:RunSpec", "runs/<id>/run.yaml"),
-    "state": ("kura.spec.state:RunState", "runs/<id>/state.json"),
-    "steps": ("kura.spec.compiled:StepsFile", "runs/<id>/compiled/steps.json"),
+    "approval": ("kura.schema.approval:ApprovalRecord", "runs/<id>/approval.json"),
+    "lock": ("kura.schema.lock:RunLock", "runs/<id>/compiled/run.lock"),
+    "plan": ("kura.schema.plan:PlanRecord", "runs/<id>/plan.json"),
+    "container": ("kura.schema.compiled:ContainerSpec", "runs/<id>/compiled/container.json"),
+    "dataset": ("kura.schema.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
+    "inspection": ("kura.schema.inspection:InspectionFile", "datasets/<name>/inspection.json"),
+    "launch": ("kura.schema.launch:LaunchFile", "runs/<id>/launch.json"),
+    "run": ("kura.schema.run:RunSpec", "runs/<id>/run.yaml"),
+    "state": ("kura.schema.state:RunState", "runs/<id>/state.json"),
+    "steps": ("kura.schema.compiled:StepsFile", "runs/<id>/compiled/steps.json"),
     "workspace": ("kura.workspace:WorkspaceConfig", "kura.toml"),
 }
 """Schema name → (``module:model``, the file it describes)."""

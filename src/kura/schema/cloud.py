@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from kura.spec.base import StrictModel
-from kura.spec.machine import MachineFile
+from kura.schema.base import StrictModel
+from kura.schema.machine import MachineFile
 
 __all__ = ["BUCKET_SCHEMES", "CloudJobFile", "SkyPilotLaunch", "SkyPilotSettings"]
 

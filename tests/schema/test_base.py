@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from kura.errors import SpecError, UsageError
-from kura.spec import DatasetSpec, validate_spec
-from kura.spec.base import parse_value, set_dotted
+from kura.schema import DatasetSpec, validate_spec
+from kura.schema.base import parse_value, set_dotted
 from kura.yamlio import parse_yaml
 
 

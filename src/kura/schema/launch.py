@@ -3,7 +3,7 @@
 Written by the executor at submit, read by the supervisor and by ``kura run status`` (for
 the backend whose diagnosis reads a failure). Values are plain JSON, secrets never: the
 environment variables a step needs are named in ``pass_env`` and read at start. The steps
-and the container are the compiled run's own types (:mod:`kura.spec.compiled`).
+and the container are the compiled run's own types (:mod:`kura.schema.compiled`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from kura.spec.compiled import ContainerSpec, Step
-from kura.spec.machine import MachineFile
+from kura.schema.compiled import ContainerSpec, Step
+from kura.schema.machine import MachineFile
 
 __all__ = ["LaunchFile", "LaunchSpecEntry"]
 
