@@ -42,5 +42,5 @@ def test_a_weak_trial_at_its_last_step_is_scored_not_pruned(ws: Workspace, tmp_p
     assert [r.status for r in records] == ["complete", "complete"], [r.stopped for r in records]
     weak = records[1]
     assert weak.stopped is None
-    assert weak.objective is not None and weak.objective["value"] is not None
+    assert weak.objective is not None and weak.objective.value is not None
     assert (ws.run_dir(weak.run_id) / "output" / "toy-lora.safetensors").is_file()

@@ -87,9 +87,10 @@ def test_a_pareto_sweep_reports_its_front_and_promotes_the_chosen_trial(
     assert {r.status for r in records.values()} == {"complete"}, records
     points = {}
     for number, record in records.items():
-        assert record.objective is not None and record.objective["mode"] == "pareto"
-        loss, score = record.objective["values"]
-        assert loss == record.objective["loss"] and score == record.objective["judge_score"]
+        assert record.objective is not None and record.objective.mode == "pareto"
+        assert record.objective.values is not None
+        loss, score = record.objective.values
+        assert loss == record.objective.loss and score == record.objective.judge_score
         points[number] = (loss, score)
     # trial 0 is the baseline (1e-4), trial 1 the curated 3e-4: lower loss, bolder, so 0 is
     # dominated and never on the front
@@ -158,8 +159,8 @@ def test_a_trial_the_judge_did_not_score_is_told_failed_and_says_why(
     records = load_trials(ws, sweep_id)
     assert [r.status for r in records] == ["unscored", "unscored"]
     assert records[0].reason is not None and "has no score" in records[0].reason
-    assert records[0].objective is not None and records[0].objective["values"] is None
-    assert records[0].objective["loss"] is not None  # the loss is kept
+    assert records[0].objective is not None and records[0].objective.values is None
+    assert records[0].objective.loss is not None  # the loss is kept
     study = load_study(ws, load_sweep(ws, sweep_id))
     assert [t.state.name for t in study.get_trials()] == ["FAIL", "FAIL"]
     report = sweep_report(ws, sweep_id)

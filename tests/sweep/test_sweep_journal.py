@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kura.errors import CheckFailed, SpecError
+from kura.errors import CheckFailed, SpecError, StateConflict
 from kura.execution.state import read_state
 from kura.sweep.envelope import approve_sweep, plan_sweep
 from kura.sweep.new import new_sweep
@@ -58,7 +58,7 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     train_media = ws.root / "sweeps" / sweep_id / "split" / "myaku-train"
     assert held[0] not in {p.name for p in train_media.iterdir()}
 
-    with pytest.raises(CheckFailed, match="not approved"):
+    with pytest.raises(StateConflict, match="not approved"):
         run_worker(ws, sweep_id, gpu="h100-pcie")
     plan = plan_sweep(ws, sweep_id, gpu="h100-pcie")
     assert plan["estimate"]["cache_seconds_once"] == 5.0
@@ -79,13 +79,14 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
         assert (run_dir / "plan.md").is_file()
         if record.status == "infeasible":
             assert record.params["training.network.rank"] == 256
-            assert record.estimate["upper_gib"] > record.estimate["usable_gib"]
+            assert record.estimate is not None and record.estimate.upper_gib is not None
+            assert record.estimate.upper_gib > record.estimate.usable_gib
             assert not (run_dir / "state.json").exists()  # never launched
             continue
         approval = json.loads((run_dir / "approval.json").read_text())
         assert approval["via"] == f"sweep {sweep_id}"
-        assert record.objective["metric"] == "heldout_loss"
-        assert any(a["path"].endswith("toy-lora.safetensors") for a in record.artifacts)
+        assert record.objective is not None and record.objective.metric == "heldout_loss"
+        assert any(a.path.endswith("toy-lora.safetensors") for a in record.artifacts)
     # caches once: exactly one trial ran the caching step, the others reused it
     launched = [r for r in records.values() if r.status == "complete"]
     prepared = [read_state(ws.run_dir(r.run_id)).step("prepare").status for r in launched]
@@ -110,7 +111,9 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     assert set(report["objective"]) == {"metric", "validation_fraction", "judge", "judge_weight"}
     assert "values" not in report["rows"][0] and "mode" not in records[0].objective
     best = report["best"]
-    assert best["objective"] == min(r.objective["value"] for r in launched)
+    assert best["objective"] == min(
+        r.objective.value for r in launched if r.objective and r.objective.value is not None
+    )
     assert "no interval" in report["best_interval_note"]
     assert set(report["step_times_by_gpu_class"]) <= {"h100-pcie"}
     promoted = promote_winner(ws, sweep_id)
@@ -139,10 +142,11 @@ def test_weak_trials_are_stopped_and_say_why(ws: Workspace, tmp_path: Path) -> N
     # the good lr ran first and completed; the bad one (higher loss at every rung) was stopped
     assert [r.status for r in records] == ["complete", "pruned"]
     stopped = records[1].stopped
-    assert stopped["by"].startswith("successive halving")
+    assert stopped is not None and stopped.by.startswith("successive halving")
     state = read_state(ws.run_dir(records[1].run_id))
     assert state.status == "cancelled"
-    assert json.loads((ws.run_dir(records[1].run_id) / "sweep-stop.json").read_text()) == stopped
+    written = json.loads((ws.run_dir(records[1].run_id) / "sweep-stop.json").read_text())
+    assert written == stopped.to_dict()
 
 
 def test_a_changed_space_or_release_is_refused_and_trials_are_kept(

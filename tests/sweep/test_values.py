@@ -12,10 +12,12 @@ from optuna.trial import TrialState, create_trial
 
 from kura.errors import InvalidInput
 from kura.initialize import init_workspace
+from kura.sweep.records import TrialRecord
 from kura.sweep.report import _rows
 from kura.sweep.space import Objective
 from kura.sweep.values import (
     Artifact,
+    CacheNote,
     EarlyStop,
     StepTimes,
     TrialEstimate,
@@ -124,3 +126,45 @@ def test_a_damaged_winner_file_is_named_not_started_from(tmp_path: Path) -> None
     with pytest.raises(InvalidInput, match=r"winner\.json is damaged") as caught:
         _read_winner(path)
     assert "kura sweep report" in (caught.value.hint or "")
+
+
+def _trial_record(**values: object) -> TrialRecord:
+    return TrialRecord.model_validate(
+        {
+            "sweep": "sw-1",
+            "number": 0,
+            "run_id": "sw-1-t0000",
+            "params": {"training.learning_rate": 1e-4},
+            "source": "sampler",
+            "status": "running",
+            "worker": "w",
+            "host": "h",
+            "gpu_class": "h100-pcie",
+            "seed": 1,
+            "started_at": "2026-12-01T12:00:00+00:00",
+            **values,
+        }
+    )
+
+
+def test_a_trial_record_holds_typed_values_and_writes_them_unchanged() -> None:
+    """trial.json's estimate, stop, score, cache note and artifacts read back as their types;
+    an update the worker makes from plain values is validated into them too."""
+    record = _trial_record(estimate=ESTIMATE, cache={"key": "k", "computed": ["cache"]})
+    assert record.estimate == TrialEstimate.model_validate(ESTIMATE)
+    assert record.cache == CacheNote(key="k", computed=("cache",))
+    ended = record.updated(
+        status="pruned",
+        stopped=STOPPED,
+        objective={"value": 0.2, "metric": "train_loss", "loss": 0.2, "note": None},
+        artifacts=[{"path": "trials/t0000/a.log", "size": 3, "sha256": "ab"}],
+    )
+    assert ended.stopped == EarlyStop.model_validate(STOPPED)
+    assert ended.objective is not None and ended.objective.metric == "train_loss"
+    assert ended.artifacts == [Artifact(path="trials/t0000/a.log", size=3, sha256="ab")]
+    assert TrialRecord.model_validate(ended.model_dump(mode="json")) == ended
+
+
+def test_a_trial_record_refuses_a_stop_without_its_reason() -> None:
+    with pytest.raises(ValueError, match="why"):
+        _trial_record(stopped={"by": "successive halving (asynchronous)"})

@@ -37,7 +37,7 @@ def pruned(swept: SweepWorkspace, tmp_path: Path) -> tuple[Workspace, str, int]:
         state.status = "cancelled"
 
     update_state(workspace.run_dir(trial.run_id), cancelled)
-    write_trial(workspace, trial.model_copy(update={"status": "pruned", "stopped": STOPPED}))
+    write_trial(workspace, trial.updated(status="pruned", stopped=STOPPED))
     return workspace, trial.run_id, trial.number
 
 

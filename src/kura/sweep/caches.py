@@ -22,9 +22,9 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kura.fsutil import atomic_write_text
+from kura.sweep.values import CacheNote
 
 __all__ = ["CacheKey", "cache_key", "restore_cache", "store_cache", "stored"]
 
@@ -129,9 +129,9 @@ def store_cache(sweep_folder: Path, key: CacheKey, run_dir: Path, *, run_id: str
     return count
 
 
-def restore_cache(sweep_folder: Path, key: CacheKey, run_dir: Path) -> dict[str, Any]:
+def restore_cache(sweep_folder: Path, key: CacheKey, run_dir: Path) -> CacheNote:
     """Link the stored caches into a trial's ``cache/``; returns what the trial records."""
     source = _store(sweep_folder, key)
     count = _link_tree(source / "files", run_dir / "cache")
     origin = json.loads((source / "key.json").read_text(encoding="utf-8"))["from"]
-    return {"key": key.digest, "reused_from": origin, "files": count, "skipped": list(key.steps)}
+    return CacheNote(key=key.digest, reused_from=origin, files=count, skipped=tuple(key.steps))

@@ -55,13 +55,13 @@ def _place(source: Path, target: Path) -> None:
 
 def gather_run(
     run_dir: Path, target: Path, outputs: OutputLayout, *, relative_to: Path
-) -> list[dict[str, Any]]:
+) -> list[Artifact]:
     """Link the run's files under ``target``; each as the ``kura.artifacts`` item the worker
-    records (:class:`kura.sweep.values.Artifact`'s document)."""
+    records."""
     chosen: list[Path] = [run_dir / name for name in _RUN_FILES]
     chosen += sorted((run_dir / "logs").glob("*.log"))
     chosen += [*outputs.lora_files, *outputs.samples]
-    listed = []
+    listed: list[Artifact] = []
     for path in chosen:
         if not path.is_file():
             continue
@@ -71,7 +71,7 @@ def gather_run(
         artifact = Artifact(
             path=str(dest.relative_to(relative_to)), size=dest.stat().st_size, sha256=_sha256(dest)
         )
-        listed.append(artifact.to_dict())
+        listed.append(artifact)
     return listed
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kura.sweep.values import EarlyStop
+
 __all__ = ["Followed", "follow_trial", "wait_for_writes"]
 
 STOP_GRACE_SECONDS = 10.0
@@ -33,7 +35,7 @@ WATCH_INTERVAL = 0.01
 @dataclass
 class Followed:
     status: str
-    stopped: dict[str, Any] | None
+    stopped: EarlyStop | None
     last: Any
     seconds: float
 
@@ -56,7 +58,7 @@ def follow_trial(
 
     started = time.monotonic()
     last_step = 0
-    stopped: dict[str, Any] | None = None
+    stopped: EarlyStop | None = None
     latest = None
     while True:
         state = refresh_state(run_dir)
@@ -75,17 +77,17 @@ def follow_trial(
                     and not _at_last_step(latest)
                     and trial.should_prune()
                 ):
-                    stopped = {
-                        "by": "successive halving (asynchronous)",
-                        "step": latest.step,
-                        "loss": float(value),
-                        "why": "its loss at this rung was below the top 1/reduction_factor "
+                    stopped = EarlyStop(
+                        by="successive halving (asynchronous)",
+                        step=latest.step,
+                        loss=float(value),
+                        why="its loss at this rung was below the top 1/reduction_factor "
                         "of the trials that reached it",
-                    }
+                    )
                     cancel_run(run_dir, grace=STOP_GRACE_SECONDS)
                     continue
         if stopped is None and not state.is_terminal and lease_lost():
-            stopped = {"by": "lease lost", "why": "another worker reaped this trial's lease"}
+            stopped = EarlyStop(by="lease lost", why="another worker reaped this trial's lease")
             cancel_run(run_dir, grace=STOP_GRACE_SECONDS)
             continue
         if state.is_terminal:
@@ -94,7 +96,7 @@ def follow_trial(
             status = (
                 state.status
                 if stopped is None
-                else ("lost" if stopped["by"] == "lease lost" else "pruned")
+                else ("lost" if stopped.by == "lease lost" else "pruned")
             )
             return Followed(status, stopped, latest, time.monotonic() - started)
         wait_for_writes([run_dir / "state.json", log], timeout=poll)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kura.sweep.values import TrialEstimate
+
 __all__ = ["CONSTRAINT_KEY", "MEMORY_CONSTRAINT", "OOM_CONSTRAINT", "Gate", "gate"]
 
 CONSTRAINT_KEY = "kura.constraint"
@@ -28,7 +30,7 @@ class Gate:
     fits: bool
     constraint: float
     reason: str
-    estimate: dict[str, Any]
+    estimate: TrialEstimate
 
 
 def gate(plan: dict[str, Any], usable_gib: float) -> Gate:
@@ -36,13 +38,13 @@ def gate(plan: dict[str, Any], usable_gib: float) -> Gate:
     steps = plan["estimate"].get("steps", [])
     uppers = [s["upper_gib"] for s in steps if s.get("upper_gib") is not None]
     upper = max(uppers) if uppers else None
-    estimate = {
-        "gpu": plan["gpu"]["id"],
-        "usable_gib": usable_gib,
-        "upper_gib": upper,
-        "peak_gib": max((s["peak_gib"] or 0.0) for s in steps) if steps else None,
-        "aids": [r["aid"] for r in plan["fit"].get("rungs", [])],
-    }
+    estimate = TrialEstimate(
+        gpu=plan["gpu"]["id"],
+        usable_gib=usable_gib,
+        upper_gib=upper,
+        peak_gib=max((s["peak_gib"] or 0.0) for s in steps) if steps else None,
+        aids=tuple(r["aid"] for r in plan["fit"].get("rungs", [])),
+    )
     margin = (upper - usable_gib) if upper is not None else 0.0
     if plan["ask_first"]:
         return Gate(

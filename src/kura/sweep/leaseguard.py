@@ -140,7 +140,7 @@ def end_trial_record(target: LeaseTarget, reason: str) -> None:
         if record.number == target.number and record.status == "running":
             finished = datetime.now(UTC).replace(microsecond=0).isoformat()
             update = {"status": "lost", "reason": reason, "finished_at": finished}
-            write_trial(workspace, record.model_copy(update=update))
+            write_trial(workspace, record.updated(**update))
 
 
 def main(argv: list[str] | None = None) -> int:

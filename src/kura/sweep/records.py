@@ -18,6 +18,7 @@ from kura.bounded import load_json
 from kura.errors import InvalidInput, NotFound
 from kura.fsutil import atomic_write_text
 from kura.schema.base import StrictModel
+from kura.sweep.values import Artifact, CacheNote, EarlyStop, RecordedScore, TrialEstimate
 from kura.workspace import Workspace, check_name
 
 __all__ = [
@@ -78,18 +79,23 @@ class TrialRecord(StrictModel):
     gpu_class: str
     seed: int
     requeued_from: int | None = None
-    objective: dict[str, Any] | None = None
-    estimate: dict[str, Any] | None = None
-    stopped: dict[str, Any] | None = None
+    objective: RecordedScore | None = None
+    estimate: TrialEstimate | None = None
+    stopped: EarlyStop | None = None
     reason: str | None = None
-    cache: dict[str, Any] | None = None
+    cache: CacheNote | None = None
     seconds: float | None = None
     seconds_per_step: float | None = None
     gpu_hours: float | None = None
     usd: float | None = None
-    artifacts: list[dict[str, Any]] = []
+    artifacts: list[Artifact] = []
     started_at: str
     finished_at: str | None = None
+
+    def updated(self, **changes: object) -> TrialRecord:
+        """This record with ``changes``, validated (plain values recorded by the worker
+        become their types; ``model_copy`` would keep them as given)."""
+        return TrialRecord.model_validate({**self.model_dump(), **changes})
 
 
 def sweeps_root(workspace: Workspace) -> Path:

@@ -21,6 +21,7 @@ from kura.errors import InvalidInput
 
 __all__ = [
     "Artifact",
+    "CacheNote",
     "EarlyStop",
     "ParamValue",
     "RecordedScore",
@@ -73,9 +74,14 @@ class RecordedScore(_Recorded):
     judge's scores."""
 
     value: float | None = None
+    metric: str | None = None
     loss: float | None = None
+    judge: str | None = None
     judge_score: float | None = None
     judge_scores: tuple[float, ...] = ()
+    note: str | None = None
+    mode: str | None = None
+    values: tuple[float, ...] | None = None
 
 
 class Artifact(_Recorded):
@@ -85,6 +91,17 @@ class Artifact(_Recorded):
     path: str
     size: int
     sha256: str
+
+
+class CacheNote(_Recorded):
+    """What a trial did with the sweep's shared caches (:mod:`kura.sweep.caches`): the
+    cache key, the steps it computed and stored, or the trial it reused them from."""
+
+    key: str
+    computed: tuple[str, ...] = ()
+    reused_from: str | None = None
+    files: int | None = None
+    skipped: tuple[str, ...] = ()
 
 
 class StepTimes(_Recorded):

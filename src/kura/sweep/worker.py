@@ -29,6 +29,7 @@ from typing import Any
 from kura.errors import CheckFailed, KuraError, SpecError, Unsupported
 from kura.fsutil import atomic_write_text
 from kura.sweep.records import SweepRecord, TrialRecord, load_sweep, sweep_dir, trial_dir
+from kura.sweep.values import Artifact, CacheNote
 from kura.workspace import Workspace
 
 __all__ = ["counted", "run_worker", "spent"]
@@ -235,9 +236,7 @@ class _Worker:
             if record.number == trial.number and record.status == "running":
                 write_trial(
                     self.workspace,
-                    record.model_copy(
-                        update={"status": "lost", "reason": reason, "finished_at": _now()}
-                    ),
+                    record.updated(status="lost", reason=reason, finished_at=_now()),
                 )
 
     def _check_launched_approval(self) -> None:
@@ -344,19 +343,13 @@ class _Worker:
             record = self._trial_body(trial, record, params, source, run_id, lease)
         except (SpecError, Unsupported) as exc:
             # the trainer's rules refuse this config: it used a trial, the sweep goes on
-            record = record.model_copy(
-                update={
-                    "status": "failed",
-                    "reason": f"refused: {exc.message}",
-                    "finished_at": _now(),
-                }
+            record = record.updated(
+                status="failed", reason=f"refused: {exc.message}", finished_at=_now()
             )
             self._tell_fail(trial, record.reason or "", counted=True)
         except BaseException as exc:
             reason = exc.message if isinstance(exc, KuraError) else f"{type(exc).__name__}: {exc}"
-            record = record.model_copy(
-                update={"status": "failed", "reason": reason, "finished_at": _now()}
-            )
+            record = record.updated(status="failed", reason=reason, finished_at=_now())
             self._write(record)
             self._tell_fail(trial, reason, counted=False)
             raise
@@ -367,7 +360,7 @@ class _Worker:
             "number": record.number,
             "run": run_id,
             "status": record.status,
-            "objective": (record.objective or {}).get("value"),
+            "objective": None if record.objective is None else record.objective.value,
         }
 
     def _write(self, record: TrialRecord) -> None:
@@ -405,15 +398,13 @@ class _Worker:
         verdict = gate(plan, self.gpu_class.usable_gib)
         trial.set_user_attr(CONSTRAINT_KEY, verdict.constraint)
         trial.set_constraint(MEMORY_CONSTRAINT, verdict.constraint)
-        trial.set_user_attr("kura.estimate", verdict.estimate)
-        record = record.model_copy(update={"estimate": verdict.estimate})
+        trial.set_user_attr("kura.estimate", verdict.estimate.to_dict())
+        record = record.updated(estimate=verdict.estimate)
         if not verdict.fits:
             trial.set_user_attr("kura.status", "infeasible")
             trial.set_user_attr("kura.reason", verdict.reason)
             self.study.tell(trial, state=TrialState.PRUNED)
-            return record.model_copy(
-                update={"status": "infeasible", "reason": verdict.reason, "finished_at": _now()}
-            )
+            return record.updated(status="infeasible", reason=verdict.reason, finished_at=_now())
         check_envelope(self.workspace, run_id, document, params, frozenset(plan["applied"]))
         approve_run(self.workspace, run_id, via=f"sweep {self.sweep.id}")
         self._guard(trial, run_id)
@@ -426,7 +417,7 @@ class _Worker:
             from kura.execution.guard import remove_guard
 
             remove_guard(self.workspace.run_dir(run_id))
-        record = record.model_copy(update={"cache": cache or self._cache_note})
+        record = record.updated(cache=cache or self._cache_note)
         return self._finish(trial, record, run_id, followed)
 
     def _guard(self, trial: Any, run_id: str) -> None:
@@ -451,11 +442,11 @@ class _Worker:
         owner = f"sweep {self.sweep.id} trial {trial.number}, lease of {self.worker}"
         write_guard(self.workspace.run_dir(run_id), Guard(argv=guard_argv(target), owner=owner))
 
-    _cache_note: dict[str, Any] | None = None
+    _cache_note: CacheNote | None = None
 
     def _caches(
         self, run_id: str, held: contextlib.ExitStack
-    ) -> tuple[dict[str, Any] | None, list[str], Any]:
+    ) -> tuple[CacheNote | None, list[str], Any]:
         from kura.execution.executors import executor_class
         from kura.locking import hold_lock
         from kura.runs.launching import CONTAINER_RUN_DIR
@@ -477,7 +468,7 @@ class _Worker:
         if stored(self.folder, key):
             held.close()
             return restore_cache(self.folder, key, run_dir), list(key.steps), None
-        self._cache_note = {"key": key.digest, "computed": list(key.steps)}
+        self._cache_note = CacheNote(key=key.digest, computed=tuple(key.steps))
         return None, [], key
 
     def _follow(
@@ -534,19 +525,24 @@ class _Worker:
         }
         if followed.stopped is not None:
             atomic_write_text(
-                run_dir / "sweep-stop.json", json.dumps(followed.stopped, indent=2) + "\n"
+                run_dir / "sweep-stop.json", json.dumps(followed.stopped.to_dict(), indent=2) + "\n"
             )
         artifacts = self._artifacts(run_id, record.number)
         update["artifacts"] = artifacts
         if followed.status == "lost":
             update.update(status="lost", reason="this worker's lease was reaped")
-            return record.model_copy(update=update)
-        attrs = {"kura.gpu_hours": hours, "kura.usd": usd, "kura.artifacts": artifacts}
+            return record.updated(**update)
+        attrs = {
+            "kura.gpu_hours": hours,
+            "kura.usd": usd,
+            "kura.artifacts": [artifact.to_dict() for artifact in artifacts],
+        }
         if followed.status == "pruned":
             update["status"] = "pruned"
-            self._set(trial, {**attrs, "kura.status": "pruned", "kura.stopped": followed.stopped})
+            stopped = None if followed.stopped is None else followed.stopped.to_dict()
+            self._set(trial, {**attrs, "kura.status": "pruned", "kura.stopped": stopped})
             self.study.tell(trial, state=TrialState.PRUNED)
-            return record.model_copy(update=update)
+            return record.updated(**update)
         if followed.status != "succeeded":
             diagnosis = read_state(run_dir).diagnosis or {}
             reason = f"{diagnosis.get('code', 'failed')}: {diagnosis.get('message', '')}".strip()
@@ -561,7 +557,7 @@ class _Worker:
             else:
                 self._set(trial, {**attrs, "kura.reason": reason, "kura.counted": True})
                 self.study.tell(trial, state=TrialState.FAIL)
-            return record.model_copy(update=update)
+            return record.updated(**update)
         outputs = self.backend.outputs(run_dir)
         try:
             result = score(
@@ -577,7 +573,7 @@ class _Worker:
             update.update(status="failed", reason=exc.message)
             self._set(trial, {**attrs, "kura.reason": exc.message, "kura.counted": True})
             self.study.tell(trial, state=TrialState.FAIL)
-            return record.model_copy(update=update)
+            return record.updated(**update)
         if result.values is None:
             # pareto, and the judge gave no score: a multi-objective study cannot be told a
             # missing value, so the trial is told failed (it used its slot) and says why
@@ -594,18 +590,18 @@ class _Worker:
                 },
             )
             self.study.tell(trial, state=TrialState.FAIL)
-            return record.model_copy(update=update)
+            return record.updated(**update)
         update.update(status="complete", objective=result.to_dict())
         self._set(trial, {**attrs, "kura.status": "complete", "kura.objective": result.to_dict()})
         self.study.tell(trial, list(result.values))
-        return record.model_copy(update=update)
+        return record.updated(**update)
 
     @staticmethod
     def _set(trial: Any, attrs: dict[str, Any]) -> None:
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
 
-    def _artifacts(self, run_id: str, number: int) -> list[dict[str, Any]]:
+    def _artifacts(self, run_id: str, number: int) -> list[Artifact]:
         """Link the trial's LoRA, samples, logs and metrics under the sweep folder."""
         from kura.sweep.collect import gather_run
 

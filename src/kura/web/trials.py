@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kura.errors import KuraError
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.sweep.values import EarlyStop
 
 __all__ = ["SweptRun", "shown_status", "trial_of"]
 
@@ -27,15 +30,15 @@ class SweptRun:
     sweep: str
     number: int
     status: str
-    stopped: dict[str, Any] | None
+    stopped: EarlyStop | None
 
     @property
     def why(self) -> str:
         if not self.stopped:
             return ""
-        parts = [str(self.stopped.get("by", "stopped"))]
-        if self.stopped.get("step") is not None:
-            parts.append(f"at step {self.stopped['step']}")
+        parts = [self.stopped.by]
+        if self.stopped.step is not None:
+            parts.append(f"at step {self.stopped.step}")
         return " ".join(parts)
 
 
