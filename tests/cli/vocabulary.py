@@ -1,11 +1,18 @@
 """The JSON vocabulary's one name per concept (contract 2): a run is ``run``, a bundle
-``bundle``. :func:`synonyms` lists every key of a document that names one of them otherwise."""
+``bundle``, a sweep ``sweep``. :func:`synonyms` lists every key of a document that names one
+of them otherwise."""
 
 from __future__ import annotations
 
 from typing import Any
 
-SYNONYMS = {"run_id": "run", "runId": "run", "base": "bundle", "bundle_id": "bundle"}
+SYNONYMS = {
+    "run_id": "run",
+    "runId": "run",
+    "base": "bundle",
+    "bundle_id": "bundle",
+    "sweep_id": "sweep",
+}
 """Keys that are another name of a concept the vocabulary names once."""
 
 ID_OF = {"runs": "run", "damaged": "run", "bundles": "bundle"}

@@ -96,7 +96,7 @@ def _finished_sweep(workspace: Workspace, scratch: Path) -> str:
     space = scratch / "space.yaml"
     space.write_text(skill_space())
     created = new_sweep(workspace, base_run=base, space=space, trials=2)
-    sweep = str(created["id"])
+    sweep = str(created["sweep"])
     plan_sweep(workspace, sweep, gpu="h100-pcie")
     approve_sweep(workspace, sweep)
     done = run_worker(workspace, sweep, gpu="h100-pcie", seed=5)

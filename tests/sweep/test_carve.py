@@ -105,7 +105,7 @@ def test_paired_data_is_carved_pair_by_pair_and_trials_train_on_the_training_par
     _add_paired(ws, tmp_path)
     run = _paired_run(ws)
     created = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=1)
-    sweep_id = created["id"]
+    sweep_id = created["sweep"]
     split = created["split"]
     held = split["held_out"]["edits"]
     assert len(held) == 3  # ceil(7 × 0.3)

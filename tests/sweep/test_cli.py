@@ -12,6 +12,7 @@ import pytest
 
 from kura.cli.main import main
 from kura.workspace import Workspace
+from tests.cli.vocabulary import synonyms
 from tests.sweep.conftest import base_run, write_space
 
 
@@ -42,7 +43,7 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
         "-w", root, "sweep", "new", "--from", run, "--space", space, "--trials", "2"
     )
     assert code == 0 and created["kind"] == "sweep"
-    sweep_id = created["id"]
+    sweep_id = created["sweep"]
     code, error = _json("-w", root, "sweep", "worker", sweep_id, "--gpu", "h100-pcie")
     assert code == 9 and "not approved" in error["error"]["message"]  # a state conflict
     code, plan = _json("-w", root, "sweep", "plan", sweep_id, "--gpu", "h100-pcie")
@@ -63,6 +64,9 @@ def test_sweep_commands_end_to_end(ws: Workspace, tmp_path: Path) -> None:
     assert _commands(report)[0] == f"kura sweep promote {sweep_id}"
     code, missing = _json("-w", root, "sweep", "status", "sw-nope")
     assert code == 6 and "kura sweep new" in missing["error"]["hint"]
+    # one vocabulary: the sweep is `sweep` in every document, as a run is `run`
+    for document in (created, plan, approval, worker, status, report):
+        assert synonyms(document) == [], document.get("kind")
 
 
 def test_sweep_without_the_sweep_extra_says_to_install_it(

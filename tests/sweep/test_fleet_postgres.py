@@ -70,7 +70,7 @@ def test_workers_share_a_postgres_study_and_a_dead_workers_trial_is_requeued_onc
     sweep = new_sweep(
         ws, base_run=run, space=write_space(tmp_path, SPACE), trials=TRIALS, storage=pg_url
     )
-    sweep_id = sweep["id"]
+    sweep_id = sweep["sweep"]
     assert (
         json.loads((ws.root / "sweeps" / sweep_id / "sweep.json").read_text())["storage"] == pg_url
     )

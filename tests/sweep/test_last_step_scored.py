@@ -34,10 +34,10 @@ def test_a_weak_trial_at_its_last_step_is_scored_not_pruned(ws: Workspace, tmp_p
         ws, "training.max_steps=2", "backend.config.step_sleep=0.6", "training.learning_rate=0.0003"
     )
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
-    run_worker(ws, sweep["id"], gpu="h100-pcie", seed=1)
-    records = load_trials(ws, sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    run_worker(ws, sweep["sweep"], gpu="h100-pcie", seed=1)
+    records = load_trials(ws, sweep["sweep"])
     assert [r.params["training.learning_rate"] for r in records] == [0.0003, 0.00001]
     assert [r.status for r in records] == ["complete", "complete"], [r.stopped for r in records]
     weak = records[1]

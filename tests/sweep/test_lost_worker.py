@@ -65,13 +65,13 @@ def test_a_worker_killed_mid_trial_has_its_trainer_stopped_and_its_trial_ended(
     # 1200 steps of 0.05 s: the trial would train for 60 s without its worker
     run = base_run(ws, "training.max_steps=1200", "backend.config.step_sleep=0.05")
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=1)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
-    worker = _worker(ws, sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    worker = _worker(ws, sweep["sweep"])
     run_dir: Path | None = None
     try:
-        _wait(lambda: bool(load_trials(ws, sweep["id"])), 60)
-        run_dir = ws.run_dir(load_trials(ws, sweep["id"])[0].run_id)
+        _wait(lambda: bool(load_trials(ws, sweep["sweep"])), 60)
+        run_dir = ws.run_dir(load_trials(ws, sweep["sweep"])[0].run_id)
 
         def training() -> bool:
             path = run_dir / "state.json"
@@ -94,7 +94,7 @@ def test_a_worker_killed_mid_trial_has_its_trainer_stopped_and_its_trial_ended(
         assert "lease on trial" in state.message and "stopped renewing it" in state.message
         _wait(lambda: not _alive(trainer), 5)
         assert state.step("train").status == "cancelled"
-        record = load_trials(ws, sweep["id"])[0]
+        record = load_trials(ws, sweep["sweep"])[0]
         assert record.status == "lost"
         assert record.reason is not None and "lease on trial" in record.reason
         assert record.finished_at is not None

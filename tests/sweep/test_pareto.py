@@ -69,10 +69,10 @@ def _ready(ws: Workspace, tmp_path: Path, space: Path, trials: int) -> str:
     assert (
         created["early_stop"]["enabled"] is False and "cannot prune" in created["early_stop_note"]
     )
-    plan = plan_sweep(ws, created["id"], gpu="h100-pcie")
+    plan = plan_sweep(ws, created["sweep"], gpu="h100-pcie")
     assert plan["objective"]["mode"] == "pareto" and "judge_weight" not in plan["objective"]
-    approve_sweep(ws, created["id"])
-    return str(created["id"])
+    approve_sweep(ws, created["sweep"])
+    return str(created["sweep"])
 
 
 def test_a_pareto_sweep_reports_its_front_and_promotes_the_chosen_trial(

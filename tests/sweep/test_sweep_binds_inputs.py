@@ -29,9 +29,9 @@ early_stop: {enabled: false}
 def _approved(ws: Workspace, tmp_path: Path) -> tuple[str, str]:
     run = base_run(ws, "training.network.alpha=4", "backend.config.step_sleep=0.01")
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=3)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
-    return run, str(sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    return run, str(sweep["sweep"])
 
 
 def test_a_base_run_edited_after_approval_is_refused_at_the_next_trial(

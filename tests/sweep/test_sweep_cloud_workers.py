@@ -51,7 +51,7 @@ def _sky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _approved_sweep(ws: Workspace, tmp_path: Path, storage: str) -> str:
     run = base_run(ws)
     space = write_space(tmp_path, "axes:\n  training.learning_rate: {low: 1.0e-5, high: 1.0e-2}\n")
-    sweep_id = str(new_sweep(ws, base_run=run, space=space, trials=4, storage=storage)["id"])
+    sweep_id = str(new_sweep(ws, base_run=run, space=space, trials=4, storage=storage)["sweep"])
     plan_sweep(ws, sweep_id, gpu="h100-sxm")
     approve_sweep(ws, sweep_id)
     return sweep_id

@@ -34,7 +34,7 @@ READERS: dict[str, tuple[Reader, ...]] = {
 def test_every_sweep_reader_answers_or_names_the_damage(
     ws: Workspace, tmp_path: Path, name: str
 ) -> None:
-    sweep_id = new_sweep(ws, base_run=base_run(ws), space=write_space(tmp_path), trials=1)["id"]
+    sweep_id = new_sweep(ws, base_run=base_run(ws), space=write_space(tmp_path), trials=1)["sweep"]
     plan_sweep(ws, sweep_id, gpu="h100-pcie")
     approve_sweep(ws, sweep_id)
     run_worker(ws, sweep_id, gpu="h100-pcie", seed=1)

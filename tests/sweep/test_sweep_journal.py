@@ -36,9 +36,9 @@ def _card(ws: Workspace, line: str) -> None:
 def _ready(ws: Workspace, tmp_path: Path, text: str, trials: int, **kw: object) -> str:
     run = base_run(ws)
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, text), trials=trials, **kw)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
-    return str(sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    return str(sweep["sweep"])
 
 
 def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
@@ -47,7 +47,7 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     _card(ws, '- sweep.curated.fast: {"training.learning_rate": 0.001} — source: upstream (toy)')
     run = base_run(ws)
     created = new_sweep(ws, base_run=run, space=write_space(tmp_path, GATED), trials=5)
-    sweep_id = created["id"]
+    sweep_id = created["sweep"]
     names = [c["name"] for c in created["warm_start"]]
     assert names == ["baseline", "fast"], created["warm_start_notes"]
     assert created["warm_start"][1]["source"].endswith("upstream (toy)")
@@ -135,10 +135,10 @@ def test_weak_trials_are_stopped_and_say_why(ws: Workspace, tmp_path: Path) -> N
     _card(ws, '- sweep.curated.slow: {"training.learning_rate": 0.00001} — source: agent (test)')
     run = base_run(ws, "backend.config.step_sleep=0.15", "training.learning_rate=0.0003")
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, text), trials=2)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
-    run_worker(ws, sweep["id"], gpu="h100-pcie", seed=1)
-    records = load_trials(ws, sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    run_worker(ws, sweep["sweep"], gpu="h100-pcie", seed=1)
+    records = load_trials(ws, sweep["sweep"])
     # the good lr ran first and completed; the bad one (higher loss at every rung) was stopped
     assert [r.status for r in records] == ["complete", "pruned"]
     stopped = records[1].stopped

@@ -23,9 +23,9 @@ def test_a_dollar_budget_refuses_a_worker_whose_gpu_has_no_price(
 ) -> None:
     run = base_run(ws)
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
-    plan_sweep(ws, sweep["id"], gpu="h100-sxm", budget_usd=5.0)
-    approve_sweep(ws, sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-sxm", budget_usd=5.0)
+    approve_sweep(ws, sweep["sweep"])
     with pytest.raises(CheckFailed, match="GPU class h100-pcie has no price") as caught:
-        run_worker(ws, sweep["id"], gpu="h100-pcie", seed=1)
+        run_worker(ws, sweep["sweep"], gpu="h100-pcie", seed=1)
     assert "--budget-hours" in caught.value.hint
-    assert load_trials(ws, sweep["id"]) == []
+    assert load_trials(ws, sweep["sweep"]) == []

@@ -28,8 +28,8 @@ def test_a_worker_reads_no_run_yaml_round_trip(
 ) -> None:
     run = base_run(ws)
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
-    plan_sweep(ws, sweep["id"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["id"])
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
     round_trip: list[str] = []
     real = yamlio.parse_yaml
 
@@ -38,6 +38,6 @@ def test_a_worker_reads_no_run_yaml_round_trip(
         return real(text, source=source)
 
     monkeypatch.setattr(yamlio, "parse_yaml", counted)
-    result = run_worker(ws, str(sweep["id"]), gpu="h100-pcie", seed=1)
+    result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
     assert len(result["trials"]) == 2
     assert [s for s in round_trip if s.endswith("run.yaml")] == [], round_trip

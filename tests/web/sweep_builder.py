@@ -93,12 +93,12 @@ def build_sweep_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> SweepW
     set_dataset_values(workspace, "myaku", ["intent.task=character"])
     run = base_run(workspace)
     created = new_sweep(workspace, base_run=run, space=write_space(root, SPACE), trials=TRIALS)
-    sweep_id = str(created["id"])
+    sweep_id = str(created["sweep"])
     plan_sweep(workspace, sweep_id, gpu="h100-pcie")
     approve_sweep(workspace, sweep_id)
     run_worker(workspace, sweep_id, gpu="h100-pcie", seed=3)
     empty = new_sweep(workspace, base_run=run, space=write_space(root, SPACE), trials=2)
-    return SweepWorkspace(workspace, sweep_id, run, str(empty["id"]))
+    return SweepWorkspace(workspace, sweep_id, run, str(empty["sweep"]))
 
 
 @dataclass
@@ -117,7 +117,7 @@ def build_pareto_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> Paret
     created = new_sweep(
         workspace, base_run=run, space=write_space(root, PARETO_SPACE), trials=PARETO_TRIALS
     )
-    sweep_id = str(created["id"])
+    sweep_id = str(created["sweep"])
     plan_sweep(workspace, sweep_id, gpu="h100-pcie")
     approve_sweep(workspace, sweep_id)
     run_worker(workspace, sweep_id, gpu="h100-pcie", seed=5)

@@ -455,7 +455,7 @@ def test_a_postgresql_sweep_page_reads_the_server(
     sweep_id = str(
         new_sweep(
             copy, base_run=swept.base_run, space=write_space(tmp_path, SPACE), trials=1, storage=url
-        )["id"]
+        )["sweep"]
     )
     plan_sweep(copy, sweep_id, gpu="h100-pcie")
     approve_sweep(copy, sweep_id)

@@ -135,7 +135,7 @@ def new_sweep(
         raise
     return {
         "kind": "sweep",
-        "id": sweep_id,
+        "sweep": sweep_id,
         "base_run": base.id,
         "backend": f"{context.backend.title} {context.backend.release}",
         "axes": [axis.to_dict() for axis in checked.axes],
