@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.builders import character_workspace
+from tests.builders import character_workspace, mark_trained
 from tests.readonly import kernel_enforces_chmod, refused_writes
 
 from kura.cli.main import main
@@ -80,6 +80,8 @@ def test_a_refused_write_is_one_error_document_naming_path_cause_and_fix(
     code: int,
 ) -> None:
     ws, run_id = planned
+    if command.startswith("run evaluate"):
+        mark_trained(ws, run_id)  # only a run that ran is judged
     before = _tree(ws.root)
     with refused_writes(ws.root, monkeypatch, code):
         exit_code, document = _json(ws, *command.format(run=run_id).split())

@@ -151,7 +151,8 @@ def test_evaluate_promote_and_merge_are_their_documents(web: WebWorkspace) -> No
     assert isinstance(evaluation, RunEvaluation)
     assert evaluation.chosen == Checkpoint("epoch", 2)
     assert evaluation.measured.launched and evaluation.measured.state == "succeeded"
-    assert evaluation.next[0].command.startswith(f"kura knowledge promote {finished} --arch")
+    # the run's own architecture and task: promote needs neither named
+    assert evaluation.next[0].command == f"kura knowledge promote {finished}"
     document = _cli(
         *ws, "run", "evaluate", finished, "--rating", "4", "--notes", "fine", "--epoch", "2"
     )

@@ -105,20 +105,20 @@ def test_the_cli_trains_plans_follows_exports_and_resumes(
     # first sample: compile refuses it, naming the knob.
     kept = [s for s in sets if not s.startswith("backend.config.SAMPLE_SKIP_LAYERS")]
     _, unsafe = kura(*argv[:6], "--backend", "kohakumoss", *[x for s in kept for x in ("--set", s)])
-    code, refused = kura("run", "plan", unsafe["id"], "--gpu", "cpu", ok=False)
+    code, refused = kura("run", "plan", unsafe["run"], "--gpu", "cpu", ok=False)
     assert code != 0 and "SAMPLE_SKIP_LAYERS" in refused["error"]["message"]
 
     # A nested knob KohakuMoss's own checker passes unread is refused like a flat one, by
     # the code that builds it in the run (here AnySchedule).
     schedule = "backend.config.SCHEDULE={mode: cosinez, warmup: 0, end: -1}"
     _, nested = kura(*argv, "--set", schedule)
-    code, refused = kura("run", "plan", nested["id"], "--gpu", "cpu", ok=False)
+    code, refused = kura("run", "plan", nested["run"], "--gpu", "cpu", ok=False)
     assert code != 0 and "SCHEDULE['mode']='cosinez' is not one of" in refused["error"]["message"]
 
     # The broken DiT fails the plan, naming KohakuMoss's own load accounting.
     at_broken = [a.replace(str(tiny_root), str(broken)) for a in argv]
     _, damaged = kura(*at_broken)
-    code, refused = kura("run", "plan", damaged["id"], "--gpu", "cpu", ok=False)
+    code, refused = kura("run", "plan", damaged["run"], "--gpu", "cpu", ok=False)
     message = refused["error"]["message"]
     assert code != 0 and "KohakuMoss's own load of this DiT" in message
     assert "missing ['layers.1.norm1.weight'" in message
