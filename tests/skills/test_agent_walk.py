@@ -126,12 +126,15 @@ def test_from_a_folder_to_a_promoted_sweep_winner(
     agent.follow()  # kura sweep plan SWEEP --gpu GPU
     agent.follow()  # kura sweep approve SWEEP
     worker = agent.follow("--gpu", CHOICES["GPU"], "--max-trials", "2")  # kura sweep worker
-    assert [t["status"] for t in worker["trials"]] == ["complete", "complete"], worker
+    # the skill's space stops weak trials early: the follower reports every step the toy
+    # trainer logs, so the second trial may be pruned at a rung; the first always completes
+    statuses = [t["status"] for t in worker["trials"]]
+    assert statuses[0] == "complete" and set(statuses) <= {"complete", "pruned"}, worker
     agent.follow(step=1)  # kura sweep report SWEEP
     assert agent.last["best"] is not None
     promoted = agent.follow()  # kura sweep promote SWEEP
-    assert promoted["source"].startswith(f"sweep {sweep['id']}")
+    assert promoted["source"].startswith(f"sweep {sweep['sweep']}")
 
     card = agent.from_skill("sweeps", "knowledge show", ARCH="zimage", BACKEND="toy-trainer")
-    assert any(e["source"].startswith(f"sweep {sweep['id']}") for e in card["entries"])
+    assert any(e["source"].startswith(f"sweep {sweep['sweep']}") for e in card["entries"])
     assert len(agent.walked) == 13, agent.walked
