@@ -101,7 +101,9 @@ def test_a_plan_without_a_bucket_says_so_before_approval(sky_ws: Workspace) -> N
     failed = [c for c in report.checks if c.check == "skypilot launch"]
     assert [(c.status, c.blocking) for c in failed] == [("failed", True)]
     assert "bucket" in failed[0].detail and "[skypilot]" in failed[0].detail
-    assert report.to_dict()["next"][0]["command"] == f"kura run plan {run_id} --gpu h100-sxm"  # the GPU it was planned for
+    assert (
+        report.to_dict()["next"][0]["command"] == f"kura run plan {run_id} --gpu h100-sxm"
+    )  # the GPU it was planned for
     assert "skypilot launch" in (sky_ws.run_dir(run_id) / "plan.md").read_text()
     with pytest.raises(CheckFailed, match="bucket"):
         approve_run(sky_ws, run_id)
