@@ -1,4 +1,4 @@
-"""`kura sweep launch SWEEP --workers N --executor skypilot`: one managed job per worker, each
+"""`kura sweep launch SWEEP --workers N` (SkyPilot managed jobs): one managed job per worker, each
 running `kura sweep worker` against the sweep's PostgreSQL study (a throwaway server), sent
 to a recording `sky`; the tasks are loaded by SkyPilot's own ``Task.from_yaml`` and the
 launch argv parsed by SkyPilot's own CLI. The study's URL is a secret: `sky` gets it in its

@@ -199,13 +199,6 @@ def worker_command(
 @click.option("--workers", type=click.IntRange(1, 64), required=True, help="Managed jobs to start.")
 @click.option("--gpu", "gpu_id", required=True, help="The GPU class each worker rents.")
 @click.option(
-    "--executor",
-    type=click.Choice(["skypilot"]),
-    default="skypilot",
-    show_default=True,
-    help="Where the workers run.",
-)
-@click.option(
     "--setup-script",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     required=True,
@@ -223,11 +216,10 @@ def launch_command(
     sweep_id: str,
     workers: int,
     gpu_id: str,
-    executor: str,
     setup_script: Path,
     storage: str | None,
 ) -> None:
-    """Start N `kura sweep worker` managed jobs against the sweep's PostgreSQL study."""
+    """Start N `kura sweep worker` SkyPilot managed jobs against the sweep's PostgreSQL study."""
     from kura.sweep.cloud import launch_sweep_workers
 
     doc = launch_sweep_workers(
