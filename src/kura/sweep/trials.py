@@ -11,6 +11,7 @@ Anything else differing is a refusal (:func:`check_envelope`).
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from kura.errors import CheckFailed
@@ -23,13 +24,30 @@ from kura.sweep.records import SweepRecord
 from kura.workspace import Workspace
 from kura.yamlio import dump_yaml, read_yaml
 
-__all__ = ["allowed_changes", "check_envelope", "make_trial_run", "trial_document", "trial_run_id"]
+__all__ = [
+    "allowed_changes",
+    "check_envelope",
+    "make_trial_run",
+    "trial_document",
+    "trial_of_run",
+    "trial_run_id",
+]
 
 _LENGTH = {"training.max_steps": "training.epochs", "training.epochs": "training.max_steps"}
 
 
 def trial_run_id(sweep_id: str, number: int) -> str:
     return f"{sweep_id}-t{number:04d}"
+
+
+_TRIAL_RUN = re.compile(r"^(?P<sweep>.+)-t(?P<number>\d{4,})$")
+
+
+def trial_of_run(run_id: str) -> tuple[str, int] | None:
+    """The sweep and trial number :func:`trial_run_id` made ``run_id`` from; None for a run
+    no sweep made."""
+    named = _TRIAL_RUN.match(run_id)
+    return None if named is None else (named["sweep"], int(named["number"]))
 
 
 def trial_document(

@@ -10,7 +10,6 @@ file that cannot be read leaves its run shown by its own state.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,18 +41,16 @@ class SweptRun:
         return " ".join(parts)
 
 
-_TRIAL_RUN = re.compile(r"^(?P<sweep>.+)-t(?P<number>\d{4,})$")
-
-
 def trial_of(workspace: Workspace, run_id: str) -> SweptRun | None:
     """The trial run ``run_id`` was, from its own trial file; None for a run no sweep made."""
     from kura.bounded import load_json
     from kura.sweep.records import TrialRecord, trial_dir
+    from kura.sweep.trials import trial_of_run
 
-    named = _TRIAL_RUN.match(run_id)
+    named = trial_of_run(run_id)
     if named is None:
         return None
-    sweep, number = named["sweep"], int(named["number"])
+    sweep, number = named
     try:
         path = trial_dir(workspace, sweep, number) / "trial.json"
         if not path.is_file():
