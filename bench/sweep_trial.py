@@ -56,10 +56,10 @@ def kura_seconds(root: Path, trials: int) -> float:
     sweep = new_sweep(
         workspace, base_run=base_run(workspace), space=root / "space.yaml", trials=trials
     )
-    plan_sweep(workspace, sweep["id"], gpu="h100-pcie")
-    approve_sweep(workspace, sweep["id"])
+    plan_sweep(workspace, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(workspace, sweep["sweep"])
     started = time.perf_counter()
-    run_worker(workspace, sweep["id"], gpu="h100-pcie", seed=3)
+    run_worker(workspace, sweep["sweep"], gpu="h100-pcie", seed=3)
     return time.perf_counter() - started
 
 

@@ -115,3 +115,39 @@ def test_a_backend_building_a_bad_step_is_stopped_where_it_builds_it() -> None:
         replace(STEP, kind="warmup")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         compiled.Step("train", (), {}, "/run")
+
+
+def test_launch_json_is_the_launch_record_itself(tmp_path: Path) -> None:
+    """One type per file: what the executor hands over is what launch.json's reader returns
+    (no entry model and converter beside it), and the catalog names that same type."""
+    from kura.schema import launch
+    from kura.schema.catalog import SCHEMAS
+
+    assert launch_spec.LaunchRecord is launch.LaunchRecord
+    assert launch_spec.LaunchSpec is launch.LaunchSpec
+    assert SCHEMAS["launch"][0] == "kura.schema.launch:LaunchRecord"
+    spec = LaunchSpec("r1", tmp_path, [STEP], "host", None, 2, ["HF_TOKEN"], ["cache_latents"])
+    record = LaunchRecord(spec, {"blocks_to_swap": 4}, {"docker_user": "1000:1000"}, "ai-toolkit")
+    launch_spec.save_launch_record(record)
+    assert load_launch_record(tmp_path) == record
+
+
+def test_an_executor_building_a_bad_launch_spec_is_stopped_where_it_builds_it(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValidationError):
+        LaunchSpec("r1", tmp_path, [STEP], "podman", None, 1, [], [])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        LaunchSpec("r1", tmp_path, [STEP], "host", None, 0, [], [])
+    with pytest.raises(ValidationError):
+        LaunchSpec("r1", tmp_path, [STEP], "host", None, "1", [], [])  # type: ignore[arg-type]
+
+
+def test_a_hand_edited_gpu_count_in_launch_json_is_refused_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    document = json.loads(json.dumps(OLD_LAUNCH_JSON))
+    document["spec"]["gpus"] = "2"
+    (tmp_path / "launch.json").write_text(json.dumps(document))
+    with pytest.raises(InvalidInput, match=r"spec\.gpus"):
+        load_launch_record(tmp_path)

@@ -17,7 +17,7 @@ from typing import ClassVar
 from kura.backends.base import TrainerSetup
 from kura.backends.registry import backend_names, command_backend, get_backend
 from kura.backends.trainer_env import EnvLocation, write_env_record
-from kura.errors import CheckFailed, KuraError, UsageError
+from kura.errors import CheckFailed, Unsupported, UsageError
 from kura.nextsteps import NextStep, next_list
 from kura.workspace import Workspace
 
@@ -141,7 +141,7 @@ def install_trainer(
     if setup.needs_source:
         return InstallResult(setup, installed=False, commands=())
     if not setup.install or setup.path is None:
-        raise KuraError(
+        raise Unsupported(
             f"Kura installs no environment for {backend.title}; it comes as {setup.how}",
             hint=setup.how,
         )

@@ -16,7 +16,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "container": ("kura.schema.compiled:ContainerSpec", "runs/<id>/compiled/container.json"),
     "dataset": ("kura.schema.dataset:DatasetSpec", "datasets/<name>/dataset.yaml"),
     "inspection": ("kura.schema.inspection:InspectionFile", "datasets/<name>/inspection.json"),
-    "launch": ("kura.schema.launch:LaunchFile", "runs/<id>/launch.json"),
+    "launch": ("kura.schema.launch:LaunchRecord", "runs/<id>/launch.json"),
     "run": ("kura.schema.run:RunSpec", "runs/<id>/run.yaml"),
     "state": ("kura.schema.state:RunState", "runs/<id>/state.json"),
     "steps": ("kura.schema.compiled:StepsFile", "runs/<id>/compiled/steps.json"),

@@ -57,6 +57,7 @@ def test_a_folder_without_run_py_is_not_a_checkout(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     with pytest.raises(KuraError, match=r"has no run\.py: not an AI-Toolkit checkout") as caught:
         validate_source(tmp_path / "other")
+    assert caught.value.exit_code == 5  # invalid input: the folder given is not the trainer
     assert caught.value.path == str((tmp_path / "other").resolve())
 
 
@@ -65,6 +66,7 @@ def test_another_release_is_refused_naming_both(tmp_path: Path) -> None:
     wanted = r"version 0\.12\.30; Kura compiles for 0\.12\.26"
     with pytest.raises(KuraError, match=wanted) as caught:
         validate_source(checkout)
+    assert caught.value.exit_code == 7  # unsupported: a release Kura does not compile for
     assert "27a03a9" in caught.value.hint
 
 

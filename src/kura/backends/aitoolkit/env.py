@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from kura.backends.aitoolkit.archs import AITK_COMMIT, AITK_RELEASE
 from kura.backends.trainer_env import EnvLocation, EnvRecord, locate_env, read_env_record
-from kura.errors import KuraError, NotFound, SpecError
+from kura.errors import InvalidInput, KuraError, NotFound, SpecError, Unsupported
 
 if TYPE_CHECKING:
     from kura.workspace import Workspace
@@ -183,7 +183,7 @@ def validate_source(folder: Path) -> Path:
             path=path,
         )
     if not (path / CHECKOUT_MARKER).is_file():
-        raise KuraError(
+        raise InvalidInput(
             f"{path} has no {CHECKOUT_MARKER}: not an AI-Toolkit checkout",
             hint=f"give --source an ostris/ai-toolkit checkout at commit {AITK_COMMIT[:7]}",
             path=path,
@@ -191,7 +191,7 @@ def validate_source(folder: Path) -> Path:
     release = checkout_release(path)
     if release != AITK_RELEASE:
         found = f"version {release}" if release else f"no VERSION in {VERSION_FILE}"
-        raise KuraError(
+        raise Unsupported(
             f"{path} is AI-Toolkit {found}; Kura compiles for {AITK_RELEASE} "
             f"(commit {AITK_COMMIT[:7]})",
             hint=f"check out {AITK_COMMIT} there (`git checkout {AITK_COMMIT[:7]}`), or give "
