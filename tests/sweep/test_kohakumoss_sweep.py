@@ -51,8 +51,9 @@ def test_a_kohakumoss_sweep_scores_real_trials_by_their_held_out_loss(
     sweep = new_sweep(workspace, base_run=run_id, space=space, trials=2)
     plan = plan_sweep(workspace, sweep["sweep"], gpu="h100-pcie")
     # Issue 29: the trials' time and cost are estimated (a band), never "0.0 s per trial".
-    low, high = plan["estimate"]["per_trial_seconds"]
-    assert 0 < low <= high and plan["estimate"]["total_hours"][0] > 0
+    assert plan.estimate.per_trial_seconds is not None and plan.estimate.total_hours
+    low, high = plan.estimate.per_trial_seconds
+    assert 0 < low <= high and plan.estimate.total_hours[0] > 0
     approve_sweep(workspace, sweep["sweep"])
     result = run_worker(workspace, sweep["sweep"], gpu="h100-pcie", seed=1)
     assert [t["status"] for t in result["trials"]] == ["complete", "complete"], result

@@ -70,7 +70,8 @@ def _ready(ws: Workspace, tmp_path: Path, space: Path, trials: int) -> str:
         created["early_stop"]["enabled"] is False and "cannot prune" in created["early_stop_note"]
     )
     plan = plan_sweep(ws, created["sweep"], gpu="h100-pcie")
-    assert plan["objective"]["mode"] == "pareto" and "judge_weight" not in plan["objective"]
+    objective = plan.model_dump(mode="json")["objective"]
+    assert objective["mode"] == "pareto" and "judge_weight" not in objective
     approve_sweep(ws, created["sweep"])
     return str(created["sweep"])
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kura.errors import KuraError
-from kura.sweep.envelope import approve_sweep, check_sweep_approval, plan_sweep
+from kura.sweep.envelope import approve_sweep, check_sweep_approval, plan_sweep, planned_gpu
 from kura.sweep.new import new_sweep
 from kura.sweep.records import load_sweep, load_trials, sweep_dir
 from kura.sweep.report import sweep_status
@@ -26,6 +26,7 @@ Reader = Callable[[Workspace, str], object]
 READERS: dict[str, tuple[Reader, ...]] = {
     "sweep.json": (load_sweep, load_trials, sweep_status),
     "approval.json": (check_sweep_approval,),
+    "plan.json": (planned_gpu,),
     "trials/0000/trial.json": (load_trials, sweep_status),
 }
 

@@ -61,11 +61,11 @@ def test_a_sweep_runs_gated_cached_trials_and_promotes_its_winner(
     with pytest.raises(StateConflict, match="not approved"):
         run_worker(ws, sweep_id, gpu="h100-pcie")
     plan = plan_sweep(ws, sweep_id, gpu="h100-pcie")
-    assert plan["estimate"]["cache_seconds_once"] == 5.0
-    assert plan["changes"]["axes"] == ["training.learning_rate", "training.network.rank"]
-    assert "training.optimizer" in plan["unchanged"]
-    rank256 = [c for c in plan["estimate"]["configs"] if c["config"].endswith("rank=256")]
-    assert rank256 and rank256[0]["fits"] is False
+    assert plan.estimate.cache_seconds_once == 5.0
+    assert plan.changes.axes == ["training.learning_rate", "training.network.rank"]
+    assert "training.optimizer" in plan.unchanged
+    rank256 = [c for c in plan.estimate.configs if c.config.endswith("rank=256")]
+    assert rank256 and rank256[0].fits is False
     approve_sweep(ws, sweep_id)
 
     result = run_worker(ws, sweep_id, gpu="h100-pcie", seed=3)

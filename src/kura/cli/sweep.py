@@ -123,7 +123,7 @@ def plan_command(
         trials=trials,
         budget_hours=budget_hours,
         budget_usd=budget_usd,
-    )
+    ).model_dump(mode="json", by_alias=True)
     state.out.result(with_next(doc, after_sweep_plan(doc)), and_next(_render_plan))
 
 
@@ -148,7 +148,8 @@ def approve_command(state: AppState, sweep_id: str) -> None:
     from kura.sweep.envelope import approve_sweep, planned_gpu
 
     workspace = state.workspace()
-    doc = {**approve_sweep(workspace, sweep_id), "gpu": planned_gpu(workspace, sweep_id)}
+    approval = approve_sweep(workspace, sweep_id).model_dump(mode="json")
+    doc = {**approval, "gpu": planned_gpu(workspace, sweep_id)}
     state.out.result(
         with_next(doc, after_sweep_approve(doc)),
         and_next(lambda c, d: c.print(f"Sweep [bold]{d['sweep']}[/] approved")),

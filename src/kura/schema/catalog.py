@@ -20,6 +20,8 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "run": ("kura.schema.run:RunSpec", "runs/<id>/run.yaml"),
     "state": ("kura.schema.state:RunState", "runs/<id>/state.json"),
     "steps": ("kura.schema.compiled:StepsFile", "runs/<id>/compiled/steps.json"),
+    "sweep-approval": ("kura.sweep.envelope:SweepApproval", "sweeps/<id>/approval.json"),
+    "sweep-plan": ("kura.sweep.plan_file:SweepPlan", "sweeps/<id>/plan.json"),
     "workspace": ("kura.workspace:WorkspaceConfig", "kura.toml"),
 }
 """Schema name → (``module:model``, the file it describes)."""

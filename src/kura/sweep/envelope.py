@@ -16,28 +16,45 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import socket
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from kura.backends.base import StepCost
-from kura.bounded import load_json
 from kura.errors import CheckFailed, StateConflict, UsageError
 from kura.fsutil import atomic_write_text
 from kura.schema.base import validate_spec
-from kura.schema.machine import MachineFile, machine_text, read_machine_file
+from kura.schema.machine import MachineFile, machine_text, read_machine_file, write_machine_file
 from kura.schema.run import RunSpec
 from kura.sweep.bindings import bound_inputs, check_bound_inputs
 from kura.sweep.new import SPACE_NAME
+from kura.sweep.plan_file import (
+    PLAN_JSON,
+    ChoiceAxis,
+    ConfigEstimate,
+    PlanBudget,
+    PlanChanges,
+    PlanEstimate,
+    PlanGpu,
+    RangeAxis,
+    SweepPlan,
+    read_sweep_plan,
+)
 from kura.sweep.records import SWEEP_NAME, SweepRecord, load_sweep, sweep_dir
 from kura.sweep.space import CheckedSpace, check_space, load_space
 from kura.sweep.trials import trial_document
 from kura.workspace import Workspace
 
-__all__ = ["approve_sweep", "check_sweep_approval", "checked_space", "plan_sweep"]
+__all__ = [
+    "PLAN_JSON",
+    "SweepApproval",
+    "approve_sweep",
+    "check_sweep_approval",
+    "checked_space",
+    "plan_sweep",
+    "planned_gpu",
+]
 
-PLAN_JSON = "plan.json"
 PLAN_MD = "plan.md"
 APPROVAL = "approval.json"
 _BOUND = (PLAN_JSON, SPACE_NAME, SWEEP_NAME)
@@ -81,7 +98,7 @@ def plan_sweep(
     trials: int | None = None,
     budget_hours: float | None = None,
     budget_usd: float | None = None,
-) -> dict[str, Any]:
+) -> SweepPlan:
     from kura.dataset.registry import read_dataset
     from kura.runs.context import load_context
     from kura.runs.gpu_choice import choose_gpu
@@ -107,7 +124,7 @@ def plan_sweep(
         for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     ]
     configs = [*waiting, *_corners(space, baseline)]
-    evaluated: list[dict[str, Any]] = []
+    evaluated: list[ConfigEstimate] = []
     ladder_keys: set[str] = set()
     for name, params in configs:
         document = trial_document(
@@ -143,22 +160,23 @@ def plan_sweep(
         cache_s = _known_seconds(evaluation.costs, ("cache",))
         train_s = _known_seconds(evaluation.costs, ("train", "sample"))
         evaluated.append(
-            {
-                "config": name,
-                "params": params,
-                "fits": fit.fits and not fit.ask_first,
-                "aids": [r.aid for r in fit.rungs],
-                "peak_gib": evaluation.worst.peak_gib,
-                "upper_gib": evaluation.worst.upper_gib,
-                "cache_seconds": cache_s,
-                "train_seconds": train_s,
-            }
+            ConfigEstimate(
+                config=name,
+                params=params,
+                fits=fit.fits and not fit.ask_first,
+                aids=[r.aid for r in fit.rungs],
+                peak_gib=evaluation.worst.peak_gib,
+                upper_gib=evaluation.worst.upper_gib,
+                cache_seconds=cache_s,
+                train_seconds=train_s,
+            )
         )
-    feasible = [e for e in evaluated if e["fits"]] or evaluated
+    feasible = [e for e in evaluated if e.fits] or evaluated
     count = trials or sweep.trials
-    per_trial = _seconds_band([e["train_seconds"] for e in feasible])
-    caches = [e["cache_seconds"] for e in feasible]
-    cache_once = None if None in caches else max(caches, default=0.0)
+    per_trial = _seconds_band([e.train_seconds for e in feasible])
+    caches = [e.cache_seconds for e in feasible]
+    known_caches = [c for c in caches if c is not None]
+    cache_once = None if len(known_caches) < len(caches) else max(known_caches, default=0.0)
     offer = gpu_class.cheapest_offer()
     price = offer.usd_per_hour if offer else None
     hours = (
@@ -166,53 +184,57 @@ def plan_sweep(
         if per_trial is None or cache_once is None
         else [(cache_once + count * s) / 3600 for s in per_trial]
     )
-    budget = {
-        "hours": budget_hours if budget_hours is not None else sweep.budget_hours,
-        "usd": budget_usd if budget_usd is not None else sweep.budget_usd,
-    }
-    if budget["usd"] is not None and price is None:
+    budget = PlanBudget(
+        hours=budget_hours if budget_hours is not None else sweep.budget_hours,
+        usd=budget_usd if budget_usd is not None else sweep.budget_usd,
+    )
+    if budget.usd is not None and price is None:
         raise UsageError(
             f"--budget-usd needs a price for {gpu_class.id}, and the GPU catalog has none",
             hint="use --budget-hours, or plan for a priced GPU class (`kura gpus`)",
         )
     recipe = _leaves(base_doc.get("training", {}), "training")
-    plan = {
-        "kind": "sweep-plan",
-        "sweep": sweep.id,
-        "base_run": sweep.base_run,
-        "backend": f"{backend.title} {backend.release}",
-        "gpu": {"id": gpu_class.id, "chosen_by": chosen_by, "usd_per_hour": price},
-        "axes": [axis.to_dict() for axis in space.axes],
-        "objective": space.spec.objective.model_dump(mode="json"),
-        "early_stop": space.spec.early_stop.model_dump(mode="json"),
-        "trials": count,
-        "budget": budget,
-        "estimate": {
-            "per_trial_seconds": None if per_trial is None else [_rounded(s) for s in per_trial],
-            "cache_seconds_once": None if cache_once is None else _rounded(cache_once),
-            "total_hours": None if hours is None else [_rounded(h, 3) for h in hours],
-            "total_usd": None
+    plan = SweepPlan(
+        sweep=sweep.id,
+        base_run=sweep.base_run,
+        backend=f"{backend.title} {backend.release}",
+        gpu=PlanGpu(id=gpu_class.id, chosen_by=chosen_by, usd_per_hour=price),
+        axes=[_plan_axis(axis.to_dict()) for axis in space.axes],
+        objective=space.spec.objective,
+        early_stop=space.spec.early_stop,
+        trials=count,
+        budget=budget,
+        estimate=PlanEstimate(
+            per_trial_seconds=None if per_trial is None else [_rounded(s) for s in per_trial],
+            cache_seconds_once=None if cache_once is None else _rounded(cache_once),
+            total_hours=None if hours is None else [_rounded(h, 3) for h in hours],
+            total_usd=None
             if price is None or hours is None
             else [round(h * price, 2) for h in hours],
-            "band": "lowest and highest per-trial estimate over the warm-start configs and "
+            band="lowest and highest per-trial estimate over the warm-start configs and "
             "the corners of the space; the caching steps counted once per machine",
-            "configs": evaluated,
-        },
-        "changes": {
-            "axes": list(space.keys),
-            "fit_ladder_keys": sorted(ladder_keys),
-            "datasets": sweep.split.train,
-            "validation": sweep.split.validation,
-            "execution.gpu_class": "the worker's GPU",
-        },
-        "unchanged": {k: v for k, v in recipe.items() if k not in space.keys},
-        "storage": sweep.storage,
-    }
+            configs=evaluated,
+        ),
+        changes=PlanChanges(
+            axes=list(space.keys),
+            fit_ladder_keys=sorted(ladder_keys),
+            datasets=sweep.split.train,
+            validation=sweep.split.validation,
+            execution_gpu_class="the worker's GPU",
+        ),
+        unchanged={k: v for k, v in recipe.items() if k not in space.keys},
+        storage=sweep.storage,
+    )
     folder = sweep_dir(workspace, sweep.id)
     with workspace.lock():
-        atomic_write_text(folder / PLAN_JSON, json.dumps(plan, indent=2, default=str) + "\n")
+        write_machine_file(folder / PLAN_JSON, plan)
         atomic_write_text(folder / PLAN_MD, _render(plan))
     return plan
+
+
+def _plan_axis(axis: dict[str, Any]) -> ChoiceAxis | RangeAxis:
+    """A checked axis as plan.json records it (a choice axis has no ``kind``)."""
+    return ChoiceAxis(**axis) if "choices" in axis else RangeAxis(**axis)
 
 
 def _known_seconds(costs: tuple[StepCost, ...], kinds: tuple[str, ...]) -> float | None:
@@ -248,42 +270,47 @@ def _leaves(node: Any, prefix: str) -> dict[str, Any]:
     return {prefix: node}
 
 
-def _render(plan: dict[str, Any]) -> str:
-    est = plan["estimate"]
+def _render(plan: SweepPlan) -> str:
+    est = plan.estimate
+    objective = plan.objective
     lines = [
-        f"# Sweep {plan['sweep']} over run {plan['base_run']} ({plan['backend']})",
+        f"# Sweep {plan.sweep} over run {plan.base_run} ({plan.backend})",
         "",
-        f"- trials: {plan['trials']}; GPU: {plan['gpu']['id']} ({plan['gpu']['chosen_by']})",
-        f"- objective: {plan['objective']['metric']}"
-        + (f" + judge {plan['objective']['judge']}" if plan["objective"]["judge"] else "")
+        f"- trials: {plan.trials}; GPU: {plan.gpu.id} ({plan.gpu.chosen_by})",
+        f"- objective: {objective.metric}"
+        + (f" + judge {objective.judge}" if objective.judge else "")
         + (
             " (pareto: two objectives, loss down and judge up; no early stop)"
-            if plan["objective"].get("mode") == "pareto"
+            if objective.mode == "pareto"
             else ""
         ),
-        f"- per trial: {_band_text(est['per_trial_seconds'], 's')}; "
-        f"caching once: {_unknown_or(est['cache_seconds_once'], 's')}",
-        f"- total: {_band_text(est['total_hours'], 'GPU-hours')}"
-        + (f", ${est['total_usd'][0]}–{est['total_usd'][1]}" if est["total_usd"] else ""),
-        f"- budget: {plan['budget']['hours'] or '—'} h, ${plan['budget']['usd'] or '—'}",
+        f"- per trial: {_band_text(est.per_trial_seconds, 's')}; "
+        f"caching once: {_unknown_or(est.cache_seconds_once, 's')}",
+        f"- total: {_band_text(est.total_hours, 'GPU-hours')}"
+        + (f", ${est.total_usd[0]}–{est.total_usd[1]}" if est.total_usd else ""),
+        f"- budget: {plan.budget.hours or '—'} h, ${plan.budget.usd or '—'}",
         "",
         "## Axes (what every trial may change)",
-        *(f"- {a['key']}: {a.get('choices') or [a['low'], a['high']]}" for a in plan["axes"]),
+        *(f"- {a.key}: {_axis_values(a)}" for a in plan.axes),
         "- fit ladder, per trial on its worker's GPU: "
-        + (", ".join(plan["changes"]["fit_ladder_keys"]) or "none needed here"),
+        + (", ".join(plan.changes.fit_ladder_keys) or "none needed here"),
         "",
         "## Unchanged in every trial",
-        *(f"- {k}: {v}" for k, v in plan["unchanged"].items()),
+        *(f"- {k}: {v}" for k, v in plan.unchanged.items()),
         "",
         "## Configs estimated",
         *(
-            f"- {e['config']}: {'fits' if e['fits'] else 'does not fit'}, peak "
-            f"{e['peak_gib']} GiB (≤ {e['upper_gib']}), {_unknown_or(e['train_seconds'], 's')}"
-            for e in est["configs"]
+            f"- {e.config}: {'fits' if e.fits else 'does not fit'}, peak "
+            f"{e.peak_gib} GiB (≤ {e.upper_gib}), {_unknown_or(e.train_seconds, 's')}"
+            for e in est.configs
         ),
         "",
     ]
     return "\n".join(lines)
+
+
+def _axis_values(axis: ChoiceAxis | RangeAxis) -> list[Any]:
+    return list(axis.choices) if isinstance(axis, ChoiceAxis) else [axis.low, axis.high]
 
 
 def _band_text(band: list[float] | None, unit: str) -> str:
@@ -318,7 +345,7 @@ class SweepApproval(MachineFile):
     approved_by: str
 
 
-def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
+def approve_sweep(workspace: Workspace, sweep_id: str) -> SweepApproval:
     sweep = load_sweep(workspace, sweep_id)
     folder = sweep_dir(workspace, sweep_id)
     if not (folder / PLAN_JSON).is_file():
@@ -338,19 +365,18 @@ def approve_sweep(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
     )
     with workspace.lock():
         atomic_write_text(folder / APPROVAL, machine_text(record))
-    return record.model_dump(mode="json")
+    return record
 
 
 def planned_gpu(workspace: Workspace, sweep_id: str) -> str | None:
     """The GPU class the sweep's plan was made for (its workers are priced on it)."""
-    path = sweep_dir(workspace, sweep_id) / PLAN_JSON
-    if not path.is_file():
+    folder = sweep_dir(workspace, sweep_id)
+    if not (folder / PLAN_JSON).is_file():
         return None
-    gpu = load_json(path).get("gpu") or {}
-    return str(gpu["id"]) if isinstance(gpu, dict) and gpu.get("id") else None
+    return read_sweep_plan(folder, sweep_id).gpu.id
 
 
-def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
+def check_sweep_approval(workspace: Workspace, sweep_id: str) -> SweepPlan:
     """The approved plan, after checking nothing it binds changed."""
     folder = sweep_dir(workspace, sweep_id)
     path = folder / APPROVAL
@@ -371,5 +397,4 @@ def check_sweep_approval(workspace: Workspace, sweep_id: str) -> dict[str, Any]:
             hint=f"`kura sweep plan {sweep_id}` and `kura sweep approve {sweep_id}` again",
         )
     check_bound_inputs(workspace, load_sweep(workspace, sweep_id), record.inputs)
-    plan: dict[str, Any] = load_json(folder / PLAN_JSON)
-    return plan
+    return read_sweep_plan(folder, sweep_id)

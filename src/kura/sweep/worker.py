@@ -134,7 +134,7 @@ class _Worker:
             seed=self.seed,
             constant_liar=True,
             multivariate=True,
-            n_startup_trials=min(10, max(2, self.plan["trials"] // 3)),
+            n_startup_trials=min(10, max(2, self.plan.trials // 3)),
         )
         self.study = load_study(
             workspace, sweep, storage_url=self.storage_url, sampler=sampler, pruner=pruner
@@ -158,17 +158,17 @@ class _Worker:
     def limits(self, first: bool) -> str | None:
         """Why no further trial may start (None: one may)."""
         trials = self.study.get_trials(deepcopy=False)
-        if counted(trials) >= self.plan["trials"]:
-            return f"all {self.plan['trials']} approved trials are taken"
+        if counted(trials) >= self.plan.trials:
+            return f"all {self.plan.trials} approved trials are taken"
         hours, usd = spent(trials)
-        budget = self.plan["budget"]
-        if budget.get("usd") is not None:
-            self._check_priced(usd, budget["usd"])
+        budget = self.plan.budget
+        if budget.usd is not None:
+            self._check_priced(usd, budget.usd)
         over = None
-        if budget.get("hours") is not None and hours >= budget["hours"]:
-            over = f"{hours:.3f} of {budget['hours']} GPU-hours"
-        if budget.get("usd") is not None and usd is not None and usd >= budget["usd"]:
-            over = f"${usd:.2f} of ${budget['usd']}"
+        if budget.hours is not None and hours >= budget.hours:
+            over = f"{hours:.3f} of {budget.hours} GPU-hours"
+        if budget.usd is not None and usd is not None and usd >= budget.usd:
+            over = f"${usd:.2f} of ${budget.usd}"
         if over is None:
             return None
         if first:
@@ -269,7 +269,7 @@ class _Worker:
             trial = self.study.ask(self.space.distributions())
             if trial.number > self._last_allowed_number(trial.number):
                 self._tell_fail(trial, "over the approved trial count", counted=False)
-                stop = f"all {self.plan['trials']} approved trials are taken"
+                stop = f"all {self.plan.trials} approved trials are taken"
                 break
             done.append(self.run_trial(trial))
         return {
@@ -287,7 +287,7 @@ class _Worker:
         """Numbers are handed out in order: count the trials that use the approved count up
         to ``mine``; past the count, this trial is one too many."""
         trials = [t for t in self.study.get_trials(deepcopy=False) if t.number < mine]
-        return mine if counted(trials) < self.plan["trials"] else -1
+        return mine if counted(trials) < self.plan.trials else -1
 
     def _tell_fail(self, trial: Any, reason: str, *, counted: bool) -> None:
         from optuna.trial import TrialState
