@@ -25,33 +25,49 @@ def test_known_times_add_up_and_band_over_the_configs() -> None:
 
 
 def test_the_plan_says_unknown_instead_of_zero_seconds() -> None:
-    plan = {
-        "sweep": "s1",
-        "base_run": "r1",
-        "backend": "KohakuMoss",
-        "trials": 4,
-        "gpu": {"id": "h100-pcie", "chosen_by": "you"},
-        "objective": {"metric": "heldout_loss", "judge": None},
-        "estimate": {
-            "per_trial_seconds": None,
-            "cache_seconds_once": None,
-            "total_hours": None,
-            "total_usd": None,
-            "configs": [
-                {
-                    "config": "base",
-                    "fits": True,
-                    "peak_gib": 3.0,
-                    "upper_gib": 4.0,
-                    "train_seconds": None,
-                }
-            ],
-        },
-        "budget": {"hours": None, "usd": None},
-        "axes": [],
-        "changes": {"fit_ladder_keys": []},
-        "unchanged": {},
-    }
+    from kura.sweep.plan_file import SweepPlan
+
+    plan = SweepPlan.model_validate(
+        {
+            "sweep": "s1",
+            "base_run": "r1",
+            "backend": "KohakuMoss",
+            "trials": 4,
+            "gpu": {"id": "h100-pcie", "chosen_by": "you", "usd_per_hour": None},
+            "objective": {"metric": "heldout_loss"},
+            "early_stop": {},
+            "estimate": {
+                "per_trial_seconds": None,
+                "cache_seconds_once": None,
+                "total_hours": None,
+                "total_usd": None,
+                "band": "test",
+                "configs": [
+                    {
+                        "config": "base",
+                        "params": {},
+                        "fits": True,
+                        "aids": [],
+                        "peak_gib": 3.0,
+                        "upper_gib": 4.0,
+                        "cache_seconds": None,
+                        "train_seconds": None,
+                    }
+                ],
+            },
+            "budget": {"hours": None, "usd": None},
+            "axes": [{"key": "training.network.rank", "choices": [16, 32], "source": "test"}],
+            "changes": {
+                "axes": ["training.network.rank"],
+                "fit_ladder_keys": [],
+                "datasets": {},
+                "validation": {},
+                "execution.gpu_class": "the worker's GPU",
+            },
+            "unchanged": {},
+            "storage": "journal",
+        }
+    )
     text = _render(plan)
     assert "0.0 s" not in text and "0.0–0.0" not in text
     assert "per trial: unknown" in text
