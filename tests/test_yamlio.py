@@ -214,3 +214,28 @@ def test_a_refusal_names_the_file_and_its_reason_in_both_readers(text: str) -> N
             reader(text, source="f.yaml")
         reasons.append(caught.value.message.split(" ", 1)[1][:12])
     assert reasons[0] == reasons[1]
+
+
+def test_a_text_read_again_is_not_parsed_again_and_each_reader_gets_its_own_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kura.yamlio as yamlio
+
+    parsed: list[str] = []
+    real = yamlio._parse_plain_yaml
+
+    def counted(text: str, *, source: str) -> dict[str, object]:
+        parsed.append(source)
+        return real(text, source=source)
+
+    monkeypatch.setattr(yamlio, "_parse_plain_yaml", counted)
+    path = tmp_path / "run.yaml"
+    path.write_text("id: r1\ntraining: {max_steps: 10, tags: [a, b]}\n")
+    first = read_yaml(path)
+    first["training"]["tags"].append("changed by its reader")
+    second = read_yaml(path)
+    assert second == {"id": "r1", "training": {"max_steps": 10, "tags": ["a", "b"]}}
+    assert parsed == [str(path)]
+    path.write_text("id: r1\ntraining: {max_steps: 20, tags: [a, b]}\n")
+    assert read_yaml(path)["training"]["max_steps"] == 20
+    assert parsed == [str(path), str(path)]

@@ -11,7 +11,9 @@ of CPU and a traceback. Duplicate keys are errors, not silent overwrites.
 
 from __future__ import annotations
 
+import copy
 import functools
+import hashlib
 import io
 import re
 from pathlib import Path
@@ -162,6 +164,24 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def parse_plain_yaml(text: str, *, source: str) -> dict[str, Any]:
+    """``text`` parsed as :func:`read_yaml` does. A text parsed before in this process is
+    not parsed again: its data is copied from the last parse (several times faster; one
+    command or sweep trial reads the same run.yaml and dataset files several times)."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    known = _PARSED.get(key)
+    if known is None:
+        known = _parse_plain_yaml(text, source=source)
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = known
+    return copy.deepcopy(known)
+
+
+_PARSED: dict[bytes, dict[str, Any]] = {}
+_PARSED_KEPT = 256
+
+
+def _parse_plain_yaml(text: str, *, source: str) -> dict[str, Any]:
     import yaml as pyyaml
 
     loader = _FastLoader(text, source)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -304,3 +305,28 @@ def test_safetensors_conversions_of_musubis_pth_files_are_identified(
     report = identify(path)
     assert report.component == component_id
     assert "wan" in report.architectures
+
+
+def test_a_report_is_made_once_per_header_and_again_when_the_header_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identify_module = importlib.import_module("kura.models.identify")
+    made: list[str] = []
+    real = identify_module.identify_header
+
+    def counted(header: object, **kwargs: object) -> object:
+        made.append(str(getattr(header, "path", "")))
+        return real(header, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(identify_module, "identify_header", counted)
+    path = write_component(tmp_path / "f.safetensors", "zimage-dit")
+    first = identify(path)
+    assert identify(path) is first
+    assert len(made) == 1
+    # rewritten in place, same name, same inode, possibly the same mtime: a new header
+    other = write_component(tmp_path / "g.safetensors", "zimage-dit", variant="fp16")
+    with open(path, "r+b") as handle:
+        handle.write(other.read_bytes())
+        handle.truncate(other.stat().st_size)
+    assert identify(path).dtype == "F16"
+    assert len(made) == 2

@@ -41,3 +41,28 @@ def test_a_worker_reads_no_run_yaml_round_trip(
     result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
     assert len(result["trials"]) == 2
     assert [s for s in round_trip if s.endswith("run.yaml")] == [], round_trip
+
+
+def test_a_worker_forks_every_trials_supervisor_from_one_warm_server(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kura.execution import forkserver
+
+    run = base_run(ws)
+    sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
+    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, sweep["sweep"])
+    fresh: list[Path] = []
+    forked: list[Path] = []
+    real_fork = forkserver.ForkServer.start
+
+    def fork(self: forkserver.ForkServer, run_dir: Path, lock_fd: int, *, backend: str) -> object:
+        forked.append(run_dir)
+        return real_fork(self, run_dir, lock_fd, backend=backend)
+
+    monkeypatch.setattr(forkserver.FreshSupervisors, "start", lambda *a, **k: fresh.append(a[1]))
+    monkeypatch.setattr(forkserver.ForkServer, "start", fork)
+    result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
+    assert [t["status"] for t in result["trials"]] == ["complete", "complete"]
+    assert fresh == []
+    assert [p.name for p in forked] == [t["run"] for t in result["trials"]]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         cancel_run,
         executor_for,
     )
+    from kura.execution.forkserver import SupervisorStarter
     from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
     from kura.execution.logs import collapse_redraws, read_log_since, read_log_tail
     from kura.execution.runs import refresh_state, wait_for_run
@@ -106,6 +107,7 @@ def launch(
     backend_config: dict[str, Any] | None = None,
     executor: Executor | None = None,
     executor_options: dict[str, Any] | None = None,
+    supervisors: SupervisorStarter | None = None,
 ) -> RunState:
     """Start ``spec`` (a new attempt when the run finished before) and return its state.
 
@@ -113,7 +115,8 @@ def launch(
     the end. ``backend`` (its name) diagnoses a failure; ``backend_config`` (what its
     diagnosis needs of the run's settings) lets it pick the next memory saving. Pass a
     configured ``executor`` (e.g. a SkyPilotExecutor with its accelerator and bucket), or
-    ``executor_options`` for :func:`executor_for`.
+    ``executor_options`` for :func:`executor_for`. ``supervisors`` starts the run's
+    supervisor (:mod:`kura.execution.forkserver`; a fresh interpreter when None).
     """
     from kura.execution.executors import executor_for
     from kura.execution.runs import refresh_state
@@ -122,7 +125,11 @@ def launch(
         executor = executor_for(spec.executor, **(executor_options or {}))
     chosen = executor
     handle = chosen.submit(
-        spec, foreground=foreground, backend=backend, backend_config=backend_config
+        spec,
+        foreground=foreground,
+        backend=backend,
+        backend_config=backend_config,
+        supervisors=supervisors,
     )
     return refresh_state(handle.run_dir)
 

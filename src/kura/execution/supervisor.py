@@ -45,7 +45,34 @@ from kura.execution.state import (
 )
 from kura.fsutil import atomic_write_text
 
-__all__ = ["main", "run_steps"]
+__all__ = ["main", "run_steps", "warm_up"]
+
+_LATER_IMPORTS = (
+    "kura.execution.executors",
+    "kura.execution.exits",
+    "kura.execution.logs",
+    "kura.models.lockcheck",
+    "kura.schema.lock",
+    "kura.schema.records",
+    "kura.planning.gpus",
+)
+
+
+def warm_up() -> None:
+    """Load what a supervisor loads on its way through a run rather than at start-up (the
+    model re-check with the bundle table and every backend it may judge a file with, a
+    step's command, a failure's diagnosis). A fork server calls it once, so a supervisor
+    forked from it starts its first step without any of it (:mod:`kura.execution.forkserver`)."""
+    import importlib
+
+    from kura.backends.registry import backend_names, get_backend
+    from kura.models.bundles import list_bundles
+
+    for module in _LATER_IMPORTS:
+        importlib.import_module(module)
+    for name in backend_names():
+        get_backend(name)
+    list_bundles()
 
 
 @dataclass

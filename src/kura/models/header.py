@@ -42,6 +42,7 @@ __all__ = [
     "TensorInfo",
     "parse_header",
     "read_header",
+    "read_header_bytes",
 ]
 
 HEADER_CAP = 100_000_000
@@ -123,6 +124,13 @@ class SafetensorsHeader:
 def read_header(path: Path | str) -> SafetensorsHeader:
     """Read and validate the header of ``path``; raise :class:`InvalidInput` if it is not a
     well-formed safetensors file."""
+    raw, size = read_header_bytes(path)
+    return parse_header(raw, size, path=Path(path))
+
+
+def read_header_bytes(path: Path | str) -> tuple[bytes, int]:
+    """The raw JSON header of ``path`` (without its length prefix) and the file's size, with
+    every check :func:`read_header` makes before parsing (other formats are named)."""
     path = Path(path)
     try:
         with _open_regular(path) as handle:
@@ -164,7 +172,7 @@ def read_header(path: Path | str) -> SafetensorsHeader:
         )
     if _is_pickle(prefix) and not raw.lstrip(_JSON_WHITESPACE).startswith(b"{"):
         _refuse_other_formats(path, prefix, size, None)
-    return parse_header(raw, size, path=path)
+    return raw, size
 
 
 def _open_regular(path: Path) -> BinaryIO:

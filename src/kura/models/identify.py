@@ -8,6 +8,7 @@ table in :mod:`kura.models.signatures`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from kura.errors import InvalidInput
-from kura.models.header import SafetensorsHeader, TensorInfo, read_header
+from kura.models.header import (
+    SafetensorsHeader,
+    TensorInfo,
+    parse_header,
+    read_header_bytes,
+)
 from kura.models.lora import LoraFacts, detect_lora
 from kura.models.quant import Precision, detect_precision
 from kura.models.signatures import COMPONENTS, DIT_PREFIXES, Component, Match
@@ -65,11 +71,29 @@ class ModelReport:
 
 
 def identify(path: Path | str) -> ModelReport:
-    """Read ``path``'s header (plus sibling shards) and say what the file is."""
+    """Read ``path``'s header (plus sibling shards) and say what the file is.
+
+    A report is kept in this process for the exact header bytes and file sizes it was made
+    from: planning, approving and launching a run judge the same files several times (a
+    sweep worker for every trial), and reading a header costs little beside parsing it and
+    matching its tensors."""
     path = Path(path)
-    shards = shard_siblings(path)
-    headers = [read_header(p) for p in shards] if shards else [read_header(path)]
-    return identify_header(headers[0], extra=headers[1:])
+    files = shard_siblings(path) or [path]
+    read = [(file, *read_header_bytes(file)) for file in files]
+    key = tuple((str(file), size, hashlib.sha256(raw).digest()) for file, raw, size in read)
+    known = _REPORTS.get(key)
+    if known is not None:
+        return known
+    headers = [parse_header(raw, size, path=file) for file, raw, size in read]
+    report = identify_header(headers[0], extra=headers[1:])
+    if len(_REPORTS) >= _REPORTS_KEPT:
+        _REPORTS.pop(next(iter(_REPORTS)))
+    _REPORTS[key] = report
+    return report
+
+
+_REPORTS: dict[tuple[tuple[str, int, bytes], ...], ModelReport] = {}
+_REPORTS_KEPT = 256
 
 
 def shard_siblings(path: Path) -> list[Path]:

@@ -31,6 +31,7 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
+    from kura.execution.forkserver import SupervisorStarter
     from kura.schema.plan import ContingencyRecord
     from kura.schema.state import RunState
 
@@ -110,18 +111,20 @@ def launch_run(
     detach: bool = True,
     skip: list[str] | None = None,
     extra_train: tuple[str, ...] = (),
+    supervisors: SupervisorStarter | None = None,
 ) -> LaunchResult:
     """Start a run that never ran, exactly as approved (after :func:`check_gate`).
 
     One hold of the workspace lock covers the snapshot (run.yaml and its datasets, each read
     once), the gate on it and the launch spec made from it; the executor starts after it is
-    released (a foreground run does not hold every other command for its whole length)."""
+    released (a foreground run does not hold every other command for its whole length).
+    ``supervisors`` starts the run's supervisor (a sweep worker passes its fork server)."""
     with workspace.lock():
         snapshot = take_snapshot(workspace, run_id)
         check_gate(workspace, run_id, snapshot)
         _refuse_ran_before(workspace, run_id)
         ready = _ready(workspace, snapshot, skip=skip or [], extra_train=extra_train)
-    return _start(ready, detach=detach)
+    return _start(ready, detach=detach, supervisors=supervisors)
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,9 @@ def _ready(
     return _Ready(context, launch_spec, options)
 
 
-def _start(ready: _Ready, *, detach: bool) -> LaunchResult:
+def _start(
+    ready: _Ready, *, detach: bool, supervisors: SupervisorStarter | None = None
+) -> LaunchResult:
     """Hand the approved steps to the executor."""
     from kura.execution import launch
 
@@ -169,6 +174,7 @@ def _start(ready: _Ready, *, detach: bool) -> LaunchResult:
         backend=context.backend.name,
         backend_config=dict(context.backend.failure_config(context.spec, context.plan_inputs)),
         executor_options=ready.options,
+        supervisors=supervisors,
     )
     follow = NextStep(f"kura run watch {run_id}", "follow progress, loss and time left")
     result = NextStep(f"kura run status {run_id}", "the outcome and what to do next")

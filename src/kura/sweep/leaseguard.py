@@ -5,8 +5,9 @@ a worker killed with SIGKILL renews nothing and follows nothing, and before this
 trainer kept training after the trial was re-queued (two trainers on one GPU, the old trial
 ``running`` for ever). So the worker hands the run a guard (:mod:`kura.execution.guard`):
 ``python -m kura.sweep.leaseguard …``, which the run's own supervisor starts beside the
-steps, on whatever machine the run is. Every third of a lease it reads the trial in the
-study (the same storage every worker reaches) and gives its verdict when
+steps, on whatever machine the run is. Every third of a lease (the first time a third of a
+lease after the start, so a short trial never loads the study's code) it reads the trial in
+the study (the same storage every worker reaches) and gives its verdict when
 
 - the trial is no longer RUNNING there (a reaper failed it and re-queued its parameters), or
 - its lease ran out (``kura.lease_until`` is past: the worker stopped renewing it, whether or
@@ -96,20 +97,21 @@ def _storage_url(redacted: str) -> str:
 
 
 def watch(target: LeaseTarget) -> str | None:
-    """Block until the run must stop; the reason, or None when the supervisor went away."""
-    from kura.sweep.records import sweep_dir
-    from kura.sweep.storage import open_storage
-    from kura.workspace import Workspace
-
+    """Block until the run must stop; the reason, or None when the supervisor went away.
+    Nothing of the study (nor of Kura's models) is loaded before the first look."""
     parent = os.getppid()
-    folder = sweep_dir(Workspace(target.workspace), target.sweep)
     every = max(target.lease_seconds / 3, 0.1)
     storage: Any = None
     failing_since: float | None = None
     while os.getppid() == parent:
+        # The first look waits one interval too: the worker took the lease just before the
+        # launch, and a trial shorter than that never pays for opening the study.
+        time.sleep(every)
+        if os.getppid() != parent:
+            break
         now = time.time()
         try:
-            storage = storage or open_storage(_storage_url(target.storage), folder)
+            storage = storage or _open_storage(target)
             verdict = lease_verdict(target, storage.get_trial(target.trial_id), now)
             failing_since = None
         except Exception as exc:  # the storage is unreachable: only a whole lease of it counts
@@ -124,8 +126,16 @@ def watch(target: LeaseTarget) -> str | None:
             verdict = None
         if verdict is not None:
             return verdict
-        time.sleep(every)
     return None
+
+
+def _open_storage(target: LeaseTarget) -> Any:
+    from kura.sweep.records import sweep_dir
+    from kura.sweep.storage import open_storage
+    from kura.workspace import Workspace
+
+    folder = sweep_dir(Workspace(target.workspace), target.sweep)
+    return open_storage(_storage_url(target.storage), folder)
 
 
 def end_trial_record(target: LeaseTarget, reason: str) -> None:

@@ -24,13 +24,16 @@ import os
 import socket
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import CheckFailed, KuraError, SpecError, Unsupported
 from kura.fsutil import atomic_write_text
 from kura.sweep.records import SweepRecord, TrialRecord, load_sweep, sweep_dir, trial_dir
 from kura.sweep.values import Artifact, CacheNote
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.execution.forkserver import SupervisorStarter
 
 __all__ = ["counted", "run_worker", "spent"]
 
@@ -92,6 +95,7 @@ class _Worker:
         lease_seconds: float,
         poll: float,
         approval: str | None = None,
+        supervisors: SupervisorStarter | None = None,
     ) -> None:
         import optuna
 
@@ -143,6 +147,7 @@ class _Worker:
         self.base_doc = self._base_document()
         offer = self.gpu_class.cheapest_offer()
         self.usd_per_hour = offer.usd_per_hour if offer else None
+        self.supervisors = supervisors
 
     def _base_document(self) -> dict[str, Any]:
         """The base run's run.yaml, read again for every trial right after the approval
@@ -411,7 +416,9 @@ class _Worker:
         try:
             with contextlib.ExitStack() as held:
                 cache, skip, pending = self._caches(run_id, held)
-                launch_run(self.workspace, run_id, detach=True, skip=skip)
+                launch_run(
+                    self.workspace, run_id, detach=True, skip=skip, supervisors=self.supervisors
+                )
                 followed = self._follow(trial, run_id, lease, pending, held)
         finally:
             from kura.execution.guard import remove_guard
@@ -625,17 +632,22 @@ def run_worker(
     poll: float = 0.2,
     approval: str | None = None,
 ) -> dict[str, Any]:
+    from kura.execution.forkserver import ForkServer
     from kura.sweep.lease import DEFAULT_LEASE_SECONDS
 
     sweep = load_sweep(workspace, sweep_id)
-    worker = _Worker(
-        workspace,
-        sweep,
-        gpu=gpu,
-        storage_url=storage_url,
-        seed=seed,
-        lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS,
-        poll=poll,
-        approval=approval,
-    )
-    return worker.run(max_trials)
+    # every trial's supervisor is forked from one warm server (a trial's run starts without
+    # Python's start-up); started first, it warms up while the worker opens the study
+    with ForkServer() as supervisors:
+        worker = _Worker(
+            workspace,
+            sweep,
+            gpu=gpu,
+            storage_url=storage_url,
+            seed=seed,
+            lease_seconds=lease_seconds or DEFAULT_LEASE_SECONDS,
+            poll=poll,
+            approval=approval,
+            supervisors=supervisors,
+        )
+        return worker.run(max_trials)

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
+from kura.execution.forkserver import SupervisorStarter
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
 
@@ -33,6 +34,7 @@ class Executor(Protocol):
         foreground: bool = False,
         backend: str = ...,
         backend_config: dict[str, Any] | None = None,
+        supervisors: SupervisorStarter | None = None,
     ) -> Handle: ...
 
     def poll(self, handle: Handle) -> RunState: ...

@@ -1,8 +1,9 @@
 """The host executor: steps run on this machine under a detached supervisor process.
 
 ``submit`` takes the run's launch lock, writes ``launch.json`` and a fresh ``state.json``,
-and starts ``python -m kura.execution.supervisor`` in a new session, handing it the locked
-file descriptor. The lock then lives exactly as long as the supervisor: a second launch of
+and starts the supervisor in a new session (a fresh ``python -m kura.execution.supervisor``,
+or a fork of a warm one: :mod:`kura.execution.forkserver`), handing it the locked file
+descriptor. The lock then lives exactly as long as the supervisor: a second launch of
 the same run fails with :class:`LockBusy` naming it, and a crashed supervisor never leaves
 a stale lock. In foreground mode ``submit`` also waits for the supervisor (Ctrl-C cancels).
 """
@@ -14,8 +15,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +22,7 @@ from kura.errors import LockBusy, UsageError
 from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
+from kura.execution.forkserver import FreshSupervisors, Started, SupervisorStarter
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
 from kura.execution.runs import DEFAULT_GRACE_SECONDS, refresh_state, stop_run
 from kura.execution.state import (
@@ -77,14 +77,21 @@ class HostExecutor:
         foreground: bool = False,
         backend: str = "musubi-tuner",
         backend_config: dict[str, Any] | None = None,
+        supervisors: SupervisorStarter | None = None,
     ) -> Handle:
         """Start the run; detached by default, waiting for it when ``foreground``.
-        ``backend`` names the trainer whose diagnosis reads a failed step's log."""
+        ``backend`` names the trainer whose diagnosis reads a failed step's log;
+        ``supervisors`` starts the supervisor (a fresh interpreter unless a launcher of many
+        runs passes its :class:`~kura.execution.forkserver.ForkServer`)."""
         self.check_spec(spec)
+        if foreground and supervisors is not None:
+            raise UsageError("a foreground launch waits for its own supervisor: start it fresh")
         record = dataclasses.replace(self.prepare(spec, backend_config or {}), backend=backend)
-        process = start_supervisor(record)
+        started = start_supervisor(record, supervisors or FreshSupervisors())
         handle = Handle(spec.run_id, Path(spec.run_dir), spec.executor)
         if foreground:
+            process = started.process
+            assert process is not None  # started fresh: this process's child
             try:
                 process.wait()
             except KeyboardInterrupt:
@@ -125,7 +132,7 @@ class HostExecutor:
         return stop_run(handle.run_dir, grace=grace, remote_stop=self.remote_stop)
 
 
-def start_supervisor(record: LaunchRecord) -> subprocess.Popen[bytes]:
+def start_supervisor(record: LaunchRecord, supervisors: SupervisorStarter) -> Started:
     """Take the launch lock, reset the run for a new attempt, start the supervisor."""
     spec = record.spec
     run_dir = Path(spec.run_dir)
@@ -159,27 +166,11 @@ def start_supervisor(record: LaunchRecord) -> subprocess.Popen[bytes]:
         )
         state.sky_job = record.options.get("sky_job")
         write_state(run_dir, state)
-        with open(run_dir / "logs" / "supervisor.log", "ab") as out, open(os.devnull, "rb") as nul:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kura.execution.supervisor",
-                    str(run_dir),
-                    "--lock-fd",
-                    str(fd),
-                ],
-                stdin=nul,
-                stdout=out,
-                stderr=out,
-                pass_fds=(fd,),
-                start_new_session=True,
-                cwd=run_dir,
-            )
-        holder = {"supervisor_pid": process.pid, "run_id": spec.run_id, "since": now_iso()}
+        started = supervisors.start(run_dir, fd, backend=record.backend)
+        holder = {"supervisor_pid": started.pid, "run_id": spec.run_id, "since": now_iso()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder).encode(), 0)
-        return process
+        return started
     finally:
         os.close(fd)  # the supervisor's inherited copy keeps the lock
 
