@@ -195,3 +195,37 @@ def test_a_past_runs_measured_caching_time_recalibrates_the_next_plan(
     cost = report["estimate"]["time_and_cost"]
     hours = cost["by_step_hours"]["cache_text_encoder"]
     assert hours == pytest.approx(text["seconds"] / 3600, abs=1e-3)
+
+
+def test_a_finished_runs_evidence_is_read_again_only_when_its_files_change(
+    host_ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kura.runs.history as history
+
+    read: list[str] = []
+    real = history._attempts
+
+    def counted(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
+        read.append(run_id)
+        return real(workspace, run_id, base)
+
+    monkeypatch.setattr(history, "_attempts", counted)
+    checkout = Path(host_ws.config().executor.musubi_checkout or "")
+    first = _new(host_ws, 8)
+    plan_run(host_ws, first, gpu="rtx-4090")
+    approve_run(host_ws, first)
+    set_mode(checkout, "oom")
+    launch_run(host_ws, first, detach=False)
+    set_mode(checkout, "ok")
+    second = _new(host_ws, 9)
+    for _ in range(3):
+        report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
+        assert [(r["run"], r["attempt"]) for r in report["evidence"]["runs"]] == [(first, 1)]
+    assert read == [first]
+    assert relaunch_run(host_ws, first, detach=False).state.status == "succeeded"
+    report = plan_run(host_ws, second, gpu="rtx-4090").to_dict()
+    assert [(r["run"], r["attempt"]) for r in report["evidence"]["runs"]] == [
+        (first, 1),
+        (first, 2),
+    ]
+    assert read == [first, first]

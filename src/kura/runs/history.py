@@ -112,12 +112,47 @@ def past_runs(workspace: Workspace, *, exclude: str, base: str, gpu: str) -> lis
         if run_id == exclude or not (run_dir / "state.json").exists():
             continue
         try:
-            found += _attempts(workspace, run_id, base)
+            found += _kept_attempts(workspace, run_id, base)
         except (KuraError, OSError, ValueError, KeyError, TypeError):
             continue  # a damaged record is no evidence
     return [r for r in found if (r.gpu or r.planned_gpu) == gpu] + _imported(
         workspace, base=base, gpu=gpu
     )
+
+
+def _kept_attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:
+    """:func:`_attempts` of a finished run, kept in this process while the files it reads
+    keep their stat stamps: a sweep worker plans every trial against every earlier trial,
+    and a finished run's evidence changes only when one of them is written again."""
+    from kura.execution.state import TERMINAL, read_state_file
+
+    run_dir = workspace.run_dir(run_id)
+    stamps = _stamps(run_dir)
+    key = (str(run_dir), base)
+    kept = _KEPT.get(key)
+    if kept is not None and kept[0] == stamps:
+        return kept[1]
+    found = _attempts(workspace, run_id, base)
+    if read_state_file(run_dir / "state.json").status in TERMINAL:
+        _KEPT[key] = (stamps, found)
+    return found
+
+
+_Stamps = tuple[tuple[int, int, int, int] | None, ...]
+_KEPT: dict[tuple[str, str], tuple[_Stamps, list[PastRun]]] = {}
+
+
+def _stamps(run_dir: Path) -> _Stamps:
+    """What changes when a run's evidence may: its plan, approval, state and attempts."""
+    out: list[tuple[int, int, int, int] | None] = []
+    for path in ("plan.json", "approval.json", "state.json", "attempts"):
+        try:
+            info = (run_dir / path).stat()
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        out.append((info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns))
+    return tuple(out)
 
 
 def _attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun]:

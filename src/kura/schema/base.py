@@ -140,6 +140,8 @@ def parse_value(raw: str) -> Any:
 
 def plain(data: Any) -> Any:
     """Round-trip containers and scalars to plain Python types (dict, list, int, float, str)."""
+    if type(data) in _PLAIN_SCALARS:  # most of a document, and already plain
+        return data
     if isinstance(data, dict):
         return {str(k): plain(v) for k, v in data.items()}
     if isinstance(data, list):
@@ -150,6 +152,9 @@ def plain(data: Any) -> Any:
         if isinstance(data, kind):
             return kind(data)
     return data
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def describe_validation(exc: ValidationError) -> str:
