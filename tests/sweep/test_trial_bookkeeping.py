@@ -46,7 +46,7 @@ def test_a_worker_reads_no_run_yaml_round_trip(
 def test_a_worker_forks_every_trials_supervisor_from_one_warm_server(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kura.execution import forkserver
+    from kura.execution import supervisors
 
     run = base_run(ws)
     sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
@@ -54,14 +54,14 @@ def test_a_worker_forks_every_trials_supervisor_from_one_warm_server(
     approve_sweep(ws, sweep["sweep"])
     fresh: list[Path] = []
     forked: list[Path] = []
-    real_fork = forkserver.ForkServer.start
+    real_fork = supervisors.ForkServer.start
 
-    def fork(self: forkserver.ForkServer, run_dir: Path, lock_fd: int, *, backend: str) -> object:
+    def fork(self: supervisors.ForkServer, run_dir: Path, lock_fd: int, *, backend: str) -> object:
         forked.append(run_dir)
         return real_fork(self, run_dir, lock_fd, backend=backend)
 
-    monkeypatch.setattr(forkserver.FreshSupervisors, "start", lambda *a, **k: fresh.append(a[1]))
-    monkeypatch.setattr(forkserver.ForkServer, "start", fork)
+    monkeypatch.setattr(supervisors.FreshSupervisors, "start", lambda *a, **k: fresh.append(a[1]))
+    monkeypatch.setattr(supervisors.ForkServer, "start", fork)
     result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
     assert [t["status"] for t in result["trials"]] == ["complete", "complete"]
     assert fresh == []

@@ -25,12 +25,12 @@ if TYPE_CHECKING:
         cancel_run,
         executor_for,
     )
-    from kura.execution.forkserver import SupervisorStarter
     from kura.execution.launch_spec import ContainerSpec, LaunchSpec, Mount, Step
     from kura.execution.logs import collapse_redraws, read_log_since, read_log_tail
     from kura.execution.runs import refresh_state, wait_for_run
     from kura.execution.state import ACTIVE, TERMINAL, RunState, StepState, read_state
     from kura.execution.summary import ema, run_summary
+    from kura.execution.supervisors import SupervisorStarter
 
 # Names are imported on first use, so the supervisor process (which imports this package
 # on its way to kura.execution.supervisor) starts without loading every executor.
@@ -116,7 +116,7 @@ def launch(
     diagnosis needs of the run's settings) lets it pick the next memory saving. Pass a
     configured ``executor`` (e.g. a SkyPilotExecutor with its accelerator and bucket), or
     ``executor_options`` for :func:`executor_for`. ``supervisors`` starts the run's
-    supervisor (:mod:`kura.execution.forkserver`; a fresh interpreter when None).
+    supervisor (:mod:`kura.execution.supervisors`; a fresh interpreter when None).
     """
     from kura.execution.executors import executor_for
     from kura.execution.runs import refresh_state

@@ -31,7 +31,7 @@ from kura.workspace import Workspace
 if TYPE_CHECKING:
     from kura.backends.base import ResumeRule
     from kura.execution import LaunchSpec
-    from kura.execution.forkserver import SupervisorStarter
+    from kura.execution.supervisors import SupervisorStarter
     from kura.schema.plan import ContingencyRecord
     from kura.schema.state import RunState
 

@@ -33,7 +33,7 @@ from kura.sweep.values import Artifact, CacheNote
 from kura.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kura.execution.forkserver import SupervisorStarter
+    from kura.execution.supervisors import SupervisorStarter
 
 __all__ = ["counted", "run_worker", "spent"]
 
@@ -632,7 +632,7 @@ def run_worker(
     poll: float = 0.2,
     approval: str | None = None,
 ) -> dict[str, Any]:
-    from kura.execution.forkserver import ForkServer
+    from kura.execution.supervisors import ForkServer
     from kura.sweep.lease import DEFAULT_LEASE_SECONDS
 
     sweep = load_sweep(workspace, sweep_id)

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 
 from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
-from kura.execution.forkserver import SupervisorStarter
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step
 from kura.execution.state import RunState
+from kura.execution.supervisors import SupervisorStarter
 
 __all__ = ["Executor", "Handle"]
 

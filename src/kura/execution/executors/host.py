@@ -22,7 +22,6 @@ from kura.errors import LockBusy, UsageError
 from kura.execution.cloudjob import CloudJob
 from kura.execution.commands import StepCommand
 from kura.execution.executors.base import Handle
-from kura.execution.forkserver import FreshSupervisors, Started, SupervisorStarter
 from kura.execution.launch_spec import LaunchRecord, LaunchSpec, Step, save_launch_record
 from kura.execution.runs import DEFAULT_GRACE_SECONDS, refresh_state, stop_run
 from kura.execution.state import (
@@ -36,6 +35,7 @@ from kura.execution.state import (
     state_path,
     write_state,
 )
+from kura.execution.supervisors import FreshSupervisors, Started, SupervisorStarter
 
 __all__ = ["HostExecutor", "start_supervisor"]
 
@@ -82,7 +82,7 @@ class HostExecutor:
         """Start the run; detached by default, waiting for it when ``foreground``.
         ``backend`` names the trainer whose diagnosis reads a failed step's log;
         ``supervisors`` starts the supervisor (a fresh interpreter unless a launcher of many
-        runs passes its :class:`~kura.execution.forkserver.ForkServer`)."""
+        runs passes its :class:`~kura.execution.supervisors.ForkServer`)."""
         self.check_spec(spec)
         if foreground and supervisors is not None:
             raise UsageError("a foreground launch waits for its own supervisor: start it fresh")

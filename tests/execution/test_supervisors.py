@@ -14,7 +14,7 @@ from run_helpers import make_spec, pid_gone, wait_until
 
 from kura.errors import CheckFailed, LockBusy, UsageError
 from kura.execution import HostExecutor, cancel_run, launch, read_state, step_log, wait_for_run
-from kura.execution.forkserver import ForkServer
+from kura.execution.supervisors import ForkServer
 
 
 def _parent_of(pid: int) -> int:
