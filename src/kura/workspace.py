@@ -8,34 +8,32 @@ Layout::
     runs/<id>/       run.yaml, compiled/, plan.md, logs/, output/ …
     knowledge/       cards, preferences, regrets
     .kura/           Kura's own state (the workspace lock)
+
+The settings' schema is :mod:`kura.schema.workspace`, imported when a setting is first read:
+finding a workspace (every command does) builds no model.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-import tomli_w
-from pydantic import Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from kura.bounded import check_parsed, decode_utf8, read_limited, too_deep
 from kura.errors import InvalidInput, UsageError, WorkspaceNotFound
-from kura.fsutil import atomic_write_text
 from kura.locking import hold_lock
-from kura.schema.base import StrictModel
-from kura.schema.cloud import SkyPilotSettings
+
+if TYPE_CHECKING:
+    from kura.schema.workspace import WorkspaceConfig
 
 __all__ = [
     "CONFIG_NAME",
     "Workspace",
-    "WorkspaceConfig",
     "check_name",
     "create_layout",
     "find_workspace",
@@ -47,51 +45,6 @@ __all__ = [
 CONFIG_NAME = "kura.toml"
 LAYOUT = ("datasets", "models", "runs", "knowledge")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-class ExecutorDefaults(StrictModel):
-    """``[executor]`` in kura.toml: where runs execute and where each trainer lives."""
-
-    default: Literal["docker", "host", "skypilot"] = Field(
-        "docker", description="The executor `kura run new` drafts (execution.executor)."
-    )
-    musubi_image: str = Field(
-        "kura/musubi-tuner:0.3.4",
-        description="The Musubi Tuner image the docker and skypilot executors run.",
-    )
-    musubi_checkout: str | None = Field(
-        None,
-        description="A Musubi Tuner 0.3.4 checkout: the source `kura backend install musubi` "
-        "installs from when no --source is given.",
-    )
-    musubi_env: str | None = Field(
-        None,
-        description="Musubi Tuner's virtual environment, which the host executor runs "
-        "(`kura backend install musubi` makes it; KURA_MUSUBI_ENV overrides this).",
-    )
-    kohakumoss_env: str | None = Field(
-        None,
-        description="KohakuMoss's virtual environment (`kura backend install kohakumoss` "
-        "makes it; KURA_KOHAKUMOSS_ENV overrides this).",
-    )
-    aitk_checkout: str | None = Field(
-        None,
-        description="An AI-Toolkit checkout at the pinned commit: the source `kura backend "
-        "install ai-toolkit` installs from when no --source is given.",
-    )
-    aitk_env: str | None = Field(
-        None,
-        description="AI-Toolkit's virtual environment, which the host executor runs "
-        "(`kura backend install ai-toolkit` makes it; KURA_AITK_ENV overrides this).",
-    )
-
-
-class WorkspaceConfig(StrictModel):
-    """The schema of ``kura.toml``."""
-
-    version: int = 1
-    executor: ExecutorDefaults = ExecutorDefaults()
-    skypilot: SkyPilotSettings = SkyPilotSettings()
 
 
 _configs: dict[str, tuple[tuple[int, int, int, int], WorkspaceConfig]] = {}
@@ -150,6 +103,10 @@ class Workspace:
         return config
 
     def _read_config(self) -> WorkspaceConfig:
+        from pydantic import ValidationError
+
+        from kura.schema.workspace import WorkspaceConfig
+
         data = load_toml(self.config_path)
         try:
             return WorkspaceConfig.model_validate(data)
@@ -178,6 +135,8 @@ class Workspace:
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file within :mod:`kura.bounded`'s size, nesting and integer bounds."""
+    import tomllib
+
     text = decode_utf8(read_limited(path, what="TOML file"), path)
     try:
         data = tomllib.loads(text)
@@ -237,6 +196,8 @@ def create_layout(root: Path) -> tuple[Workspace, list[str]]:
                 folder.mkdir()
                 created.append(f"{name}/")
         if not workspace.config_path.exists():
+            from kura.fsutil import atomic_write_text
+
             atomic_write_text(workspace.config_path, _default_config_text())
             created.append(CONFIG_NAME)
     workspace.config()
@@ -244,6 +205,10 @@ def create_layout(root: Path) -> tuple[Workspace, list[str]]:
 
 
 def _default_config_text() -> str:
+    import tomli_w
+
+    from kura.schema.workspace import WorkspaceConfig
+
     data: dict[str, Any] = WorkspaceConfig().model_dump(exclude_none=True)
     data = {key: value for key, value in data.items() if value != {}}  # [skypilot]: all unset
     header = "# Kura workspace settings. `kura schema workspace` lists every key.\n"

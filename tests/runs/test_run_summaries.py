@@ -1,15 +1,26 @@
 """`kura run list` reads each run.yaml once, with the read-only loader, and not again while
-it is unchanged (kura.runs.summaries): the listing's cost per run is a stat and its state."""
+it is unchanged; each state.json while it is unchanged and the state stands (ended, or its
+processes still run) (kura.runs.summaries): a warm listing's cost per run is a few stats,
+and it builds no model."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+import kura.execution.state as state_module
+import kura.models.bundles as bundles
+import kura.runs.summaries as summaries
 import kura.yamlio as yamlio
+from kura.execution.procutil import process_start_ticks
+from kura.execution.state import new_state, read_state, write_state
 from kura.runs.following import list_runs
 from kura.runs.new import create_run
 from kura.runs.summaries import SummaryCache
@@ -133,3 +144,150 @@ def test_a_deleted_run_leaves_the_cache(ws: Workspace) -> None:
     shutil.rmtree(ws.run_dir(ids[0]))
     assert [run.id for run in list_runs(ws).runs] == [ids[1]]
     assert ids[0] not in SummaryCache.for_workspace(ws).path.read_text()
+
+
+def _finished(ws: Workspace, run_id: str) -> None:
+    run_dir = ws.run_dir(run_id)
+    state = new_state(run_id, run_dir, "host", ["train"], [])
+    state.move_to("training")
+    state.move_to("succeeded")
+    write_state(run_dir, state)
+
+
+def _training(ws: Workspace, run_id: str, supervisor: subprocess.Popen[bytes]) -> None:
+    """A run "training" under ``supervisor`` (no step started: a supervisor that is gone
+    settles it as failed, exit status unknown)."""
+    run_dir = ws.run_dir(run_id)
+    state = new_state(run_id, run_dir, "host", ["train"], [])
+    state.move_to("training")
+    state.supervisor_pid = supervisor.pid
+    state.supervisor_start = process_start_ticks(supervisor.pid)
+    write_state(run_dir, state)
+
+
+@pytest.fixture
+def supervisor() -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(["sleep", "600"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def state_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every state.json validated (:func:`kura.execution.state.read_state_file`)."""
+    reads: list[Path] = []
+    real = state_module.read_state_file
+
+    def counted(path: Path) -> object:
+        reads.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(state_module, "read_state_file", counted)
+    return reads
+
+
+def test_a_warm_listing_imports_no_model_parser_or_backend(
+    ws: Workspace, supervisor: subprocess.Popen[bytes]
+) -> None:
+    """Finished, live and drafted runs: the second listing answers from the cache alone."""
+    draft, done, live = _runs(ws, 3)
+    _finished(ws, done)
+    _training(ws, live, supervisor)
+    code = (
+        "import json, sys; from kura.cli.main import main; "
+        f"main(['-w', {str(ws.root)!r}, '--json', 'run', 'list']); "
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+
+    def listing() -> tuple[dict[str, str], set[str]]:
+        done_ = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done_.returncode == 0, done_.stderr
+        document = json.loads(done_.stdout)
+        statuses = {run["run"]: run["status"] for run in document["runs"]}
+        return statuses, set(json.loads(done_.stderr.strip().splitlines()[-1]))
+
+    first, _ = listing()
+    again, loaded = listing()
+    assert first == again == {draft: "draft", done: "succeeded", live: "training"}
+    heavy = ("pydantic", "ruamel", "yaml", "kura.schema", "kura.models", "kura.backends")
+    assert sorted(m for m in loaded if m.startswith(heavy)) == []
+    assert "kura.execution.runs" not in loaded  # no state was refreshed
+
+
+def test_an_unchanged_state_is_not_validated_again(
+    ws: Workspace, supervisor: subprocess.Popen[bytes], state_reads: list[Path]
+) -> None:
+    done, live = _runs(ws, 2)
+    _finished(ws, done)
+    _training(ws, live, supervisor)
+    first = list_runs(ws)
+    assert len(state_reads) == 2
+    state_reads.clear()
+    assert list_runs(ws) == first
+    assert state_reads == []
+
+
+def test_a_rewritten_state_is_read_again(ws: Workspace, state_reads: list[Path]) -> None:
+    (run_id,) = _runs(ws, 1)
+    _finished(ws, run_id)
+    assert [run.status for run in list_runs(ws).runs] == ["succeeded"]
+    run_dir = ws.run_dir(run_id)
+    state = new_state(run_id, run_dir, "host", ["train"], [], attempt=2)  # a relaunch
+    state.move_to("training")
+    state.move_to("failed")
+    write_state(run_dir, state)
+    state_reads.clear()
+    assert [run.status for run in list_runs(ws).runs] == ["failed"]
+    assert state_reads == [run_dir / "state.json"]
+
+
+def test_a_live_run_whose_processes_are_gone_is_refreshed_not_shown_as_cached(
+    ws: Workspace, supervisor: subprocess.Popen[bytes]
+) -> None:
+    """state.json unchanged, but its supervisor died: the cached "training" must not be
+    shown; the refresh settles the state as failed, as `kura run status` would."""
+    (run_id,) = _runs(ws, 1)
+    _training(ws, run_id, supervisor)
+    assert [run.status for run in list_runs(ws).runs] == ["training"]
+    supervisor.kill()
+    supervisor.wait()
+    assert [run.status for run in list_runs(ws).runs] == ["failed"]
+    assert read_state(ws.run_dir(run_id)).status == "failed"
+
+
+def test_a_damaged_state_summary_in_the_cache_is_refused(
+    ws: Workspace, state_reads: list[Path]
+) -> None:
+    (run_id,) = _runs(ws, 1)
+    _finished(ws, run_id)
+    first = list_runs(ws)
+    cache = SummaryCache.for_workspace(ws).path
+    cache.write_text(cache.read_text().replace('"supervisor_pid":null', '"supervisor_pid":"1"'))
+    state_reads.clear()
+    assert list_runs(ws) == first
+    assert len(state_reads) == 1
+
+
+def test_architectures_are_looked_up_again_when_the_bundle_table_changes(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _runs(ws, 2)
+    table = tmp_path / "bundle_table.py"
+    table.write_text(summaries.BUNDLE_TABLE.read_text())
+    monkeypatch.setattr(summaries, "BUNDLE_TABLE", table)
+    lookups: list[str] = []
+    real = bundles.get_bundle
+
+    def counted(bundle_id: str) -> bundles.Bundle:
+        lookups.append(bundle_id)
+        return real(bundle_id)
+
+    monkeypatch.setattr(bundles, "get_bundle", counted)
+    first = list_runs(ws)
+    assert lookups == ["flux2-klein-base-4b"]  # one lookup a bundle, not a run
+    assert list_runs(ws) == first
+    assert lookups == ["flux2-klein-base-4b"]
+    table.write_text(table.read_text() + "\n")  # another Kura's table
+    assert list_runs(ws) == first
+    assert lookups == ["flux2-klein-base-4b"] * 2

@@ -14,6 +14,7 @@ __all__ = [
     "group_alive",
     "process_alive",
     "process_start_ticks",
+    "run_processes_alive",
     "signal_group",
     "signal_process",
     "step_environment",
@@ -115,6 +116,14 @@ def group_alive(pgid: int | None) -> bool:
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
+
+
+def run_processes_alive(
+    supervisor_pid: int | None, supervisor_start: int | None, pgid: int | None
+) -> bool:
+    """True while a run's supervisor (its pid and kernel start time) or its current step's
+    process group still runs: the facts of state.json that tell a live run from a dead one."""
+    return process_alive(supervisor_pid, supervisor_start) or group_alive(pgid)
 
 
 def signal_group(pgid: int | None, sig: signal.Signals) -> None:

@@ -17,7 +17,12 @@ from pathlib import Path
 
 from kura.execution.exits import exit_message
 from kura.execution.launch_spec import load_launch_record
-from kura.execution.procutil import group_alive, process_alive, signal_group, signal_process
+from kura.execution.procutil import (
+    process_alive,
+    run_processes_alive,
+    signal_group,
+    signal_process,
+)
 from kura.execution.state import RunState, cancel_marker, exit_file, read_state, update_state
 from kura.fsutil import atomic_write_text
 
@@ -39,7 +44,7 @@ RemoteStop = Callable[[RunState, float], "list[str] | None"]
 
 def run_is_live(state: RunState) -> bool:
     """True while the supervisor or the current step's process group still runs."""
-    return process_alive(state.supervisor_pid, state.supervisor_start) or group_alive(state.pgid)
+    return run_processes_alive(state.supervisor_pid, state.supervisor_start, state.pgid)
 
 
 def refresh_state(run_dir: Path, *, holding_launch_lock: bool = False) -> RunState:

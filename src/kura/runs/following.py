@@ -22,7 +22,7 @@ from kura.workspace import Workspace
 
 if TYPE_CHECKING:
     from kura.runs.cloudfollow import CloudStatus
-    from kura.runs.summaries import RunSummary
+    from kura.runs.summaries import RunSummary, StateSummary
     from kura.schema.state import RunState
 
 __all__ = [
@@ -182,8 +182,9 @@ def list_runs(workspace: Workspace) -> RunList:
     """Every run with its architecture, state, key settings and duration; a run whose
     run.yaml or state.json cannot be read is listed in ``damaged`` with its file and error.
 
-    Each run.yaml is read only when it changed since the last listing
-    (:mod:`kura.runs.summaries`); its state.json is read every time (a run moves on)."""
+    Each run.yaml and state.json is read only when it changed since the last listing, and a
+    state that has not ended only while its processes still run (:mod:`kura.runs.summaries`):
+    a warm listing costs a few stats a run and builds no run or state model."""
     from kura.runs.summaries import SummaryCache
 
     summaries = SummaryCache.for_workspace(workspace)
@@ -192,7 +193,11 @@ def list_runs(workspace: Workspace) -> RunList:
     run_ids = list_run_ids(workspace)
     for run_id in run_ids:
         try:
-            runs.append(list_entry(workspace, run_id, summaries.summary(workspace, run_id)))
+            run_dir = workspace.run_dir(run_id)
+            summary = summaries.summary(workspace, run_id)
+            state = summaries.state(run_dir)
+            architecture = summaries.architecture(summary.base)
+            runs.append(_row(run_dir, summary, state, architecture))
         except (InvalidInput, NotFound) as error:
             damaged.append(damaged_run(workspace, run_id, error))
     summaries.keep_only(set(run_ids))
@@ -206,12 +211,27 @@ def damaged_run(workspace: Workspace, run_id: str, error: KuraError) -> DamagedR
 
 
 def list_entry(workspace: Workspace, run_id: str, summary: RunSummary) -> RunListEntry:
-    """The run's row: ``summary`` (from its run.yaml) with where its state stands."""
+    """The run's row: ``summary`` (from its run.yaml) with where its state stands (read
+    and refreshed now)."""
     from kura.execution.runs import refresh_state
     from kura.models.bundles import get_bundle
+    from kura.runs.summaries import StateSummary
 
     run_dir = workspace.run_dir(run_id)
     state = refresh_state(run_dir) if (run_dir / "state.json").exists() else None
+    return _row(
+        run_dir,
+        summary,
+        None if state is None else StateSummary.of(state),
+        get_bundle(summary.base).architecture,
+    )
+
+
+def _row(
+    run_dir: Path, summary: RunSummary, state: StateSummary | None, architecture: str
+) -> RunListEntry:
+    """The row of the run in ``run_dir``: ``summary`` and ``state``; before a launch (no
+    state) its status is ``approved``, ``planned`` or ``draft`` by the files the run has."""
     status: str
     if state is not None:
         status = state.status
@@ -222,9 +242,9 @@ def list_entry(workspace: Workspace, run_id: str, summary: RunSummary) -> RunLis
     else:
         status = "draft"
     return RunListEntry(
-        id=run_id,
+        id=run_dir.name,
         base=summary.base,
-        architecture=get_bundle(summary.base).architecture,
+        architecture=architecture,
         task=summary.task,
         status=status,
         datasets=summary.datasets,

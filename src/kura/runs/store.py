@@ -1,15 +1,21 @@
-"""Where a run's files live and how run.yaml is read back."""
+"""Where a run's files live and how run.yaml is read back.
+
+The run model and the YAML loaders are imported by the functions that read run.yaml: a
+listing answered from its cache (:mod:`kura.runs.summaries`) finds the runs here without
+building them.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.errors import NotFound
-from kura.schema.base import load_spec, read_spec
-from kura.schema.run import RunSpec
 from kura.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kura.schema.run import RunSpec
 
 __all__ = [
     "RUN_FILE",
@@ -44,6 +50,9 @@ def list_run_ids(workspace: Workspace) -> list[str]:
 
 def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
     """The validated run spec and its round-trip document (for a command that edits it)."""
+    from kura.schema.base import load_spec
+    from kura.schema.run import RunSpec
+
     path = existing_run_file(workspace, run_id)
     spec, document = load_spec(RunSpec, path)
     check_run_id(spec, run_id, path)
@@ -52,6 +61,9 @@ def load_run(workspace: Workspace, run_id: str) -> tuple[RunSpec, Any]:
 
 def read_run(workspace: Workspace, run_id: str) -> RunSpec:
     """The validated run spec, for a command that only reads it (the fast YAML reader)."""
+    from kura.schema.base import read_spec
+    from kura.schema.run import RunSpec
+
     path = existing_run_file(workspace, run_id)
     spec = read_spec(RunSpec, path)
     check_run_id(spec, run_id, path)

@@ -22,7 +22,7 @@ SCHEMAS: dict[str, tuple[str, str]] = {
     "steps": ("kura.schema.compiled:StepsFile", "runs/<id>/compiled/steps.json"),
     "sweep-approval": ("kura.sweep.envelope:SweepApproval", "sweeps/<id>/approval.json"),
     "sweep-plan": ("kura.sweep.plan_file:SweepPlan", "sweeps/<id>/plan.json"),
-    "workspace": ("kura.workspace:WorkspaceConfig", "kura.toml"),
+    "workspace": ("kura.schema.workspace:WorkspaceConfig", "kura.toml"),
 }
 """Schema name → (``module:model``, the file it describes)."""
 
