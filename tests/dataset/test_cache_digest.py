@@ -135,3 +135,38 @@ def test_a_damaged_cache_file_is_named_with_the_delete_fix(tmp_path: Path) -> No
     with pytest.raises(InvalidInput, match="is damaged") as info:
         StatCache.open(path)
     assert info.value.hint.startswith("delete that file")
+
+
+@pytest.mark.parametrize(
+    "text", ['{"kind":"caption","text":"é"}', ' {"a": [1, 2]} ', '{"a":1}\n', "[1]", "null"]
+)
+def test_a_cached_row_parses_as_json_loads_parses_it(text: str) -> None:
+    import json
+
+    from kura.dataset.statcache import _parse
+
+    assert _parse(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"a":1}{"b":2}', '{"a":', "", "{} x"])
+def test_a_damaged_cached_row_fails_as_json_loads_fails(text: str) -> None:
+    import json
+
+    from kura.dataset.statcache import _parse
+
+    with pytest.raises(json.JSONDecodeError):
+        _parse(text)
+
+
+def test_rows_of_another_facts_schema_are_never_returned(tmp_path: Path) -> None:
+    from kura.dataset import statcache
+    from kura.dataset.statcache import FileKey
+
+    target = tmp_path / "f.txt"
+    target.write_text("one")
+    with StatCache.open(tmp_path / "c.sqlite3") as cache:
+        key = FileKey.of(target)
+        cache.put_many({key: {"kind": "caption", "text": "one"}})
+        with cache._db:
+            cache._db.execute(f"UPDATE {statcache.TABLE} SET schema = schema - 1")
+        assert cache.get_many([key]) == {}

@@ -203,3 +203,18 @@ def test_two_thousand_alike_low_detail_images_cost_linear_work(
     assert len(index.pictures) == count
     assert len(calls) <= MAX_PARTNERS * count
     assert index.comparisons <= 32 * 9 * 2 * likeness.NEIGHBOURS * count
+
+
+@pytest.mark.parametrize(
+    "more",
+    ["".join(f"{random.Random(seed).getrandbits(64):016x}" for _ in range(31)) for seed in range(3)]
+    + ["", "00000000000000ff" * 2, "ABCDEF0123456789", "0x12345678901234", "123"],
+)
+def test_the_hashes_read_back_as_written(more: str) -> None:
+    expected = tuple(int(more[i : i + 16], 16) for i in range(0, len(more), 16))
+    assert likeness._hex_words(more) == expected
+
+
+def test_a_damaged_hash_fails_as_before() -> None:
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        likeness._hex_words("zz" * 8)

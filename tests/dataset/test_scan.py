@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kura.dataset import inspect_dataset
 from kura.errors import InvalidInput, NotFound
@@ -124,3 +126,11 @@ def test_other_caption_extension(build) -> None:
     result = inspect_dataset(build.root, caption_ext=".caption")
     assert result.problems == ()
     assert result.to_dict()["counts"]["captions"] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab.ü\udcff", max_size=8))
+def test_a_name_splits_as_os_path_splitext_splits_it(name: str) -> None:
+    from kura.dataset.scan import _split
+
+    assert _split(name) == os.path.splitext(name)

@@ -95,3 +95,25 @@ def test_a_look_stats_each_file_once(ws: Workspace, monkeypatch: pytest.MonkeyPa
         gather_facts(jobs, cache=None, progress=None)
         gather_facts(jobs, cache=None, progress=None)
     assert stats and len(stats) == len(set(stats))
+
+
+def test_a_plan_inspects_with_the_collector_paused_and_resumes_it(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    run_id = create_run(
+        ws, datasets=["myaku"], base="flux2-klein-base-4b", now=datetime(2026, 11, 30, 7, 0)
+    ).run_id
+    collecting: list[bool] = []
+    real = scan_module._scan_dataset
+
+    def noting(root, caption_ext, skip):  # type: ignore[no-untyped-def]
+        collecting.append(gc.isenabled())
+        return real(root, caption_ext, skip)
+
+    monkeypatch.setattr(scan_module, "_scan_dataset", noting)
+    assert gc.isenabled()
+    plan_run(ws, run_id, gpu="rtx-4090")
+    assert collecting == [False]
+    assert gc.isenabled()

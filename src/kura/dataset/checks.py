@@ -53,7 +53,7 @@ def media_problems(rel: str, facts: Mapping[str, Any]) -> list[Problem]:
             )
         ]
     found: list[Problem] = []
-    if (issue := color_mode_issue(dict(facts))) is not None:
+    if (issue := color_mode_issue(facts)) is not None:
         found.append(
             Problem(
                 rel,

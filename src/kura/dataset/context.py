@@ -11,7 +11,12 @@ from typing import Any
 from kura.dataset.buckets import BucketRule
 from kura.dataset.scan import Entry, Scan
 
-__all__ = ["Context"]
+__all__ = ["Context", "usable"]
+
+
+def usable(facts: dict[str, Any]) -> bool:
+    """Whether a picture's facts were read and give its size (:meth:`Context.good`)."""
+    return not facts.get("error") and isinstance(facts.get("width"), int)
 
 
 @dataclass
@@ -33,5 +38,4 @@ class Context:
         return os.path.relpath(entry.path, self.root)
 
     def good(self, entry: Entry) -> bool:
-        facts = self.of(entry)
-        return not facts.get("error") and isinstance(facts.get("width"), int)
+        return usable(self.facts[entry.path])

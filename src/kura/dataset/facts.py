@@ -71,21 +71,17 @@ def gather_facts(
     command already gathered are taken without asking the cache again."""
     total = len(jobs)
     results: dict[str, Facts] = {}
-    keys: dict[str, FileKey] = {}
-    for path, kind in jobs:
-        try:
-            keys[path] = _file_key(path)
-        except OSError as exc:
-            results[path] = _unreadable(kind, exc)
+    keys = _file_keys(jobs, results)
     cached = _known(keys.values(), cache)
     pending: list[tuple[str, str]] = []
+    hits: dict[FileKey, Facts] = {}
     for path, kind in jobs:
         key = keys.get(path)
         if key is None:
             continue
         hit = cached.get(key)
         if hit is not None and hit.get("kind") == kind:
-            results[path] = hit
+            results[path] = hits[key] = hit
         else:
             pending.append((path, kind))
     done = total - len(pending)
@@ -94,19 +90,28 @@ def gather_facts(
     fresh = _read_all(pending, done, total, progress)
     results.update(fresh)
     _store(cache, keys, fresh)
-    _remember(keys, results)
+    _remember(hits, keys, fresh)
     return results
 
 
-def _file_key(path: str) -> FileKey:
-    """The file's stat, once per look (see :mod:`kura.dataset.onelook`)."""
+def _file_keys(jobs: Sequence[tuple[str, str]], unreadable: dict[str, Facts]) -> dict[str, FileKey]:
+    """Each job's stat, once per look (see :mod:`kura.dataset.onelook`); a file that cannot
+    be stat'ed gets its unreadable facts in ``unreadable`` instead."""
     look = current_look()
-    if look is None:
-        return FileKey.of(path)
-    key = look.keys.get(path)
-    if key is None:
-        key = look.keys[path] = FileKey.of(path)
-    return key
+    known = look.keys if look is not None else {}
+    keys: dict[str, FileKey] = {}
+    for path, kind in jobs:
+        key = known.get(path)
+        if key is None:
+            try:
+                key = FileKey.of(path)
+            except OSError as exc:
+                unreadable[path] = _unreadable(kind, exc)
+                continue
+            if look is not None:
+                known[path] = key
+        keys[path] = key
+    return keys
 
 
 def _forget(keys: dict[str, FileKey]) -> None:
@@ -123,20 +128,34 @@ def _unopened(facts: Facts) -> bool:
 
 def _known(keys: Iterable[FileKey], cache: StatCache | None) -> dict[FileKey, Facts]:
     """Facts for the keys this command has already seen, then for the rest from ``cache``."""
-    keys = list(keys)
     look = current_look()
-    seen = {key: look.facts[key] for key in keys if key in look.facts} if look else {}
-    if cache is None:
+    if look is None:
+        return cache.get_many(keys) if cache is not None else {}
+    known = look.facts
+    seen: dict[FileKey, Facts] = {}
+    unseen: list[FileKey] = []
+    for key in keys:
+        facts = known.get(key)
+        if facts is None:
+            unseen.append(key)
+        else:
+            seen[key] = facts
+    if cache is None or not unseen:
         return seen
-    return {**cache.get_many(key for key in keys if key not in seen), **seen}
+    return {**cache.get_many(unseen), **seen}
 
 
-def _remember(keys: dict[str, FileKey], results: dict[str, Facts]) -> None:
+def _remember(
+    hits: dict[FileKey, Facts], keys: dict[str, FileKey], fresh: dict[str, Facts]
+) -> None:
+    """Keep in the look the facts taken from it or the cache (``hits``: a file that could
+    not be opened is never cached) and those just read of files that could be opened."""
     look = current_look()
     if look is None:
         return
     known = look.facts
-    for path, facts in results.items():
+    known.update(hits)
+    for path, facts in fresh.items():
         key = keys.get(path)
         if key is not None and key not in known and not _unopened(facts):
             known[key] = facts
@@ -160,7 +179,7 @@ def add_pixel_facts(
     facts.update(merged)
     _store(cache, keys, merged)
     _forget(keys)
-    _remember(keys, merged)
+    _remember({}, keys, merged)
 
 
 def _unreadable(kind: str, exc: OSError) -> Facts:

@@ -28,8 +28,9 @@ def problems(
     """Every problem: per file, caption pairing, unsupported and nested files, duplicate
     groups, likeness pairs and control pairing."""
     found: list[Problem] = []
+    known = ctx.facts
     for entry in ctx.scan.images:
-        found += media_problems(entry.rel, ctx.of(entry))
+        found += media_problems(entry.rel, known[entry.path])
     for entry in ctx.scan.videos:
         found += media_problems(entry.rel, ctx.of(entry))
         found += video_problems(entry.rel, ctx.of(entry))
@@ -37,7 +38,7 @@ def problems(
     media_stems = {e.stem for e in (*ctx.scan.images, *ctx.scan.videos)}
     for stem, entry in ctx.scan.captions.items():
         if stem in media_stems:
-            found += caption_problems(entry.rel, ctx.of(entry))
+            found += caption_problems(entry.rel, known[entry.path])
     for entry, reason in ctx.scan.unsupported:
         found.append(
             Problem(
@@ -76,6 +77,8 @@ def _mtimes(ctx: Context, groups: list[list[str]]) -> dict[str, float]:
 def _one_per_content(ctx: Context, pairs: list[Likeness]) -> list[Likeness]:
     """One likeness pair per pair of contents: a pair that only repeats another through an
     exact copy (which already gets a ``duplicate`` problem) is left out."""
+    if not pairs:
+        return []
     content = {e.rel: ctx.of(e).get("sha256") for e in ctx.scan.images}
     seen: set[tuple[str | None, str | None]] = set()
     kept = []

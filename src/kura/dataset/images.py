@@ -27,6 +27,7 @@ stored pixels are trained as they lie.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -193,7 +194,7 @@ def _has_transparency(image: Any, mode: str) -> bool:
     return bool(low < 255)
 
 
-def color_mode_issue(facts: dict[str, Any]) -> str | None:
+def color_mode_issue(facts: Mapping[str, Any]) -> str | None:
     """What Musubi will do wrong with this image's colours, or ``None`` when nothing."""
     mode = facts.get("mode")
     if mode == "CMYK":

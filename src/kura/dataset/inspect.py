@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -215,6 +216,7 @@ def _build(
     if recorded_trigger and recorded_trigger.lower() != "none":
         problems += trigger_problems(texts, recorded_trigger)
     task = intent.task_suggestion(ctx, pairing)
+    rows = _digest_rows(ctx)
     return Inspection(
         root=str(root),
         resolution=rule.resolution,
@@ -238,42 +240,55 @@ def _build(
         pairs=sections.pairs_section(ctx, pairing) if pairing is not None else None,
         task_suggestion=task,
         questions=tuple(intent.questions(ctx, texts, trigger, pairing, task)),
-        digest=_digest(ctx),
-        files={
-            os.fsencode(label).decode("utf-8", "backslashreplace"): sha
-            for label, sha, _ in _digest_rows(ctx)
-        },
+        digest=_digest(rows),
+        files={_printable(label): sha for label, sha, _ in rows},
     )
+
+
+def _printable(label: str) -> str:
+    """``label`` as text: a name that is not UTF-8 keeps its bytes escaped (``\\xff``)."""
+    return label if label.isascii() else os.fsencode(label).decode("utf-8", "backslashreplace")
 
 
 def _similar_media(
     ctx: Context, progress: Callable[[int, int], None]
 ) -> tuple[list[list[str]], list[Likeness]]:
-    """Exact-duplicate groups of media, and the likeness pairs among the images."""
-    media = [e for e in (*ctx.scan.images, *ctx.scan.videos) if ctx.of(e).get("sha256")]
-    media = [e for e in media if not ctx.of(e).get("error")]
-    digests = {e.rel: ctx.of(e)["sha256"] for e in media}
-    images = {e.path for e in ctx.scan.images}
-    pictures = [Picture.of(e.rel, e.path, ctx.of(e)) for e in media if e.path in images]
-    found = find_likenesses([p for p in pictures if p is not None], progress)
-    return exact_groups(digests), found
+    """Exact-duplicate groups of media, and the likeness pairs among the images (those
+    with hashes: a flat picture has none)."""
+    known = ctx.facts
+    digests: dict[str, str] = {}
+    pictures: list[Picture] = []
+    for entry in ctx.scan.images:
+        facts = known[entry.path]
+        if facts.get("sha256") and not facts.get("error"):
+            digests[entry.rel] = facts["sha256"]
+            if (picture := Picture.of(entry.rel, entry.path, facts)) is not None:
+                pictures.append(picture)
+    for entry in ctx.scan.videos:
+        facts = known[entry.path]
+        if facts.get("sha256") and not facts.get("error"):
+            digests[entry.rel] = facts["sha256"]
+    return exact_groups(digests), find_likenesses(pictures, progress)
 
 
-def _digest(ctx: Context) -> str:
+def _digest(rows: list[tuple[str, str, int]]) -> str:
     """sha256 over sorted (label, content sha256, size) of every media, caption and control
-    file; labels are paths relative to the dataset (``control/…`` for control files), so the
-    digest does not depend on where the folders live."""
+    file (``rows``, see :func:`_digest_rows`); labels are paths relative to the dataset
+    (``control/…`` for control files), so the digest does not depend on where the folders
+    live."""
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # fsencode
     lines = b"".join(
-        b"%s\0%s\0%d\n" % (os.fsencode(label), sha.encode(), size)
-        for label, sha, size in sorted(_digest_rows(ctx))
+        b"%s\0%s\0%d\n" % (label.encode(encoding, errors), sha.encode(), size)
+        for label, sha, size in sorted(rows)
     )
     return "sha256:" + hashlib.sha256(lines).hexdigest()
 
 
 def _digest_rows(ctx: Context) -> list[tuple[str, str, int]]:
     rows: list[tuple[str, str, int]] = []
+    known = ctx.facts
     for entry in (*ctx.scan.images, *ctx.scan.videos, *ctx.scan.captions.values()):
-        facts = ctx.of(entry)
+        facts = known[entry.path]
         rows.append((entry.rel, facts.get("sha256") or "unreadable", int(facts.get("bytes", 0))))
     if ctx.controls is not None:
         for entry in ctx.controls.images:

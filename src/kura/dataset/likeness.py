@@ -23,6 +23,7 @@ linearly to the other's, needs a slope within ``COLOUR_SLOPE`` of 1 and means wi
 
 from __future__ import annotations
 
+import struct
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -96,10 +97,20 @@ class Picture:
         likeness = facts.get("likeness") or {}
         if "hash" not in likeness:
             return None
-        more = likeness["more"]
-        hashes = [int(likeness["hash"], 16)]
-        hashes += [int(more[i : i + 16], 16) for i in range(0, len(more), 16)]
-        return cls(key, path, facts["sha256"], facts["width"], facts["height"], tuple(hashes))
+        hashes = (int(likeness["hash"], 16), *_hex_words(likeness["more"]))
+        return cls(key, path, facts["sha256"], facts["width"], facts["height"], hashes)
+
+
+def _hex_words(more: str) -> tuple[int, ...]:
+    """The 64-bit hashes written one after another as 16 hex digits each: one C call for
+    all 31 (a warm inspection reads them for every hashed image); any other text is cut
+    into 16-digit pieces as written."""
+    if len(more) % 16 == 0 and more.isascii() and more.isalnum():
+        try:
+            return struct.unpack(f">{len(more) // 16}Q", bytes.fromhex(more))
+        except ValueError:
+            pass  # not hex: int() below says so, as it always did
+    return tuple(int(more[i : i + 16], 16) for i in range(0, len(more), 16))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from kura.dataset.buckets import BucketRule
 from kura.dataset.captions import caption_stats
-from kura.dataset.context import Context
+from kura.dataset.context import Context, usable
 from kura.dataset.pairs import Pairing
 from kura.dataset.videos import frames_suit_targets, usable_frames
 
@@ -53,23 +53,25 @@ def formats(ctx: Context) -> dict[str, int]:
 
 def sizes(ctx: Context) -> dict[str, Any]:
     """Resolution distribution of the readable images and videos."""
+    known = ctx.facts
     sizes = [
-        (ctx.of(e)["width"], ctx.of(e)["height"])
-        for e in (*ctx.scan.images, *ctx.scan.videos)
-        if ctx.good(e)
+        (facts["width"], facts["height"])
+        for facts in (known[e.path] for e in (*ctx.scan.images, *ctx.scan.videos))
+        if usable(facts)
     ]
     if not sizes:
         return {"count": 0, "width": None, "height": None, "aspect": {}, "top_ratios": []}
     widths = [w for w, _ in sizes]
     heights = [h for _, h in sizes]
     area = ctx.rule.resolution[0] * ctx.rule.resolution[1]
+    each = Counter(sizes)  # a dataset has few distinct sizes: each is judged once
     return {
         "count": len(sizes),
         "width": _min_median_max(widths),
         "height": _min_median_max(heights),
-        "aspect": _aspect_ranges(sizes),
-        "top_ratios": _top_ratios(sizes),
-        "smaller_than_resolution": sum(1 for w, h in sizes if w * h < area),
+        "aspect": _aspect_ranges(each),
+        "top_ratios": _top_ratios(each),
+        "smaller_than_resolution": sum(n for (w, h), n in each.items() if w * h < area),
     }
 
 
@@ -77,31 +79,38 @@ def _min_median_max(values: list[int]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
-def _aspect_ranges(sizes: list[tuple[int, int]]) -> dict[str, int]:
+def _aspect_ranges(sizes: Counter[tuple[int, int]]) -> dict[str, int]:
     counts = dict.fromkeys((name for name, _, _ in ASPECT_RANGES), 0)
-    for w, h in sizes:
+    for (w, h), times in sizes.items():
         ratio = w / h
         for name, low, high in ASPECT_RANGES:
             if low <= ratio < high:
-                counts[name] += 1
+                counts[name] += times
                 break
     return counts
 
 
-def _top_ratios(sizes: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    ratios = Counter(f"{w // math.gcd(w, h)}:{h // math.gcd(w, h)}" for w, h in sizes)
+def _top_ratios(sizes: Counter[tuple[int, int]]) -> list[dict[str, Any]]:
+    """The five commonest reduced ratios; on a tie, the one met first in the folder (sizes
+    count in the order they were first met, so their ratios do too)."""
+    ratios: Counter[str] = Counter()
+    for (w, h), times in sizes.items():
+        ratios[f"{w // math.gcd(w, h)}:{h // math.gcd(w, h)}"] += times
     return [{"ratio": r, "count": n} for r, n in ratios.most_common(5)]
 
 
 def buckets(ctx: Context) -> list[dict[str, Any]]:
     """Per bucket: how many images land there, how many are upscaled or cropped and by how
-    much (``crop`` is the fraction of the scaled picture cut away)."""
+    much (``crop`` is the fraction of the scaled picture cut away).
+
+    Images of one size land alike, so each size is fitted once and counted as often as it
+    occurs (the maxima and the exactly rounded mean do not depend on the order)."""
+    known = ctx.facts
+    image_facts = (known[entry.path] for entry in ctx.scan.images)
+    sizes = Counter((f["width"], f["height"]) for f in image_facts if usable(f))
     rows: dict[tuple[int, int], dict[str, Any]] = {}
-    for entry in ctx.scan.images:
-        if not ctx.good(entry):
-            continue
-        facts = ctx.of(entry)
-        fit = ctx.rule.fit((facts["width"], facts["height"]))
+    for size, times in sizes.items():
+        fit = ctx.rule.fit(size)
         row = rows.setdefault(
             fit.bucket,
             {
@@ -115,12 +124,12 @@ def buckets(ctx: Context) -> list[dict[str, Any]]:
                 "crops": [],
             },
         )
-        row["count"] += 1
-        row["upscaled"] += fit.upscaled
-        row["cropped"] += fit.cropped
+        row["count"] += times
+        row["upscaled"] += times * fit.upscaled
+        row["cropped"] += times * fit.cropped
         row["max_upscale"] = round(max(row["max_upscale"], fit.scale), 3)
         row["max_crop_fraction"] = round(max(row["max_crop_fraction"], fit.crop_fraction), 4)
-        row["crops"].append(fit.crop_fraction)
+        row["crops"] += [fit.crop_fraction] * times
     for row in rows.values():
         row["mean_crop_fraction"] = round(statistics.fmean(row.pop("crops")), 4)
     return sorted(rows.values(), key=lambda r: (-r["count"], r["width"], r["height"]))
@@ -130,8 +139,9 @@ def caption_texts(ctx: Context) -> dict[str, str]:
     """Caption text per caption file that pairs with media and decodes."""
     stems = {e.stem for e in (*ctx.scan.images, *ctx.scan.videos)}
     texts: dict[str, str] = {}
+    known = ctx.facts
     for stem, entry in ctx.scan.captions.items():
-        text = ctx.of(entry).get("text")
+        text = known[entry.path].get("text")
         if stem in stems and isinstance(text, str):
             texts[entry.rel] = text
     return texts
@@ -139,16 +149,16 @@ def caption_texts(ctx: Context) -> dict[str, str]:
 
 def captions_section(ctx: Context, texts: dict[str, str]) -> dict[str, Any]:
     media_stems = {e.stem for e in (*ctx.scan.images, *ctx.scan.videos)}
-    encodings = Counter(ctx.of(e).get("encoding") for e in ctx.scan.captions.values())
+    known = ctx.facts
+    captions = [(e, known[e.path]) for e in ctx.scan.captions.values()]
+    encodings = Counter(facts.get("encoding") for _, facts in captions)
     return {
         "files": len(ctx.scan.captions),
         "missing": sum(
             1 for e in (*ctx.scan.images, *ctx.scan.videos) if e.stem not in ctx.scan.captions
         ),
         "empty": sum(
-            1
-            for e in ctx.scan.captions.values()
-            if ctx.of(e).get("text") == "" and e.stem in media_stems
+            1 for e, facts in captions if facts.get("text") == "" and e.stem in media_stems
         ),
         "non_utf8": encodings["latin-1"] + encodings["binary"] + encodings["unreadable"],
         "bom": encodings["utf-8-bom"],

@@ -151,6 +151,8 @@ def hash_candidates(scan: Scan, facts: Mapping[str, Mapping[str, Any]]) -> list[
     (``n log n``, whatever the sizes), where testing pairs of equal ratio was quadratic
     when all images share one size. Crops that change the aspect ratio are found only
     between hashed images (JPEGs, transparent PNGs and the PNGs chosen here)."""
+    if all("likeness" in facts[entry.path] for entry in scan.images):
+        return []  # only images lacking hashes are candidates (every one on a warm look)
     spans: list[tuple[float, float, str, bool]] = []
     for entry in scan.images:
         item = facts[entry.path]
