@@ -23,13 +23,18 @@ early_stop: {enabled: false}
 """
 
 
+def _approved_sweep(ws: Workspace, tmp_path: Path) -> str:
+    """A sweep of two trials over the base run, planned and approved."""
+    made = new_sweep(ws, base_run=base_run(ws), space=write_space(tmp_path, SPACE), trials=2)
+    plan_sweep(ws, made["sweep"], gpu="h100-pcie")
+    approve_sweep(ws, made["sweep"])
+    return str(made["sweep"])
+
+
 def test_a_worker_reads_no_run_yaml_round_trip(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = base_run(ws)
-    sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
-    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["sweep"])
+    sweep = _approved_sweep(ws, tmp_path)
     round_trip: list[str] = []
     real = yamlio.parse_yaml
 
@@ -38,7 +43,7 @@ def test_a_worker_reads_no_run_yaml_round_trip(
         return real(text, source=source)
 
     monkeypatch.setattr(yamlio, "parse_yaml", counted)
-    result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
+    result = run_worker(ws, sweep, gpu="h100-pcie", seed=1)
     assert len(result["trials"]) == 2
     assert [s for s in round_trip if s.endswith("run.yaml")] == [], round_trip
 
@@ -48,10 +53,7 @@ def test_a_worker_forks_every_trials_supervisor_from_one_warm_server(
 ) -> None:
     from kura.execution import supervisors
 
-    run = base_run(ws)
-    sweep = new_sweep(ws, base_run=run, space=write_space(tmp_path, SPACE), trials=2)
-    plan_sweep(ws, sweep["sweep"], gpu="h100-pcie")
-    approve_sweep(ws, sweep["sweep"])
+    sweep = _approved_sweep(ws, tmp_path)
     fresh: list[Path] = []
     forked: list[Path] = []
     real_fork = supervisors.ForkServer.start
@@ -62,7 +64,7 @@ def test_a_worker_forks_every_trials_supervisor_from_one_warm_server(
 
     monkeypatch.setattr(supervisors.FreshSupervisors, "start", lambda *a, **k: fresh.append(a[1]))
     monkeypatch.setattr(supervisors.ForkServer, "start", fork)
-    result = run_worker(ws, str(sweep["sweep"]), gpu="h100-pcie", seed=1)
+    result = run_worker(ws, sweep, gpu="h100-pcie", seed=1)
     assert [t["status"] for t in result["trials"]] == ["complete", "complete"]
     assert fresh == []
     assert [p.name for p in forked] == [t["run"] for t in result["trials"]]
