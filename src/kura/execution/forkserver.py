@@ -20,6 +20,8 @@ from kura.execution.supervisors import frame, read_message
 
 __all__ = ["serve"]
 
+_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+
 
 def serve(sock: socket.socket) -> None:
     """Answer launch requests until the launcher hangs up."""
@@ -51,7 +53,7 @@ def _fork_supervisor(sock: socket.socket, request: dict[str, object], fds: list[
     env = request["env"]
     if not isinstance(env, dict):
         raise ValueError("a request whose environment is not a mapping")
-    get_backend(backend)  # warm for this fork and every later one
+    get_backend(backend)  # one the warm-up did not know (a plugin named since): loaded once
     # opened here, so a folder that cannot take the log is the launcher's error, not a
     # supervisor dying unseen
     log = os.open(Path(run_dir) / "logs" / "supervisor.log", _LOG_FLAGS, 0o644)
@@ -74,9 +76,6 @@ def _fork_supervisor(sock: socket.socket, request: dict[str, object], fds: list[
         said = pipe.read()
     os.waitpid(middle, 0)
     return int(said)
-
-
-_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
 def _become_supervisor(  # pragma: no cover (runs in the forked supervisor)

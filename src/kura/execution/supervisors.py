@@ -4,8 +4,8 @@ A detached launch starts ``python -m kura.execution.supervisor`` (:class:`FreshS
 Python's start-up and the import of launch.json's schema cost 150 ms of CPU on a quiet
 2-core machine and several times that under load, before the run's first step. A process
 that launches many runs in a row (a sweep worker starts one run per trial) can start a
-:class:`ForkServer` once instead: a small process that imported the supervisor (and each
-backend it was asked for) and forks it for every launch.
+:class:`ForkServer` once instead: a small process that imported the supervisor (and what
+it loads on its way through a run, every backend among it) and forks it for every launch.
 
 A forked supervisor is the same program started the same way: its own session, stdin from
 ``/dev/null``, stdout and stderr appended to ``logs/supervisor.log``, the run folder as its

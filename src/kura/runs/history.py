@@ -124,7 +124,7 @@ def _kept_attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun
     """:func:`_attempts` of a finished run, kept in this process while the files it reads
     keep their stat stamps: a sweep worker plans every trial against every earlier trial,
     and a finished run's evidence changes only when one of them is written again."""
-    from kura.execution.state import TERMINAL, read_state_file
+    from kura.execution.state import TERMINAL
 
     run_dir = workspace.run_dir(run_id)
     stamps = _stamps(run_dir)
@@ -133,7 +133,8 @@ def _kept_attempts(workspace: Workspace, run_id: str, base: str) -> list[PastRun
     if kept is not None and kept[0] == stamps:
         return kept[1]
     found = _attempts(workspace, run_id, base)
-    if read_state_file(run_dir / "state.json").status in TERMINAL:
+    # none found: another model's run (its approval says so); else the last is its state now
+    if not found or found[-1].status in TERMINAL:
         _KEPT[key] = (stamps, found)
     return found
 
