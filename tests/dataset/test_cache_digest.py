@@ -111,6 +111,32 @@ def test_stat_cache_row_is_stale_after_change(tmp_path: Path) -> None:
         assert cache.get_many([FileKey.of(target)]) == {}
 
 
+def test_a_cache_opened_while_another_connection_writes_waits_instead_of_failing(
+    tmp_path: Path,
+) -> None:
+    """SQLite refuses a switch to WAL at once (no busy timeout) while another connection of a
+    rollback-journal file holds a write lock: two first inspections at the same moment hit
+    exactly this, and one failed with "database is locked" (CI, two parallel dataset adds)."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "facts.sqlite3"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE other (a)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.3, lambda: writer.execute("COMMIT"))
+    release.start()
+    try:
+        with StatCache.open(path) as cache:
+            assert cache.get_many([]) == {}
+    finally:
+        release.join()
+        writer.close()
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
 def test_a_cache_on_a_read_only_or_full_disk_is_not_called_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -95,6 +96,32 @@ def cache_error(target: Path, exc: OSError | sqlite3.Error) -> KuraError:
     )
 
 
+BUSY_TIMEOUT_S = 30.0
+
+
+def _use_write_ahead_log(connection: sqlite3.Connection) -> None:
+    """Put the cache in WAL mode (a setting kept in the file), waiting out a concurrent opener.
+
+    SQLite answers a journal-mode switch that meets another connection with "database is
+    locked" at once, without its busy timeout, so two first inspections at the same moment
+    (two ``dataset add`` in parallel) would fail; the switch is retried until the other
+    opener has made the file WAL, which this connection then sees."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.005
+    while True:
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+        if str(mode).lower() == "wal":
+            return
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
 class StatCache:
     """Per-file facts keyed by :class:`FileKey`. Use :meth:`open` and a ``with`` block."""
 
@@ -110,8 +137,8 @@ class StatCache:
         target = Path(path) if path is not None else cache_dir() / DEFAULT_NAME
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(target, timeout=30.0)
-            connection.execute("PRAGMA journal_mode=WAL")
+            connection = sqlite3.connect(target, timeout=BUSY_TIMEOUT_S)
+            _use_write_ahead_log(connection)
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {TABLE} (path BLOB PRIMARY KEY, size INTEGER NOT NULL,"
