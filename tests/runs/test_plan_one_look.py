@@ -117,3 +117,27 @@ def test_a_plan_inspects_with_the_collector_paused_and_resumes_it(
     plan_run(ws, run_id, gpu="rtx-4090")
     assert collecting == [False]
     assert gc.isenabled()
+
+
+def _planned(ws: Workspace) -> str:
+    run_id = create_run(
+        ws,
+        datasets=["myaku"],
+        base="flux2-klein-base-4b",
+        sets=["execution.executor=host"],
+        now=datetime(2026, 11, 30, 7, 0),
+    ).run_id
+    plan_run(ws, run_id, gpu="rtx-4090")
+    return run_id
+
+
+def test_an_approval_lists_the_folder_once_for_its_check_and_its_compile(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kura.runs.approval import approve_run
+
+    run_id = _planned(ws)
+    listed = _listings(monkeypatch)
+    approve_run(ws, run_id)
+    assert listed == [_media(ws)]
+    assert current_look() is None

@@ -109,3 +109,39 @@ def test_relaunch_reads_run_yaml_and_the_dataset_once_under_one_lock(
     # One read; the contingency's write goes through a temporary file renamed onto run.yaml.
     assert (opened["run.yaml"], opened["dataset.yaml"]) == (1, 1), opened
     assert lock_holds["flock"] == 1
+
+
+def test_relaunch_lists_the_dataset_folder_once_for_its_gates_compile_and_approval(
+    host_ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate, the recompile after the contingency, the re-approval and the second gate
+    see one look at the folder (each asked it again before)."""
+    from kura.dataset import scan as scan_module
+    from kura.dataset.onelook import current_look
+
+    run_id = _approved(host_ws)
+    checkout = Path(host_ws.config().executor.musubi_checkout or "")
+    set_mode(checkout, "oom")
+    assert launch_run(host_ws, run_id, detach=False).state.status == "failed"
+    set_mode(checkout, "ok")
+    listed: list[Path] = []
+    looks_while_training: list[object] = []
+    real_scan = scan_module._scan_dataset
+
+    def counting(root, caption_ext, skip):  # type: ignore[no-untyped-def]
+        listed.append(Path(root))
+        return real_scan(root, caption_ext, skip)
+
+    from kura.runs import launching
+
+    real_start = launching._start
+
+    def noting(ready, **options):  # type: ignore[no-untyped-def]
+        looks_while_training.append(current_look())
+        return real_start(ready, **options)
+
+    monkeypatch.setattr(scan_module, "_scan_dataset", counting)
+    monkeypatch.setattr(launching, "_start", noting)
+    assert relaunch_run(host_ws, run_id, detach=False).state.status == "succeeded"
+    assert len(listed) == 1, listed
+    assert looks_while_training == [None], "the look ends before the executor starts"

@@ -145,9 +145,12 @@ def approve_run(
     consumes it.
 
     Runs under one hold of the workspace lock, on one snapshot of run.yaml and its datasets:
-    the run.yaml approved is the one whose digest plan.json records, and the one compiled.
+    the run.yaml approved is the one whose digest plan.json records, and the one compiled;
+    and one look at its dataset folders (the re-check and the compile see the same files).
     """
-    with workspace.lock():
+    from kura.dataset.onelook import one_look
+
+    with workspace.lock(), one_look():
         found = snapshot or take_snapshot(workspace, run_id)
         return _approve(workspace, found, via, accept_risk)
 

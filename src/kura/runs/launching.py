@@ -12,7 +12,8 @@ earlier one: its logs and outputs move to ``attempts/<n>/`` first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -119,12 +120,23 @@ def launch_run(
     once), the gate on it and the launch spec made from it; the executor starts after it is
     released (a foreground run does not hold every other command for its whole length).
     ``supervisors`` starts the run's supervisor (a sweep worker passes its fork server)."""
-    with workspace.lock():
+    with _one_view(workspace):
         snapshot = take_snapshot(workspace, run_id)
         check_gate(workspace, run_id, snapshot)
         _refuse_ran_before(workspace, run_id)
         ready = _ready(workspace, snapshot, skip=skip or [], extra_train=extra_train)
     return _start(ready, detach=detach, supervisors=supervisors)
+
+
+@contextmanager
+def _one_view(workspace: Workspace) -> Iterator[None]:
+    """The workspace lock and one look at the dataset folders (:mod:`kura.dataset.onelook`):
+    the gate, a recompile and the launch spec see the same files, each folder listed once.
+    Both end before the executor starts."""
+    from kura.dataset.onelook import one_look
+
+    with workspace.lock(), one_look():
+        yield
 
 
 @dataclass(frozen=True)
@@ -224,7 +236,7 @@ def relaunch_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> L
     One hold of the workspace lock and one snapshot from the gate to the launch spec:
     run.yaml is read once, written once (the contingency), and every later stage (compile,
     plan.json's record, the approval, the gate again) takes the snapshot of the text written."""
-    with workspace.lock():
+    with _one_view(workspace):
         snapshot = take_snapshot(workspace, run_id)
         record = check_gate(workspace, run_id, snapshot)
         run_dir = workspace.run_dir(run_id)
@@ -307,7 +319,7 @@ def resume_run(workspace: Workspace, run_id: str, *, detach: bool = True) -> Lau
     """Continue training from the newest state the trainer saved (outputs stay in place:
     the trainer continues them; the earlier attempt's logs move to ``attempts/<n>/``).
     Under one hold of the lock, on one snapshot, as :func:`launch_run`."""
-    with workspace.lock():
+    with _one_view(workspace):
         snapshot = take_snapshot(workspace, run_id)
         check_gate(workspace, run_id, snapshot)
         state = _ran_state(workspace, run_id, "resume")
