@@ -14,12 +14,15 @@ from kura.execution.guard import GUARD_FILE, Guard, write_guard
 from kura.execution.launch_spec import Step
 
 
-def _guard(run_dir: Path, code: str, grace: float = 10.0) -> None:
+def _guard(run_dir: Path, code: str, grace: float = 10.0, start_after: float = 0.0) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_guard(
-        run_dir,
-        Guard(argv=[sys.executable, "-c", code], owner="the test", stop_grace_seconds=grace),
+    guard = Guard(
+        argv=[sys.executable, "-c", code],
+        owner="the test",
+        stop_grace_seconds=grace,
+        start_after_seconds=start_after,
     )
+    write_guard(run_dir, guard)
 
 
 def test_the_guards_verdict_stops_a_running_step_and_ends_the_run_cancelled(
@@ -84,3 +87,27 @@ def test_a_silent_guard_lets_the_run_succeed_and_ends_with_it(tmp_path: Path) ->
     guard_pid = int(pidfile.read_text())
     wait_until(lambda: pid_gone(guard_pid), timeout=10)
     assert read_state(spec.run_dir).status == "succeeded"
+
+
+def test_a_delayed_guard_starts_while_the_step_runs_and_its_verdict_stops_it(
+    tmp_path: Path,
+) -> None:
+    spec = make_spec(tmp_path, "slow")
+    _guard(spec.run_dir, "print('the lease ran out')", start_after=1.0)
+    state = launch(spec, foreground=True)
+    assert state.status == "cancelled"
+    assert state.message == "stopped by its guard: the lease ran out"
+    assert state.step("train").status == "cancelled"
+
+
+def test_a_run_that_ends_before_its_guards_delay_never_starts_the_guard(
+    tmp_path: Path,
+) -> None:
+    spec = make_spec(tmp_path)
+    started_file = tmp_path / "guard-started"
+    _guard(spec.run_dir, f"open({str(started_file)!r}, 'w')", start_after=30.0)
+    began = time.monotonic()
+    state = launch(spec, foreground=True)
+    assert time.monotonic() - began < 25  # the run ends without waiting out the delay
+    assert state.status == "succeeded"
+    assert not started_file.exists()

@@ -4,6 +4,7 @@ out, and the trial's record ends `lost`; no reaper on the same host is needed.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -78,7 +79,8 @@ def test_a_worker_killed_mid_trial_has_its_trainer_stopped_and_its_trial_ended(
             return path.exists() and read_state(run_dir).status == "training"
 
         _wait(training, 60)
-        assert (run_dir / "guard.json").is_file()
+        guard = json.loads((run_dir / "guard.json").read_text())
+        assert guard["start_after_seconds"] == LEASE_SECONDS / 3
         trainer = read_state(run_dir).pid
         assert trainer is not None and _alive(trainer)
 

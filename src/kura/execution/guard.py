@@ -2,7 +2,8 @@
 
 Whoever owns a run from outside (a sweep worker, which holds a lease on the trial the run
 carries out) may write ``runs/<id>/guard.json`` before the launch: an argv the supervisor
-starts beside the steps, in its own session, for as long as it runs steps. The guard
+starts beside the steps (at once, or ``start_after_seconds`` after they begin; a run that
+ends sooner never starts it), in its own session, for as long as it runs steps. The guard
 decides from the outside world (a lease in a study on another machine) whether the run may
 go on. Its protocol:
 
@@ -58,6 +59,12 @@ class Guard(BaseModel):
     argv: list[str] = Field(min_length=1)
     owner: str = Field(description="Who wrote it, as a person reads it (e.g. `sweep s1 trial 3`).")
     stop_grace_seconds: float = Field(STOP_GRACE_SECONDS, gt=0)
+    start_after_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="How long after the steps begin the guard starts: a guard with nothing "
+        "to say before then (a lease just taken) costs a run that ends sooner nothing.",
+    )
 
 
 def write_guard(run_dir: Path, guard: Guard) -> Path:
@@ -90,26 +97,55 @@ def remove_guard(run_dir: Path) -> None:
 
 
 class GuardWatch:
-    """The guard process and the thread that waits for its verdict."""
+    """The guard process (started ``start_after_seconds`` in) and the thread that waits for
+    its verdict."""
 
     def __init__(self, guard: Guard, on_verdict: Callable[[str], None], log: Path) -> None:
         self.guard = guard
         self._on_verdict = on_verdict
         self._log = log
         self._stopping = threading.Event()
+        self._starting = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
-        self._thread = threading.Thread(target=self._wait, name="kura-guard", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="kura-guard", daemon=True)
 
     def start(self) -> None:
-        with open(self._log, "ab") as log, open(os.devnull, "rb") as devnull:
-            self._process = subprocess.Popen(
-                self.guard.argv,
-                stdin=devnull,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
+        """Start the guard now, or after its delay from a thread (a run that ends first
+        never starts it)."""
+        if self.guard.start_after_seconds <= 0:
+            self._spawn()
         self._thread.start()
+
+    def _spawn(self) -> bool:
+        with self._starting:
+            if self._stopping.is_set():
+                return False
+            with open(self._log, "ab") as log, open(os.devnull, "rb") as devnull:
+                self._process = subprocess.Popen(
+                    self.guard.argv,
+                    stdin=devnull,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            return True
+
+    def _run(self) -> None:
+        if self._process is None:
+            if self._stopping.wait(self.guard.start_after_seconds):
+                return
+            try:
+                started = self._spawn()
+            except OSError as exc:
+                self._on_verdict(
+                    f"the run's guard ({self.guard.owner}) could not start "
+                    f"({type(exc).__name__}: {exc}); stopped, since nothing can vouch for "
+                    "the run any more"
+                )
+                return
+            if not started:
+                return
+        self._wait()
 
     def _wait(self) -> None:
         process = self._process
@@ -130,7 +166,8 @@ class GuardWatch:
 
     def stop(self) -> None:
         """The run is over: end the guard (it has nothing left to watch)."""
-        self._stopping.set()
+        with self._starting:
+            self._stopping.set()
         if self._process is not None and self._process.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._process.pid, signal.SIGTERM)

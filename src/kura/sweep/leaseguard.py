@@ -5,9 +5,11 @@ a worker killed with SIGKILL renews nothing and follows nothing, and before this
 trainer kept training after the trial was re-queued (two trainers on one GPU, the old trial
 ``running`` for ever). So the worker hands the run a guard (:mod:`kura.execution.guard`):
 ``python -m kura.sweep.leaseguard …``, which the run's own supervisor starts beside the
-steps, on whatever machine the run is. Every third of a lease (the first time a third of a
-lease after the start, so a short trial never loads the study's code) it reads the trial in
-the study (the same storage every worker reaches) and gives its verdict when
+steps, on whatever machine the run is. The supervisor starts it a third of a lease after
+the steps begin (:func:`guard_for`: the worker took the lease just before the launch, so a
+trial shorter than that never starts a guard, which on a small GPU competed with the trainer
+for the CPU); from then on, at once and every third of a lease, it reads the trial in the
+study (the same storage every worker reaches) and gives its verdict when
 
 - the trial is no longer RUNNING there (a reaper failed it and re-queued its parameters), or
 - its lease ran out (``kura.lease_until`` is past: the worker stopped renewing it, whether or
@@ -29,11 +31,22 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kura.sweep.lease import LEASE_KEY
 
-__all__ = ["STORAGE_ENV", "LeaseTarget", "guard_argv", "lease_verdict", "main"]
+if TYPE_CHECKING:
+    from kura.execution.guard import Guard
+
+__all__ = [
+    "STORAGE_ENV",
+    "LeaseTarget",
+    "guard_argv",
+    "guard_for",
+    "lease_verdict",
+    "look_interval",
+    "main",
+]
 
 STORAGE_ENV = "KURA_SWEEP_STORAGE_URL"
 
@@ -49,6 +62,23 @@ class LeaseTarget:
     storage: str
     """The storage URL without its password (as sweep.json keeps it)."""
     lease_seconds: float
+
+
+def look_interval(lease_seconds: float) -> float:
+    """Seconds between two looks at the trial: a third of a lease (a renewal missed twice
+    still leaves a look before the lease ends)."""
+    return max(lease_seconds / 3, 0.1)
+
+
+def guard_for(target: LeaseTarget, owner: str) -> Guard:
+    """The run's guard on ``target``'s lease, started one look interval after the steps."""
+    from kura.execution.guard import Guard
+
+    return Guard(
+        argv=guard_argv(target),
+        owner=owner,
+        start_after_seconds=look_interval(target.lease_seconds),
+    )
 
 
 def guard_argv(target: LeaseTarget) -> list[str]:
@@ -97,18 +127,14 @@ def _storage_url(redacted: str) -> str:
 
 
 def watch(target: LeaseTarget) -> str | None:
-    """Block until the run must stop; the reason, or None when the supervisor went away.
-    Nothing of the study (nor of Kura's models) is loaded before the first look."""
+    """Look now and every third of a lease until the run must stop; the reason, or None when
+    the supervisor went away. The supervisor starts it a look interval after the steps
+    (:func:`guard_for`), so the first look is already a third of a lease after the launch."""
     parent = os.getppid()
-    every = max(target.lease_seconds / 3, 0.1)
+    every = look_interval(target.lease_seconds)
     storage: Any = None
     failing_since: float | None = None
     while os.getppid() == parent:
-        # The first look waits one interval too: the worker took the lease just before the
-        # launch, and a trial shorter than that never pays for opening the study.
-        time.sleep(every)
-        if os.getppid() != parent:
-            break
         now = time.time()
         try:
             storage = storage or _open_storage(target)
@@ -126,6 +152,7 @@ def watch(target: LeaseTarget) -> str | None:
             verdict = None
         if verdict is not None:
             return verdict
+        time.sleep(every)
     return None
 
 

@@ -430,8 +430,8 @@ class _Worker:
     def _guard(self, trial: Any, run_id: str) -> None:
         """Hand the trial's run a guard on this trial's lease: if this worker dies, the
         run's own supervisor stops the trainer when the lease runs out (wherever it runs)."""
-        from kura.execution.guard import Guard, write_guard
-        from kura.sweep.leaseguard import STORAGE_ENV, LeaseTarget, guard_argv
+        from kura.execution.guard import write_guard
+        from kura.sweep.leaseguard import STORAGE_ENV, LeaseTarget, guard_for
         from kura.sweep.storage import redact
 
         redacted = redact(self.storage_url)
@@ -447,7 +447,7 @@ class _Worker:
             lease_seconds=self.lease_seconds,
         )
         owner = f"sweep {self.sweep.id} trial {trial.number}, lease of {self.worker}"
-        write_guard(self.workspace.run_dir(run_id), Guard(argv=guard_argv(target), owner=owner))
+        write_guard(self.workspace.run_dir(run_id), guard_for(target, owner))
 
     _cache_note: CacheNote | None = None
 
