@@ -1,11 +1,12 @@
-"""Shared fixtures: an isolated cache dir and a pinned id clock for every test, and a CLI
-runner."""
+"""Shared fixtures: an isolated cache dir (seeded with the stand-in digests the session has
+computed) and a pinned id clock for every test, and a CLI runner."""
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,13 +17,45 @@ import pytest
 from kura.cli.main import main
 
 
+@pytest.fixture(scope="session")
+def _standin_digests(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in digests learned by any test of this session (see :func:`_isolated_cache`)."""
+    from kura.models.standins import DIGEST_MEMO
+
+    return tmp_path_factory.mktemp("standin-digests") / DIGEST_MEMO
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KURA_CACHE_DIR", str(tmp_path_factory.mktemp("kura-cache")))
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _standin_digests: Path,
+) -> Iterator[None]:
+    """Each test gets an empty cache folder, except for the stand-in files' digests: each is
+    the sha256 of gigabytes of zeros (seconds to compute, the same in every test), so the
+    folder starts with those the session has learned and gives back those it learned."""
+    from kura.models.standins import DIGEST_MEMO
+
+    cache = tmp_path_factory.mktemp("kura-cache")
+    if _standin_digests.is_file():
+        shutil.copyfile(_standin_digests, cache / DIGEST_MEMO)
+    monkeypatch.setenv("KURA_CACHE_DIR", str(cache))
     monkeypatch.delenv("KURA_WORKSPACE", raising=False)
     monkeypatch.delenv("KURA_DEBUG", raising=False)
+    yield
+    _keep_digests(cache / DIGEST_MEMO, _standin_digests)
+
+
+def _keep_digests(learned: Path, kept: Path) -> None:
+    try:
+        new = json.loads(learned.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the test wrote none, or damaged its copy on purpose
+    if not isinstance(new, dict):
+        return
+    old = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+    if new.keys() - old.keys():
+        kept.write_text(json.dumps({**old, **new}, sort_keys=True), encoding="utf-8")
 
 
 PINNED_NOW = datetime(2026, 12, 1, 12, 0)

@@ -24,7 +24,11 @@ from pathlib import Path
 from kura.models.bundles import Bundle
 from kura.models.layouts import component_fixture, header_bytes, write_sparse_safetensors
 
-__all__ = ["install_bundle_in_hub_cache", "standin_digest"]
+__all__ = ["DIGEST_MEMO", "install_bundle_in_hub_cache", "standin_digest"]
+
+DIGEST_MEMO = "standin-digests.json"
+"""The file under :func:`kura.constants.cache_dir` that keeps each stand-in's digest: a
+stand-in is named by the sha256 of its whole sparse file, gigabytes of zeros to hash."""
 
 _SHARD_RE = re.compile(r"^(?P<stem>.*-)(?P<index>\d{5})-of-(?P<count>\d{5})(?P<ext>\.safetensors)$")
 _COMMIT = "0" * 40
@@ -83,7 +87,7 @@ def _hash_with_zeros(prefix: bytes, zeros: int) -> str:
 def _memo_path() -> Path:
     from kura.constants import cache_dir
 
-    return cache_dir() / "standin-digests.json"
+    return cache_dir() / DIGEST_MEMO
 
 
 def _known_digests() -> dict[str, str]:
