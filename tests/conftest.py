@@ -50,7 +50,7 @@ def _keep_digests(learned: Path, kept: Path) -> None:
     try:
         new = json.loads(learned.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return  # the test wrote none, or damaged its copy on purpose
+        return  # the test wrote none, or left its copy unreadable
     if not isinstance(new, dict):
         return
     old = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
