@@ -195,6 +195,8 @@ SEAM_MAY_REACH = (
     "kura.bounded",
     "kura.constants",
     "kura.yamlio",
+    "kura.plainyaml",
+    "kura.yamlrules",
     "kura.schema",
     "kura.models",
     "kura.backends.names",

@@ -17,6 +17,7 @@ import pytest
 
 import kura.execution.state as state_module
 import kura.models.bundles as bundles
+import kura.plainyaml as plainyaml
 import kura.runs.summaries as summaries
 import kura.yamlio as yamlio
 from kura.execution.procutil import process_start_ticks
@@ -40,7 +41,7 @@ def _runs(ws: Workspace, count: int) -> list[str]:
 def parses(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often each YAML reader parsed a document."""
     counts = {"plain": 0, "round-trip": 0}
-    plain, round_trip = yamlio.parse_plain_yaml, yamlio.parse_yaml
+    plain, round_trip = plainyaml.parse_plain_yaml, yamlio.parse_yaml
 
     def counted_plain(text: str, *, source: str) -> dict[str, object]:
         counts["plain"] += 1
@@ -50,7 +51,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         counts["round-trip"] += 1
         return round_trip(text, source=source)
 
-    monkeypatch.setattr(yamlio, "parse_plain_yaml", counted_plain)
+    monkeypatch.setattr(plainyaml, "parse_plain_yaml", counted_plain)
     monkeypatch.setattr(yamlio, "parse_yaml", counted_round_trip)
     return counts
 

@@ -32,10 +32,10 @@ def _last_val_loss(metrics: Path) -> tuple[int, float]:
 def test_a_kohakumoss_sweep_scores_real_trials_by_their_held_out_loss(
     moss_sweep_run: tuple[Workspace, str], tmp_path: Path
 ) -> None:
+    from kura.plainyaml import read_yaml
     from kura.sweep.envelope import approve_sweep, plan_sweep
     from kura.sweep.new import new_sweep
     from kura.sweep.worker import run_worker
-    from kura.yamlio import read_yaml
 
     workspace, run_id = moss_sweep_run
     keys = get_backend("kohakumoss").search_keys("moss_image")

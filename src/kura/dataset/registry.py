@@ -271,7 +271,8 @@ class DatasetSnapshot:
 def read_dataset_snapshot(workspace: Workspace, name: str) -> DatasetSnapshot:
     """dataset.yaml and inspection.json of ``name``, each opened once."""
     from kura.bounded import decode_utf8, read_limited
-    from kura.yamlio import MAX_YAML_BYTES, parse_plain_yaml
+    from kura.plainyaml import parse_plain_yaml
+    from kura.yamlio import MAX_YAML_BYTES
 
     path = _existing_spec(workspace, name)
     text = decode_utf8(read_limited(path, limit=MAX_YAML_BYTES, what="YAML file"), path)

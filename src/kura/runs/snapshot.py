@@ -53,7 +53,7 @@ class RunSnapshot:
 
     def data(self) -> dict[str, Any]:
         """run.yaml as plain data (the read-only loader), for a stage that only checks it."""
-        from kura.yamlio import parse_plain_yaml
+        from kura.plainyaml import parse_plain_yaml
 
         return parse_plain_yaml(self.text, source=self.source)
 
@@ -91,9 +91,9 @@ def text_digest(text: str) -> str:
 
 
 def _parse_run(text: str, run_id: str, source: str) -> RunSpec:
+    from kura.plainyaml import parse_plain_yaml
     from kura.schema.base import validate_spec
     from kura.schema.run import RunSpec
-    from kura.yamlio import parse_plain_yaml
 
     spec = validate_spec(RunSpec, parse_plain_yaml(text, source=source), source=source)
     check_run_id(spec, run_id, source)

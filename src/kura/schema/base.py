@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kura.errors import SpecError, UsageError
-from kura.yamlio import load_yaml, parse_yaml, read_yaml
+from kura.plainyaml import read_yaml
 
 __all__ = [
     "StrictModel",
@@ -49,6 +49,8 @@ def validate_spec(model: type[M], data: Any, *, source: Path | str) -> M:
 
 def load_spec(model: type[M], path: Path) -> tuple[M, Any]:
     """Read a spec file; return the validated model and the round-trip document."""
+    from kura.yamlio import load_yaml  # the round-trip parser: only a writer needs it
+
     document = load_yaml(path)
     return validate_spec(model, document, source=path), document
 
@@ -134,6 +136,8 @@ def parse_value(raw: str) -> Any:
     """Read the right-hand side of ``key=value`` as a YAML scalar or flow value."""
     if raw == "":
         return None
+    from kura.yamlio import parse_yaml
+
     parsed = parse_yaml(f"v: {raw}", source="--set value").get("v")
     return plain(parsed)
 

@@ -7,6 +7,7 @@ and ``dataclasses.asdict`` gives the document. Written and read only by
 
 from __future__ import annotations
 
+import functools
 from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -122,6 +123,7 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@functools.cache
 def state_adapter() -> TypeAdapter[RunState]:
-    """Validation and JSON Schema of state.json."""
+    """Validation and JSON Schema of state.json (built once: a run list reads hundreds)."""
     return TypeAdapter(RunState)

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from kura.errors import SpecError
+from kura.plainyaml import read_yaml
 from kura.schema.base import StrictModel, validate_spec
-from kura.yamlio import read_yaml
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution

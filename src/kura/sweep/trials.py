@@ -16,13 +16,14 @@ from typing import Any
 
 from kura.errors import CheckFailed
 from kura.fsutil import atomic_write_text
+from kura.plainyaml import read_yaml
 from kura.runs.diffs import diff_values
 from kura.runs.store import read_run, run_file
 from kura.schema.base import plain, set_dotted, validate_spec
 from kura.schema.run import RunSpec
 from kura.sweep.records import SweepRecord
 from kura.workspace import Workspace
-from kura.yamlio import dump_yaml, read_yaml
+from kura.yamlio import dump_yaml
 
 __all__ = [
     "allowed_changes",

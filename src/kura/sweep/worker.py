@@ -152,8 +152,8 @@ class _Worker:
     def _base_document(self) -> dict[str, Any]:
         """The base run's run.yaml, read again for every trial right after the approval
         check that bound its digest: a trial is made from the approved bytes."""
+        from kura.plainyaml import read_yaml
         from kura.runs.store import read_run, run_file
-        from kura.yamlio import read_yaml
 
         read_run(self.workspace, self.sweep.base_run)  # validated, as a trial's run must be
         return read_yaml(run_file(self.workspace, self.sweep.base_run))

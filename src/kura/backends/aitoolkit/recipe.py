@@ -33,7 +33,7 @@ def _section(process: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 def aitk_recipe(spec: RunSpec, inputs: PlanInputs, compiled_dir: Path) -> TrainerRecipe:
     from kura.backends.aitoolkit.archs import model_for
     from kura.backends.aitoolkit.compile import JOB_FILE
-    from kura.yamlio import read_yaml
+    from kura.plainyaml import read_yaml
 
     path = compiled_dir / JOB_FILE
     job = read_yaml(path)
