@@ -4,7 +4,8 @@ The first listing reads every run.yaml (and keeps what it shows in the user cach
 ones after it read only what changed. References, measured in the same run: `kura --json
 gpus` (Kura's start-up with a command that reads no run) and the workspace's files read raw
 (every run.yaml and state.json, bytes only, in one process: the floor of touching each run
-once). Target: < 0.5 s CPU at 500 runs.
+once). It also prints what one run.yaml costs to parse (see ``PARSE``), most of a first
+listing. Target: < 0.5 s CPU at 500 runs.
 
     .venv/bin/python bench/run_list.py [--runs 50,500] [--repeats 3] [--dir DIR]
 """
@@ -24,6 +25,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from many_runs import SRC, build_many_runs
+
+PARSE = (
+    "import sys, time, pathlib, yaml\n"
+    "from kura import plainyaml\n"
+    "texts = [p.read_text() for p in sorted(pathlib.Path(sys.argv[1]).glob('*/run.yaml'))]\n"
+    "def per_file(read):\n"
+    "    started = time.process_time()\n"
+    "    for text in texts: read(text)\n"
+    "    return (time.process_time() - started) / len(texts) * 1000\n"
+    "quick = per_file(plainyaml.quick_build)\n"
+    "full = per_file(lambda t: plainyaml.full_load(t, source='run.yaml'))\n"
+    "c_loader = per_file(lambda t: yaml.load(t, Loader=yaml.CSafeLoader))\n"
+    "print(f'{quick:.2f} {full:.2f} {c_loader:.2f}')\n"
+)
+"""Milliseconds of CPU a run.yaml takes to parse: Kura's quick path (plain data built from
+libyaml's events), its full path (PyYAML's composer and constructor over the same events,
+with Kura's refusals) and, as the reference, PyYAML's own C loader (no refusals, YAML 1.1)."""
 
 RAW_READ = (
     "import sys, pathlib\n"
@@ -70,6 +88,15 @@ def main() -> None:
             line("reference: kura --json gpus", measure([*kura, "gpus"], ws, args.repeats))
             raw = [sys.executable, "-c", RAW_READ, str(ws / "runs")]
             line("reference: raw read of each run's files", measure(raw, ws, args.repeats))
+            parse = [sys.executable, "-c", PARSE, str(ws / "runs")]
+            env = {**os.environ, "PYTHONPATH": str(SRC)}
+            quick, full, c_loader = subprocess.run(
+                parse, check=True, capture_output=True, text=True, env=env
+            ).stdout.split()
+            print(
+                f"  parse one run.yaml: quick path {quick} ms, full path {full} ms;"
+                f" reference: PyYAML's C loader {c_loader} ms (CPU)"
+            )
         finally:
             many.stop()
             shutil.rmtree(folder, ignore_errors=True)
