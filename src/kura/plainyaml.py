@@ -30,8 +30,17 @@ from kura.bounded import (
     read_limited,
     too_deep,
 )
-from kura.errors import InvalidInput
-from kura.yamlrules import NUMBER_TAGS, alias_refused, check_depth, check_scalar
+from kura.yamlrules import (
+    NUMBER_TAGS,
+    alias_refused,
+    check_depth,
+    check_scalar,
+    encodable,
+    event_line,
+    mapping_root,
+    not_unicode,
+    not_yaml,
+)
 
 __all__ = ["parse_plain_yaml", "read_yaml"]
 
@@ -69,15 +78,7 @@ def _parse(text: str, *, source: str) -> dict[str, Any]:
     data = quick_build(text)
     if data is UNUSUAL:
         data = full_load(text, source=source)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            f"{source} must hold a mapping at the top level, found {type(data).__name__}",
-            hint="the file should start with `key: value` lines",
-            path=source,
-        )
-    return data
+    return mapping_root(data, source)
 
 
 UNUSUAL: Any = object()
@@ -114,7 +115,7 @@ def quick_build(text: str) -> Any:
                 if event.tag is not None:
                     return UNUSUAL
                 item = event.value
-                if not item.isascii() and not _encodable(item):
+                if not item.isascii() and not encodable(item):
                     return UNUSUAL
                 if event.implicit[0] and (resolvers := _RESOLVERS.get(item[:1])) is not None:
                     item = _resolved(item, resolvers)
@@ -173,14 +174,6 @@ def _resolved(value: str, resolvers: list[_Resolver]) -> Any:
     return value
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def full_load(text: str, *, source: str) -> Any:
     """``text`` through PyYAML's composer and constructor over libyaml's events, each
     event checked by Kura's refusals; every error is an ``InvalidInput`` naming
@@ -194,24 +187,10 @@ def full_load(text: str, *, source: str) -> Any:
         raise too_deep(source) from None
     except pyyaml.YAMLError as exc:
         if "invalid Unicode character" in str(exc):
-            raise InvalidInput(
-                f"{source} holds a string that is not valid Unicode (a lone surrogate such "
-                "as \\ud800)",
-                hint="remove that escape or write the character it stands for",
-                path=source,
-            ) from None
-        raise InvalidInput(
-            f"{source} is not valid YAML: {' '.join(str(exc).split())[:300]}",
-            hint="fix the syntax at the line shown, or restore the file from its last good copy",
-            path=source,
-        ) from None
+            raise not_unicode(source, None) from None
+        raise not_yaml(source, exc) from None
     finally:
         loader.dispose()
-
-
-def _line(event: Any) -> int | None:
-    mark = event.start_mark
-    return None if mark is None else mark.line + 1
 
 
 def _checked_event(event: Any, depth: int, source: str) -> int:
@@ -220,10 +199,10 @@ def _checked_event(event: Any, depth: int, source: str) -> int:
 
     if isinstance(event, pyyaml.ScalarEvent):
         numeric = (event.implicit[0] and event.tag is None) or event.tag in NUMBER_TAGS
-        check_scalar(event.value, numeric=numeric, source=source, line=_line(event))
+        check_scalar(event.value, numeric=numeric, source=source, line=event_line(event))
         return depth
     if isinstance(event, pyyaml.AliasEvent):
-        raise alias_refused(source, _line(event))
+        raise alias_refused(source, event_line(event))
     if isinstance(event, pyyaml.CollectionStartEvent):
         check_depth(depth, source)
         return depth + 1

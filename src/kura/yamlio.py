@@ -29,9 +29,16 @@ from ruamel.yaml.parser import RoundTripParser
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from kura.bounded import MAX_CONFIG_BYTES, decode_utf8, read_limited, too_deep, too_large
-from kura.errors import InvalidInput
 from kura.fsutil import atomic_write_text
-from kura.yamlrules import NUMBER_TAGS, alias_refused, check_depth, check_scalar
+from kura.yamlrules import (
+    NUMBER_TAGS,
+    alias_refused,
+    check_depth,
+    check_scalar,
+    event_line,
+    mapping_root,
+    not_yaml,
+)
 
 __all__ = [
     "MAX_YAML_BYTES",
@@ -63,20 +70,8 @@ def parse_yaml(text: str, *, source: str = "<text>") -> Any:
     except RecursionError:
         raise too_deep(source) from None
     except YAMLError as exc:
-        raise InvalidInput(
-            f"{source} is not valid YAML: {_one_line(exc)}",
-            hint="fix the syntax at the line shown, or restore the file from its last good copy",
-            path=source,
-        ) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            f"{source} must hold a mapping at the top level, found {type(data).__name__}",
-            hint="the file should start with `key: value` lines",
-            path=source,
-        )
-    return data
+        raise not_yaml(source, exc) from None
+    return mapping_root(data, source)
 
 
 class _CheckedParser(RoundTripParser):
@@ -98,7 +93,7 @@ class _CheckedParser(RoundTripParser):
 def _step(event: Event, depth: int, source: str) -> int:
     """The nesting depth after ``event``, refusing what :mod:`kura.yamlrules` refuses."""
     if isinstance(event, AliasEvent):
-        raise alias_refused(source, _line(event))
+        raise alias_refused(source, event_line(event))
     if isinstance(event, CollectionStartEvent):
         check_depth(depth, source)
         return depth + 1
@@ -106,13 +101,8 @@ def _step(event: Event, depth: int, source: str) -> int:
         return depth - 1
     if isinstance(event, ScalarEvent):
         numeric = (not event.style and event.tag is None) or str(event.tag) in NUMBER_TAGS
-        check_scalar(event.value, numeric=numeric, source=source, line=_line(event))
+        check_scalar(event.value, numeric=numeric, source=source, line=event_line(event))
     return depth
-
-
-def _line(event: Event) -> int | None:
-    mark = event.start_mark
-    return None if mark is None else mark.line + 1
 
 
 def load_yaml(path: Path) -> Any:
@@ -158,7 +148,3 @@ def _quote_unusual_breaks(data: Any) -> Any:
 def write_yaml(path: Path, data: Any) -> None:
     """Write YAML atomically, keeping comments and order of a round-trip document."""
     atomic_write_text(path, dump_yaml(data))
-
-
-def _one_line(exc: YAMLError) -> str:
-    return " ".join(str(exc).split())[:300]

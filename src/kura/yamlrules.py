@@ -9,11 +9,22 @@ event's values, and both readers give the same message for the same breach.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kura.bounded import MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH, too_deep, too_long_integer
 from kura.errors import InvalidInput
 
-__all__ = ["NUMBER_TAGS", "alias_refused", "check_depth", "check_scalar"]
+__all__ = [
+    "NUMBER_TAGS",
+    "alias_refused",
+    "check_depth",
+    "check_scalar",
+    "encodable",
+    "event_line",
+    "mapping_root",
+    "not_unicode",
+    "not_yaml",
+]
 
 NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
 """Explicit tags that make a scalar a number whatever it looks like (``!!int``)."""
@@ -29,6 +40,44 @@ _DIGITLESS_NUMBER = re.compile(r"[-+]_+|0[obx]_+|[-+]?\._+(?:[eE][-+]?[0-9]+)?")
 
 def _where(line: int | None) -> str:
     return "" if line is None else f" (line {line})"
+
+
+def event_line(event: Any) -> int | None:
+    """The 1-based line a parser event starts on (either library's events); None where the
+    parser gives no mark."""
+    mark = event.start_mark
+    return None if mark is None else int(mark.line) + 1
+
+
+def not_yaml(source: str, detail: object) -> InvalidInput:
+    """A syntax or construction error of the YAML library, on one line."""
+    return InvalidInput(
+        f"{source} is not valid YAML: {' '.join(str(detail).split())[:300]}",
+        hint="fix the syntax at the line shown, or restore the file from its last good copy",
+        path=source,
+    )
+
+
+def not_unicode(source: str, line: int | None) -> InvalidInput:
+    return InvalidInput(
+        f"{source} holds a string that is not valid Unicode{_where(line)} (a lone "
+        "surrogate such as \\ud800)",
+        hint="remove that escape or write the character it stands for",
+        path=source,
+    )
+
+
+def mapping_root(data: Any, source: str) -> dict[str, Any]:
+    """A parsed document's data, which must be a mapping (an empty document is one)."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"{source} must hold a mapping at the top level, found {type(data).__name__}",
+            hint="the file should start with `key: value` lines",
+            path=source,
+        )
+    return data
 
 
 def alias_refused(source: str, line: int | None) -> InvalidInput:
@@ -49,13 +98,8 @@ def check_scalar(value: str, *, numeric: bool, source: str, line: int | None) ->
     """Refuse a scalar holding a lone surrogate, and one read as a number where it looks
     like one (``numeric``: plain and untagged, or tagged ``!!int``/``!!float``) that is an
     over-long integer or a number without digits."""
-    if not value.isascii() and not _encodable(value):
-        raise InvalidInput(
-            f"{source} holds a string that is not valid Unicode{_where(line)} (a lone "
-            "surrogate such as \\ud800)",
-            hint="remove that escape or write the character it stands for",
-            path=source,
-        )
+    if not value.isascii() and not encodable(value):
+        raise not_unicode(source, line)
     if not numeric:
         return
     if len(value) > MAX_INTEGER_DIGITS and _INTEGER.fullmatch(value):
@@ -70,7 +114,8 @@ def check_scalar(value: str, *, numeric: bool, source: str, line: int | None) ->
         )
 
 
-def _encodable(text: str) -> bool:
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
