@@ -14,7 +14,10 @@ and checks that both reports are equal. It prints the share of PNGs decoded,
 the likeness pairs found (the pictures are distinct, so there should be none) and, as the
 reference, reading and SHA-256-hashing every file on the same thread count, the floor of
 any cold inspection. The files were just written, so the cold figures read from the page
-cache, not from disk.
+cache, not from disk. Last, a third cold inspection runs in a process of its own while the
+resident memory of that process and of every process under it (the fork server and its
+workers) is sampled: the peak of the whole tree, beside the files' total size, shows whether
+memory grows linearly with the dataset (compare two ``--count`` values).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import io
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -124,6 +128,57 @@ def cold_in_process(folder: Path):  # type: ignore[no-untyped-def]
         facts_module.POOL_THRESHOLD = threshold
 
 
+COLD_INSPECTION = (
+    "import pathlib, sys, tempfile\n"
+    "from kura.dataset import inspect_dataset\n"
+    "from kura.dataset.statcache import StatCache\n"
+    "with tempfile.TemporaryDirectory() as d, StatCache.open(pathlib.Path(d) / 's.db') as c:\n"
+    "    inspect_dataset(pathlib.Path(sys.argv[1]), cache=c)\n"
+)
+
+
+def _resident_bytes(pid: int) -> int:
+    try:
+        pages = Path(f"/proc/{pid}/statm").read_text().split()[1]
+    except (OSError, IndexError):
+        return 0  # the process ended between the listing and the read
+    return int(pages) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def peak_memory(folder: Path) -> tuple[int, int]:
+    """Peak resident bytes of a cold inspection's whole process tree, and of its main
+    process alone, sampled every 20 ms."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    child = subprocess.Popen(
+        [sys.executable, "-c", COLD_INSPECTION, str(folder)], env={**os.environ, "PYTHONPATH": src}
+    )
+    peak_tree = peak_main = 0
+    while child.poll() is None:
+        peak_tree = max(peak_tree, sum(_resident_bytes(pid) for pid in _tree(child.pid)))
+        peak_main = max(peak_main, _resident_bytes(child.pid))
+        time.sleep(0.02)
+    if child.returncode != 0:
+        raise SystemExit(f"the cold inspection for the memory figure failed ({child.returncode})")
+    return peak_tree, peak_main
+
+
 def run(folder: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from kura.dataset import facts as facts_module
@@ -208,6 +263,13 @@ def run(folder: Path) -> None:
         f" {decoded_warm}, pairs checked on pixels: {confirmed_warm})"
     )
     print(f"problems: {len(cold.problems)}  buckets: {len(cold.buckets)}")
+    tree, main = peak_memory(folder)
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    mib = 1 << 20
+    print(
+        f"memory, cold: peak {tree / mib:,.0f} MiB for the process tree, {main / mib:,.0f} MiB"
+        f" for Kura's process (the files: {size / mib:,.0f} MiB)"
+    )
 
 
 def main() -> None:

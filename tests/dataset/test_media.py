@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from dataset_builders import encode, picture
 from PIL import Image
 
 from kura.dataset import BLOCKING_CODES, inspect_dataset
+from kura.dataset.images import read_image_facts, read_pixel_facts
 
 
 def codes_by_path(result) -> dict[str, set[str]]:
@@ -33,6 +36,22 @@ def test_truncated_empty_and_fake_files_are_broken(build) -> None:
     }
     assert len(result.blocking_problems()) == 4
     assert result.to_dict()["sizes"]["count"] == 1
+
+
+def test_a_file_pillow_cannot_identify_gives_the_same_message_on_every_read(build) -> None:
+    """Pillow names the open handle in this message, and with it the file descriptor, which
+    differs from one read to the next (here: three more descriptors open for the second)."""
+    path = build.raw("text.png", b"this is a text file, not a picture\n")
+    first = read_image_facts(path)
+    spare = [os.open(os.devnull, os.O_RDONLY) for _ in range(3)]
+    try:
+        second = read_image_facts(path)
+        pixels = read_pixel_facts(path)
+    finally:
+        for descriptor in spare:
+            os.close(descriptor)
+    assert first["error"] == second["error"] == pixels["error"]
+    assert first["error"] == "UnidentifiedImageError: cannot identify image file"
 
 
 def test_folder_of_only_empty_files(build) -> None:

@@ -11,7 +11,7 @@ from PIL import Image
 
 from kura.dataset import facts as facts_module
 from kura.dataset import inspect_dataset
-from kura.dataset.inspect import Inspection
+from kura.dataset.inspection import Inspection
 from kura.dataset.statcache import StatCache
 
 

@@ -1,10 +1,11 @@
 """Collect per-file facts for many files: from the stat cache when unchanged, else by reading.
 
 Cold reads of ``POOL_THRESHOLD`` files or more run in worker processes, one per core
-(:mod:`kura.dataset.pool`): Pillow's decoders hold the GIL, so threads kept about one core
-busy. Fewer files are read on a thread pool in Kura's own process (hashlib and FFmpeg still
-overlap there), where starting the workers would cost more than it saves. Both give the
-same facts.
+(:mod:`kura.dataset.pool`). Pillow releases the GIL while it inflates, so a thread pool kept
+both cores of the development machine busy too; the workers also run the Python around each
+decode (opening, checking, hashing) side by side. Fewer files are read on a thread pool in
+Kura's own process, where starting the workers would cost more than it saves. Both give
+the same facts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kura.dataset.pool import can_start_workers, read_in_processes
 from kura.dataset.statcache import FileKey, StatCache
 from kura.dataset.videos import read_video_facts
 
-__all__ = ["add_pixel_facts", "gather_facts"]
+__all__ = ["add_pixel_facts", "file_keys", "gather_facts"]
 
 Facts = dict[str, Any]
 Reader = Callable[[Path], Facts]
@@ -71,7 +72,7 @@ def gather_facts(
     command already gathered are taken without asking the cache again."""
     total = len(jobs)
     results: dict[str, Facts] = {}
-    keys = _file_keys(jobs, results)
+    keys = file_keys(jobs, results)
     cached = _known(keys.values(), cache)
     pending: list[tuple[str, str]] = []
     hits: dict[FileKey, Facts] = {}
@@ -94,7 +95,7 @@ def gather_facts(
     return results
 
 
-def _file_keys(jobs: Sequence[tuple[str, str]], unreadable: dict[str, Facts]) -> dict[str, FileKey]:
+def file_keys(jobs: Sequence[tuple[str, str]], unreadable: dict[str, Facts]) -> dict[str, FileKey]:
     """Each job's stat, once per look (see :mod:`kura.dataset.onelook`); a file that cannot
     be stat'ed gets its unreadable facts in ``unreadable`` instead."""
     look = current_look()

@@ -59,7 +59,7 @@ def read_image_facts(path: Path) -> dict[str, Any]:
             try:
                 facts.update(_decoded_facts(handle, size))
             except Exception as exc:  # Pillow raises many types for bad data: a broken file.
-                facts["error"] = f"{type(exc).__name__}: {exc}"
+                facts["error"] = _decoding_error(exc, handle)
             return facts
     except NotReadable as exc:
         return {"kind": "image", "bytes": 0, "sha256": None, "error": str(exc)}
@@ -146,14 +146,24 @@ def read_pixel_facts(path: Path) -> dict[str, Any]:
     try:
         with open_regular(path, limit=MAX_IMAGE_BYTES, what="image") as (handle, _):
             _quiet_bomb_warnings()
-            with Image.open(handle) as image:
-                _check_pixel_count(*image.size)
-                _decode(image)
-                return {"likeness": likeness_hashes(image)}
+            try:
+                with Image.open(handle) as image:
+                    _check_pixel_count(*image.size)
+                    _decode(image)
+                    return {"likeness": likeness_hashes(image)}
+            except Exception as exc:  # Pillow raises many types for bad data: a broken file.
+                return {"error": _decoding_error(exc, handle)}
     except NotReadable as exc:
         return {"error": str(exc)}
-    except Exception as exc:  # Pillow raises many types for bad data; each is a broken file.
-        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _decoding_error(exc: Exception, handle: BinaryIO) -> str:
+    """``Type: message`` of a decoding failure, without the handle's repr that Pillow puts
+    in some messages ("cannot identify image file <_io.BufferedReader name=15>"): it names
+    the file descriptor, a number that changes from one read to the next, so the same file
+    would give a different problem each time (and a kept report would not match a new one)."""
+    message = str(exc).replace(f" {handle!r}", "").replace(repr(handle), "the file")
+    return f"{type(exc).__name__}: {message}"
 
 
 def _may_be_transparent(image: Any, mode: str) -> bool:

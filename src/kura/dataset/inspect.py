@@ -4,7 +4,8 @@
 (``facts``), and derives the report: problems (``findings``, ``checks``), report sections
 such as buckets, captions, videos and control pairs (``sections``), duplicates
 (``similarity``), and the task suggestion and questions only a person can answer
-(``intent``).
+(``intent``). A folder whose listings, stats, settings and inspection code are all as they
+were is answered with the report kept from last time (``reportcache``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,12 @@ from kura.dataset.buckets import BucketRule
 from kura.dataset.captions import find_trigger
 from kura.dataset.checks import trigger_problems
 from kura.dataset.context import Context
-from kura.dataset.facts import add_pixel_facts, gather_facts
+from kura.dataset.facts import add_pixel_facts, file_keys, gather_facts
+from kura.dataset.inspection import Inspection
 from kura.dataset.likeness import Likeness, Picture, find_likenesses
 from kura.dataset.pairs import pair_controls
 from kura.dataset.problems import BLOCKING_CODES, Problem
+from kura.dataset.reportcache import Slot, stamp
 from kura.dataset.scan import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -42,61 +43,6 @@ from kura.dataset.statcache import StatCache
 from kura.errors import InvalidInput
 
 __all__ = ["BLOCKING_CODES", "Inspection", "Problem", "inspect_dataset"]
-
-
-@dataclass(frozen=True)
-class Inspection:
-    """The result of one inspection; ``to_dict`` gives the JSON document."""
-
-    root: str
-    resolution: tuple[int, int]
-    settings: dict[str, Any]
-    counts: dict[str, int]
-    formats: dict[str, int]
-    sizes: dict[str, Any]
-    problems: tuple[Problem, ...]
-    buckets: tuple[dict[str, Any], ...]
-    captions: dict[str, Any]
-    trigger: dict[str, Any] | None
-    duplicates: tuple[tuple[str, ...], ...]
-    likenesses: tuple[Likeness, ...]
-    videos: tuple[dict[str, Any], ...]
-    pairs: dict[str, Any] | None
-    task_suggestion: dict[str, Any]
-    questions: tuple[dict[str, Any], ...]
-    digest: str
-    files: dict[str, str] = field(default_factory=dict)
-    """Label (as in the digest) → content sha256 of every file the digest covers; not in
-    the JSON document (a plan keeps it to name what changed)."""
-
-    def blocking_problems(self) -> list[Problem]:
-        """Problems that break a training run or silently damage what it learns."""
-        return [p for p in self.problems if p.code in BLOCKING_CODES]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "dataset-inspection",
-            "root": self.root,
-            "resolution": list(self.resolution),
-            "settings": self.settings,
-            "counts": self.counts,
-            "formats": self.formats,
-            "sizes": self.sizes,
-            "problems": [p.to_dict() for p in self.problems],
-            "problem_counts": dict(sorted(Counter(p.code for p in self.problems).items())),
-            "blocking_problems": len(self.blocking_problems()),
-            "buckets": list(self.buckets),
-            "captions": self.captions,
-            "trigger": self.trigger,
-            "duplicates": [list(g) for g in self.duplicates],
-            "near_duplicates": [[item.original, item.copy] for item in self.likenesses],
-            "near_duplicate_pairs": [item.to_dict() for item in self.likenesses],
-            "videos": list(self.videos),
-            "pairs": self.pairs,
-            "task_suggestion": self.task_suggestion,
-            "questions": list(self.questions),
-            "digest": self.digest,
-        }
 
 
 def inspect_dataset(
@@ -131,11 +77,29 @@ def inspect_dataset(
     controls = scan_controls(control_root) if control_root is not None else None
     jobs = _jobs(scan, controls)
     phases = _Phases(progress, reading=len(jobs), comparing=len(scan.images))
+    slot = Slot(
+        root=str(root),
+        control_root=None if control_root is None else str(control_root),
+        caption_ext=caption_ext,
+        resolution=rule.resolution,
+        bucket_step=rule.step,
+        enable_bucket=rule.enable_bucket,
+        bucket_no_upscale=rule.no_upscale,
+        trigger=trigger,
+    )
+    scans = [scan] if controls is None else [scan, controls]
+    kept = stamp(cache, slot, scans, jobs, file_keys(jobs, {}))
+    if kept is not None and (report := kept.kept()) is not None:
+        phases.finished()
+        return report
     facts = gather_facts(jobs, cache=cache, progress=phases.reading)
     add_pixel_facts(hash_candidates(scan, facts), facts, cache=cache)
-    return _build(
+    report = _build(
         root, control_root, scan, controls, facts, rule, caption_ext, phases.comparing, trigger
     )
+    if kept is not None:
+        kept.keep(report, facts)
+    return report
 
 
 class _Phases:
@@ -149,6 +113,11 @@ class _Phases:
         self.report = report
         self.reading_units = reading
         self.total = reading + comparing
+
+    def finished(self) -> None:
+        """The whole bar at once (a report kept from the last inspection)."""
+        if self.report is not None:
+            self.report(self.total, self.total)
 
     def reading(self, done: int, total: int) -> None:
         if self.report is not None:

@@ -36,7 +36,7 @@ from kura.yamlio import dump_yaml, parse_yaml, write_yaml
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from kura.dataset.inspect import Inspection
+    from kura.dataset.inspection import Inspection
 
 __all__ = [
     "DatasetAdded",

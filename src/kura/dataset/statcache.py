@@ -1,5 +1,8 @@
 """A SQLite cache of per-file facts, so an unchanged dataset is re-inspected without reading.
 
+It also keeps each folder's last finished inspection under the digest of everything it was
+made from (:mod:`kura.dataset.reportcache` builds both and says when one may be reused).
+
 A row is keyed by the file's absolute path (as bytes, so any file name fits) and is valid
 only while its size, ``mtime_ns``, inode and ``ctime_ns`` are unchanged and the row was
 written by the current ``SCHEMA_VERSION`` of the facts; anything else is a miss and the file
@@ -29,6 +32,9 @@ SCHEMA_VERSION = 3
 DEFAULT_NAME = "dataset-facts.sqlite3"
 TABLE = "facts_v3"
 """Rows keyed with the ctime (older Kura's ``facts`` table lacks it and is never read)."""
+REPORTS = "reports_v1"
+"""One row per inspection slot (a folder and its settings): the digest of what the report
+was made from, and the report."""
 
 
 class FileKey(NamedTuple):
@@ -145,6 +151,10 @@ class StatCache:
                 " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,"
                 " schema INTEGER NOT NULL, facts TEXT NOT NULL)"
             )
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {REPORTS} (slot BLOB PRIMARY KEY,"
+                " inputs BLOB NOT NULL, report TEXT NOT NULL)"
+            )
         except (OSError, sqlite3.Error) as exc:
             raise cache_error(target, exc) from exc
         return cls(connection, target)
@@ -215,6 +225,26 @@ class StatCache:
             with self._db:
                 self._db.executemany(
                     f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                )
+        except sqlite3.Error as exc:
+            raise cache_error(self.path, exc) from exc
+
+    def get_report(self, slot: bytes, inputs: bytes) -> str | None:
+        """The report kept in ``slot`` when it was made from ``inputs``; None otherwise."""
+        try:
+            row = self._db.execute(
+                f"SELECT report FROM {REPORTS} WHERE slot = ? AND inputs = ?", (slot, inputs)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise cache_error(self.path, exc) from exc
+        return None if row is None else str(row[0])
+
+    def put_report(self, slot: bytes, inputs: bytes, report: str) -> None:
+        """Keep ``report``, made from ``inputs``, as ``slot``'s (replacing the one before)."""
+        try:
+            with self._db:
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO {REPORTS} VALUES (?, ?, ?)", (slot, inputs, report)
                 )
         except sqlite3.Error as exc:
             raise cache_error(self.path, exc) from exc
