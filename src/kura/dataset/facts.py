@@ -11,7 +11,7 @@ the same facts.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from kura.dataset.pool import can_start_workers, read_in_processes
 from kura.dataset.statcache import FileKey, StatCache
 from kura.dataset.videos import read_video_facts
 
-__all__ = ["add_pixel_facts", "file_keys", "gather_facts"]
+__all__ = ["add_pixel_facts", "file_keys", "gather_facts", "unopened"]
 
 Facts = dict[str, Any]
 Reader = Callable[[Path], Facts]
@@ -123,7 +123,10 @@ def _forget(keys: dict[str, FileKey]) -> None:
             look.facts.pop(key, None)
 
 
-def _unopened(facts: Facts) -> bool:
+def unopened(facts: Mapping[str, Any]) -> bool:
+    """Whether these are the facts of a file that could not be opened or read through
+    (:class:`kura.dataset.reading.NotReadable`): a failure its stat may not show, so they
+    are never kept, neither as the file's facts nor in a report made from them."""
     return str(facts.get("error", "")).startswith("cannot read")
 
 
@@ -158,7 +161,7 @@ def _remember(
     known.update(hits)
     for path, facts in fresh.items():
         key = keys.get(path)
-        if key is not None and key not in known and not _unopened(facts):
+        if key is not None and key not in known and not unopened(facts):
             known[key] = facts
 
 
@@ -191,11 +194,7 @@ def _store(cache: StatCache | None, keys: dict[str, FileKey], fresh: dict[str, F
     if cache is None or not fresh:
         return
     cache.put_many(
-        {
-            keys[path]: facts
-            for path, facts in fresh.items()
-            if path in keys and not str(facts.get("error", "")).startswith("cannot read")
-        }
+        {keys[path]: facts for path, facts in fresh.items() if path in keys and not unopened(facts)}
     )
 
 

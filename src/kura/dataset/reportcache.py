@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kura.dataset.facts import unopened
 from kura.dataset.inspection import Inspection
 from kura.dataset.likeness import Likeness
 from kura.dataset.problems import Problem
@@ -85,7 +86,7 @@ class Stamp:
         would not read back as it is. A cache that refuses the write (read-only, full)
         costs the next inspection its time, not this one its answer: a warm inspection
         that had no new facts to store never needed to write."""
-        if any(str(f.get("error", "")).startswith("cannot read") for f in facts.values()):
+        if any(unopened(item) for item in facts.values()):
             return
         try:
             text = encode(inspection)
